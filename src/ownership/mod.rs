@@ -1,0 +1,253 @@
+//! Error ownership: the pure decision logic behind chaoslab's middleware.
+//!
+//! # Why ownership
+//!
+//! Retries multiply as they climb a call chain. With two attempts per hop
+//! (one retry), a chain A→B→C→D→E→F→G in which D fails every request puts
+//! 2× the load on B, 4× on C and 8× on D and everything below it, exactly
+//! when the failing part of the system can least afford it. A retry budget
+//! (a retry may only be sent while retries stay under 10% of first
+//! attempts) tames this to (1.1)^depth: 1.1, 1.21, 1.33. Uber's answer goes
+//! further: the service that *caused* an error claims it in a response
+//! header, every service that merely passed an error up unclaims it, and a
+//! caller only retries claimed (or unmarked) errors. Then exactly one hop —
+//! the caller right above the owner — retries, and the load below the
+//! failure is 1 + B = 1.1× whatever the depth.
+//!
+//! This module holds no I/O. It *classifies* what came back from a call
+//! ([`Classified`]), *decides* whether to retry it ([`retry`]), whether a
+//! retry may be afforded ([`budget`]), how long to wait ([`backoff`]), and
+//! whether a failing service owns its error ([`claim`]). The middleware in
+//! `crate::middleware` wires these decisions to axum and reqwest.
+//!
+//! ```
+//! use chaoslab::ownership::{Claim, Classified, retry::{decide, RetryVerdict}};
+//!
+//! // D failed on its own and claimed the error: its caller C retries.
+//! let from_d = Classified::Error { claim: Claim::Claimed };
+//! assert_eq!(decide(from_d, true), RetryVerdict::Retry);
+//! // C passes the error up unclaimed: B must not retry it.
+//! let from_c = Classified::Error { claim: Claim::Unclaimed };
+//! assert_eq!(decide(from_c, true), RetryVerdict::Suppress);
+//! // Without ownership every error is retried, and the storm grows.
+//! assert_eq!(decide(from_c, false), RetryVerdict::Retry);
+//! ```
+
+pub mod backoff;
+pub mod budget;
+pub mod claim;
+pub mod retry;
+
+use serde::{Deserialize, Serialize};
+
+/// The default name of the claim header.
+pub const DEFAULT_CLAIM_HEADER: &str = "x-error-claim";
+
+/// What the claim header on an error response said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Claim {
+    /// `true` or `claimed`: the callee caused the error itself.
+    Claimed,
+    /// `false` or `unclaimed`: the callee passed up an error from below.
+    Unclaimed,
+    /// No header, or a value that is neither: the callee did not say.
+    Missing,
+}
+
+impl Claim {
+    /// All three values, in report order (`true`, `false`, `missing`).
+    pub const ALL: [Claim; 3] = [Claim::Claimed, Claim::Unclaimed, Claim::Missing];
+
+    /// Reads a claim header's raw value. Anything unrecognised is `Missing`,
+    /// as SPEC section 1 asks: a malformed header must never be trusted.
+    pub fn parse(value: Option<&[u8]>) -> Claim {
+        let Some(v) = value else {
+            return Claim::Missing;
+        };
+        let v = trim_ascii(v);
+        if v.eq_ignore_ascii_case(b"true") || v.eq_ignore_ascii_case(b"claimed") {
+            Claim::Claimed
+        } else if v.eq_ignore_ascii_case(b"false") || v.eq_ignore_ascii_case(b"unclaimed") {
+            Claim::Unclaimed
+        } else {
+            Claim::Missing
+        }
+    }
+
+    /// The value written on the wire for a claim decision.
+    pub fn wire_value(claimed: bool) -> &'static str {
+        if claimed {
+            "true"
+        } else {
+            "false"
+        }
+    }
+
+    /// The report key for this value (`"true"`, `"false"`, `"missing"`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Claim::Claimed => "true",
+            Claim::Unclaimed => "false",
+            Claim::Missing => "missing",
+        }
+    }
+
+    /// Index into a `[_; 3]` counter array, in [`Claim::ALL`] order.
+    pub fn index(self) -> usize {
+        match self {
+            Claim::Claimed => 0,
+            Claim::Unclaimed => 1,
+            Claim::Missing => 2,
+        }
+    }
+}
+
+fn trim_ascii(v: &[u8]) -> &[u8] {
+    let start = v
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(v.len());
+    let end = v
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &v[start..end]
+}
+
+/// How one attempt of an outbound call ended, before any decision is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Classified {
+    /// A response that is not an error.
+    Success,
+    /// An error response (5xx or 429), with what its claim header said.
+    Error {
+        /// The claim header's value.
+        claim: Claim,
+    },
+    /// No response at all: connection refused, reset, or timed out.
+    /// Treated as an error whose claim is missing.
+    NoResponse,
+}
+
+impl Classified {
+    /// Classifies an HTTP status and its claim header value.
+    pub fn from_response(status: u16, claim_header: Option<&[u8]>) -> Classified {
+        if is_error_status(status) {
+            Classified::Error {
+                claim: Claim::parse(claim_header),
+            }
+        } else {
+            Classified::Success
+        }
+    }
+
+    /// The claim this outcome carries; `None` for a success.
+    pub fn claim(self) -> Option<Claim> {
+        match self {
+            Classified::Success => None,
+            Classified::Error { claim } => Some(claim),
+            Classified::NoResponse => Some(Claim::Missing),
+        }
+    }
+
+    /// Whether this attempt failed.
+    pub fn is_failure(self) -> bool {
+        !matches!(self, Classified::Success)
+    }
+}
+
+/// Whether a status code counts as an error: every 5xx, and 429.
+pub fn is_error_status(status: u16) -> bool {
+    status >= 500 || status == 429
+}
+
+/// Whether a failing dependency fails the request that depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum DependencyMode {
+    /// The request cannot succeed without this dependency.
+    #[default]
+    FailClose,
+    /// The request degrades gracefully without it.
+    FailOpen,
+}
+
+/// How a service decides whether a dependency's failure explains its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Attribution {
+    /// Any outbound failure unclaims: the coincidental-error flaw.
+    Simple,
+    /// Only failures of dependencies declared fail-close unclaim.
+    #[default]
+    Declared,
+    /// Fail-close/fail-open is learned from the service's failure patterns.
+    Learned,
+}
+
+impl Attribution {
+    /// The next mode in the `m` key's cycle.
+    pub fn next(self) -> Attribution {
+        match self {
+            Attribution::Simple => Attribution::Declared,
+            Attribution::Declared => Attribution::Learned,
+            Attribution::Learned => Attribution::Simple,
+        }
+    }
+
+    /// The name used in YAML and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Attribution::Simple => "simple",
+            Attribution::Declared => "declared",
+            Attribution::Learned => "learned",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_spelling() {
+        assert_eq!(Claim::parse(Some(b"true")), Claim::Claimed);
+        assert_eq!(Claim::parse(Some(b"TRUE")), Claim::Claimed);
+        assert_eq!(Claim::parse(Some(b" claimed ")), Claim::Claimed);
+        assert_eq!(Claim::parse(Some(b"false")), Claim::Unclaimed);
+        assert_eq!(Claim::parse(Some(b"Unclaimed")), Claim::Unclaimed);
+        assert_eq!(Claim::parse(Some(b"yes")), Claim::Missing);
+        assert_eq!(Claim::parse(Some(b"")), Claim::Missing);
+        assert_eq!(Claim::parse(Some(b"\xff\xfe")), Claim::Missing);
+        assert_eq!(Claim::parse(None), Claim::Missing);
+    }
+
+    #[test]
+    fn classifies_statuses() {
+        assert_eq!(Classified::from_response(200, None), Classified::Success);
+        assert_eq!(
+            Classified::from_response(404, Some(b"true")),
+            Classified::Success
+        );
+        assert_eq!(
+            Classified::from_response(500, Some(b"true")),
+            Classified::Error {
+                claim: Claim::Claimed
+            }
+        );
+        assert_eq!(
+            Classified::from_response(503, None),
+            Classified::Error {
+                claim: Claim::Missing
+            }
+        );
+        assert_eq!(
+            Classified::from_response(429, Some(b"false")),
+            Classified::Error {
+                claim: Claim::Unclaimed
+            }
+        );
+        assert_eq!(Classified::NoResponse.claim(), Some(Claim::Missing));
+    }
+}

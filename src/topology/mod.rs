@@ -1,0 +1,436 @@
+//! Topologies: the YAML contract (SPEC section 3), its validation, and the
+//! analytical model of what a topology should do under a policy and faults.
+//!
+//! `spec` holds the serde types exactly as the YAML is written; `validate`
+//! turns them into a [`Topology`], whose services are indexed and whose
+//! edges are flattened, with depths and baseline multiplicities computed;
+//! `model` predicts each service's load. Every other module works on the
+//! validated [`Topology`], never on YAML.
+
+pub mod model;
+pub mod spec;
+pub mod validate;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ownership::{Attribution, DependencyMode, DEFAULT_CLAIM_HEADER};
+
+pub use validate::TopologyError;
+
+/// A service's position in [`Topology::services`].
+pub type ServiceId = usize;
+/// An edge's position in [`Topology::edges`].
+pub type EdgeId = usize;
+
+/// A validated topology.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topology {
+    /// `name:`.
+    pub name: String,
+    /// `description:`.
+    pub description: Option<String>,
+    /// `ownership:`.
+    pub ownership: OwnershipSettings,
+    /// `policy:`, resolved: the fleet-wide default for every edge.
+    pub policy: Policy,
+    /// `load:`.
+    pub load: LoadSettings,
+    /// Services, in the order the YAML lists them.
+    pub services: Vec<Service>,
+    /// Every call edge, flattened: one per entry in a service's `calls`.
+    pub edges: Vec<Edge>,
+    /// A raw `scenario:` key, parsed by the scenario module.
+    pub scenario: Option<serde_yaml::Value>,
+}
+
+impl Topology {
+    /// Reads and validates a topology file.
+    pub fn load(path: &Path) -> Result<Topology, TopologyError> {
+        validate::load(path)
+    }
+
+    /// Parses and validates YAML text; `origin` names it in errors.
+    pub fn from_yaml(text: &str, origin: &str) -> Result<Topology, TopologyError> {
+        validate::from_yaml(text, origin)
+    }
+
+    /// The service called `name`.
+    pub fn service_id(&self, name: &str) -> Option<ServiceId> {
+        self.services.iter().position(|s| s.name == name)
+    }
+
+    /// The entry service.
+    pub fn entry(&self) -> &Service {
+        &self.services[self.load.entry]
+    }
+
+    /// The largest depth of any service.
+    pub fn max_depth(&self) -> usize {
+        self.services.iter().map(|s| s.depth).max().unwrap_or(0)
+    }
+}
+
+/// `ownership:` settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnershipSettings {
+    /// The claim header's name, lower-case.
+    pub header: String,
+    /// How services attribute errors to dependencies.
+    pub attribution: Attribution,
+    /// Rule 5 on or off.
+    pub at_least_once: bool,
+}
+
+impl Default for OwnershipSettings {
+    fn default() -> Self {
+        OwnershipSettings {
+            header: DEFAULT_CLAIM_HEADER.to_string(),
+            attribution: Attribution::Declared,
+            at_least_once: true,
+        }
+    }
+}
+
+/// A policy preset: the *mode* of retrying (SPEC section 1, "Policies").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Preset {
+    /// No retries at all.
+    None,
+    /// Naive retries: `attempts`, no budget, no ownership.
+    Retry,
+    /// Retries within a budget.
+    Budget,
+    /// Retries within a budget, only of claimed or unmarked errors.
+    Ownership,
+}
+
+impl Preset {
+    /// All presets, in key order (`1`-`4`).
+    pub const ALL: [Preset; 4] = [
+        Preset::None,
+        Preset::Retry,
+        Preset::Budget,
+        Preset::Ownership,
+    ];
+
+    /// The name used in YAML, on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::None => "none",
+            Preset::Retry => "retry",
+            Preset::Budget => "budget",
+            Preset::Ownership => "ownership",
+        }
+    }
+
+    /// Parses a preset name.
+    pub fn parse(s: &str) -> Option<Preset> {
+        Preset::ALL.into_iter().find(|p| p.name() == s)
+    }
+
+    /// The mode switches this preset stands for: (retries, budget, ownership).
+    pub fn mode(self) -> (bool, bool, bool) {
+        match self {
+            Preset::None => (false, false, false),
+            Preset::Retry => (true, false, false),
+            Preset::Budget => (true, true, false),
+            Preset::Ownership => (true, true, true),
+        }
+    }
+}
+
+/// `budget:` is a ratio or `off`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BudgetSetting {
+    /// Retries may be this fraction of first attempts.
+    Ratio(f64),
+    /// No budget.
+    Off,
+}
+
+/// Policy fields as written: the fleet `policy:` or an edge's `policy:`
+/// override. Every field is optional; unset fields fall back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PolicyFields {
+    /// `preset:`.
+    pub preset: Option<Preset>,
+    /// `attempts:` (first attempt included; 1 means no retries).
+    pub attempts: Option<u32>,
+    /// `budget:`.
+    pub budget: Option<BudgetSetting>,
+    /// `min_per_sec:`.
+    pub min_per_sec: Option<f64>,
+    /// `ttl:`.
+    pub ttl: Option<Duration>,
+    /// `backoff:`.
+    pub backoff: Option<Duration>,
+    /// `timeout:`.
+    pub timeout: Option<Duration>,
+}
+
+impl PolicyFields {
+    /// Whether no field is set.
+    pub fn is_empty(&self) -> bool {
+        *self == PolicyFields::default()
+    }
+}
+
+/// The fleet-wide policy in force: the mode switches (which a preset sets)
+/// and the numbers the modes use (which a preset keeps).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Retries on (any preset but `none`).
+    pub retries: bool,
+    /// Budget on (`budget`, `ownership`).
+    pub budget_on: bool,
+    /// Ownership on (`ownership`).
+    pub ownership: bool,
+    /// R: attempts per call, first included.
+    pub attempts: u32,
+    /// B: the budget ratio, `None` for `budget: off`.
+    pub budget: Option<f64>,
+    /// Retries per second always allowed.
+    pub min_per_sec: f64,
+    /// How long a budget deposit lives.
+    pub ttl: Duration,
+    /// Backoff base (full jitter when > 0).
+    pub backoff: Duration,
+    /// Per-attempt timeout.
+    pub timeout: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        let mut p = Policy {
+            retries: false,
+            budget_on: false,
+            ownership: false,
+            attempts: 2,
+            budget: Some(0.1),
+            min_per_sec: 0.0,
+            ttl: Duration::from_secs(10),
+            backoff: Duration::ZERO,
+            timeout: Duration::from_secs(1),
+        };
+        p.apply_preset(Preset::Ownership);
+        p
+    }
+}
+
+impl Policy {
+    /// Switches the mode to a preset's, keeping R, B and the rest.
+    pub fn apply_preset(&mut self, preset: Preset) {
+        (self.retries, self.budget_on, self.ownership) = preset.mode();
+    }
+
+    /// The preset whose mode is in force, or `None` for a mix that no
+    /// preset names (e.g. ownership without a budget).
+    pub fn preset(&self) -> Option<Preset> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.mode() == (self.retries, self.budget_on, self.ownership))
+    }
+
+    /// A short name for the mode: the preset's, or the switches spelled out.
+    pub fn mode_name(&self) -> String {
+        match self.preset() {
+            Some(p) => p.name().to_string(),
+            None => {
+                let mut parts = vec![];
+                if self.retries {
+                    parts.push("retry");
+                }
+                if self.budget_on {
+                    parts.push("budget");
+                }
+                if self.ownership {
+                    parts.push("ownership");
+                }
+                if parts.is_empty() {
+                    "none".into()
+                } else {
+                    parts.join("+")
+                }
+            }
+        }
+    }
+
+    /// Applies explicit fields (a `policy:` map, a scenario step).
+    pub fn apply_fields(&mut self, f: &PolicyFields) {
+        if let Some(p) = f.preset {
+            self.apply_preset(p);
+        }
+        if let Some(a) = f.attempts {
+            self.attempts = a;
+        }
+        if let Some(b) = f.budget {
+            self.budget = match b {
+                BudgetSetting::Ratio(r) => Some(r),
+                BudgetSetting::Off => None,
+            };
+        }
+        if let Some(m) = f.min_per_sec {
+            self.min_per_sec = m;
+        }
+        if let Some(t) = f.ttl {
+            self.ttl = t;
+        }
+        if let Some(b) = f.backoff {
+            self.backoff = b;
+        }
+        if let Some(t) = f.timeout {
+            self.timeout = t;
+        }
+    }
+
+    /// The policy one edge runs: this policy with the edge's overrides.
+    pub fn for_edge(&self, overrides: &PolicyFields) -> EdgePolicy {
+        let mut p = self.clone();
+        p.apply_fields(overrides);
+        EdgePolicy {
+            attempts: if p.retries { p.attempts.max(1) } else { 1 },
+            budget: if p.retries && p.budget_on {
+                p.budget
+            } else {
+                None
+            },
+            ownership: p.ownership,
+            min_per_sec: p.min_per_sec,
+            ttl: p.ttl,
+            backoff: p.backoff,
+            timeout: p.timeout,
+        }
+    }
+}
+
+/// The policy in force on one edge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EdgePolicy {
+    /// Attempts per call (1: no retries).
+    pub attempts: u32,
+    /// The budget ratio, if a budget applies.
+    pub budget: Option<f64>,
+    /// Whether unclaimed errors are spared a retry.
+    pub ownership: bool,
+    /// Retries per second always allowed.
+    pub min_per_sec: f64,
+    /// Budget deposit lifetime.
+    pub ttl: Duration,
+    /// Backoff base.
+    pub backoff: Duration,
+    /// Per-attempt timeout.
+    pub timeout: Duration,
+}
+
+/// `load:` settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadSettings {
+    /// The entry service.
+    pub entry: ServiceId,
+    /// Root requests per second.
+    pub rps: f64,
+    /// How arrivals are spaced.
+    pub arrival: Arrival,
+}
+
+/// How the open-loop generator spaces root requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Evenly spaced.
+    #[default]
+    Constant,
+    /// Exponential gaps (a Poisson process).
+    Poisson,
+}
+
+/// When a fault fires relative to the service's own downstream calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Before any outbound call: nothing below is called.
+    Before,
+    /// After the outbound calls: everything below is called first.
+    #[default]
+    After,
+}
+
+/// A service's fault settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    /// Probability that a request fails (0..=1).
+    pub error_rate: f64,
+    /// When it fails.
+    pub phase: Phase,
+    /// Extra latency added to every request.
+    pub latency: Duration,
+    /// The status of an injected error.
+    pub status: u16,
+    /// Listener closed: connection refused.
+    pub down: bool,
+}
+
+impl Default for Fault {
+    fn default() -> Self {
+        Fault {
+            error_rate: 0.0,
+            phase: Phase::After,
+            latency: Duration::ZERO,
+            status: 500,
+            down: false,
+        }
+    }
+}
+
+impl Fault {
+    /// Whether any fault is set.
+    pub fn is_active(&self) -> bool {
+        self.error_rate > 0.0 || !self.latency.is_zero() || self.down
+    }
+}
+
+/// One service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Service {
+    /// Its name.
+    pub name: String,
+    /// Its calls, in order; each names an [`Edge`].
+    pub calls: Vec<EdgeId>,
+    /// Whether all calls start at once.
+    pub parallel: bool,
+    /// Requests per second it can serve; above that it sheds with 503.
+    pub capacity: Option<f64>,
+    /// `context: dropped`.
+    pub context_dropped: bool,
+    /// `ownership: false` turns its middleware off.
+    pub ownership: bool,
+    /// An outside service: called over HTTP as is, not started.
+    pub url: Option<String>,
+    /// Its fault.
+    pub fault: Fault,
+    /// Simulated service time.
+    pub work: Duration,
+    /// Longest path from the entry (the entry is 0); every edge goes deeper.
+    pub depth: usize,
+    /// Calls it receives per root request with no faults and no retries.
+    pub multiplicity: f64,
+}
+
+/// One call edge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edge {
+    /// Caller.
+    pub from: ServiceId,
+    /// Callee.
+    pub to: ServiceId,
+    /// Fail-close or fail-open.
+    pub mode: DependencyMode,
+    /// Calls per request.
+    pub count: u32,
+    /// Per-edge policy overrides.
+    pub policy: PolicyFields,
+}
