@@ -1,1 +1,7 @@
-fn main() {}
+//! Integration tests: real binaries, real fleets on loopback.
+//!
+//! Tests that start a fleet take `common::fleet_lock()` so two fleets never
+//! share the machine's cores.
+
+mod common;
+mod topology_errors;
