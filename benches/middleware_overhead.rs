@@ -1,1 +1,156 @@
-fn main() {}
+//! What the ownership middleware costs in throughput.
+//!
+//! Runs the 7-service chain with no faults at the highest rate the machine
+//! sustains, alternating two fleets in one run: plain axum + reqwest (no
+//! layer, no retry client, no headers) and the same fleet with the
+//! ownership middleware on every hop. Load comes from `wrk` when it is
+//! installed (a separate process, closed loop), otherwise from an
+//! in-process closed-loop driver. Prints each round and the median ratio.
+//!
+//! `cargo bench --bench middleware_overhead` runs 3 rounds of 5 s each;
+//! under `cargo test` it runs one short round as a smoke test.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chaoslab::fleet::{Fleet, FleetOptions};
+use chaoslab::topology::Topology;
+
+const CHAIN: &str = r#"
+name: bench-chain
+description: seven services, no faults
+policy: { preset: ownership, attempts: 2, budget: 0.1 }
+services:
+  A: { calls: [B] }
+  B: { calls: [C] }
+  C: { calls: [D] }
+  D: { calls: [E] }
+  E: { calls: [F] }
+  F: { calls: [G] }
+  G: {}
+"#;
+
+const CONNECTIONS: usize = 64;
+
+fn wrk_available() -> bool {
+    Command::new("wrk")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| !o.stdout.is_empty() || !o.stderr.is_empty())
+}
+
+/// Root requests per second wrk achieved.
+fn wrk(url: &str, secs: u64) -> f64 {
+    let out = Command::new("wrk")
+        .args([
+            "-t1",
+            &format!("-c{CONNECTIONS}"),
+            &format!("-d{secs}s"),
+            url,
+        ])
+        .output()
+        .expect("run wrk");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let non2xx = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Non-2xx or 3xx responses:"))
+        .map(|v| v.trim().parse::<u64>().unwrap_or(0))
+        .unwrap_or(0);
+    assert_eq!(non2xx, 0, "the healthy chain answered errors:\n{text}");
+    text.lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no Requests/sec in wrk's output:\n{text}"))
+}
+
+/// Root requests per second an in-process closed loop achieved.
+async fn driver(url: String, secs: u64) -> f64 {
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = vec![];
+    for _ in 0..CONNECTIONS {
+        let (http, url, done, stop) = (http.clone(), url.clone(), done.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(r) = http.get(&url).send().await {
+                    assert!(r.status().is_success());
+                    let _ = r.bytes().await;
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        let _ = t.await;
+    }
+    done.load(Ordering::Relaxed) as f64 / secs as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    let bench = std::env::args().any(|a| a == "--bench");
+    let (rounds, secs) = if bench { (3, 5) } else { (1, 1) };
+    let use_wrk = wrk_available();
+    let topology = Arc::new(Topology::from_yaml(CHAIN, "bench-chain").expect("valid chain"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "middleware overhead: 7-service chain, no faults, {} for {secs} s per run, {rounds} round(s)",
+        if use_wrk {
+            format!("wrk -t1 -c{CONNECTIONS}")
+        } else {
+            format!("in-process closed loop, {CONNECTIONS} connections (wrk not found)")
+        }
+    );
+    let (mut plain, mut owned, mut ratios) = (vec![], vec![], vec![]);
+    for round in 1..=rounds {
+        let mut pair = [0.0; 2];
+        for (i, plain_mode) in [true, false].into_iter().enumerate() {
+            let fleet = rt
+                .block_on(Fleet::spawn(
+                    topology.clone(),
+                    FleetOptions {
+                        seed: 1,
+                        plain: plain_mode,
+                    },
+                ))
+                .unwrap();
+            let url = fleet.entry_url();
+            // Warm the connection pools.
+            rt.block_on(driver(url.clone(), 1));
+            pair[i] = if use_wrk {
+                wrk(&url, secs)
+            } else {
+                rt.block_on(driver(url, secs))
+            };
+            rt.block_on(fleet.shutdown());
+        }
+        let ratio = pair[1] / pair[0];
+        println!(
+            "round {round}: plain {:>8.0} root req/s   ownership {:>8.0} root req/s   ratio {:.3}",
+            pair[0], pair[1], ratio
+        );
+        plain.push(pair[0]);
+        owned.push(pair[1]);
+        ratios.push(ratio);
+    }
+    let r = median(&mut ratios);
+    println!(
+        "median: plain {:.0}, ownership {:.0} root req/s; ownership/plain = {:.3} (cost {:.1}%)",
+        median(&mut plain),
+        median(&mut owned),
+        r,
+        (1.0 - r) * 100.0
+    );
+}

@@ -6,8 +6,15 @@
 //! service runs the error-ownership middleware of [`middleware`], whose
 //! decisions live, free of I/O, in [`ownership`].
 
+pub mod app;
 pub mod cli;
+pub mod fleet;
+pub mod load;
+pub mod metrics;
+pub mod middleware;
 pub mod ownership;
+pub mod report;
+pub mod scenario;
 pub mod topology;
 
 use std::process::ExitCode;
@@ -58,6 +65,7 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
             print!("{}", topology::validate::render_check(&t));
             Ok(())
         }
+        Command::Run(args) => app::run(args),
         other => Err(RunError::BadInput(format!("`{other:?}` is not built yet"))),
     }
 }

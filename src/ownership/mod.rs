@@ -36,6 +36,7 @@
 pub mod backoff;
 pub mod budget;
 pub mod claim;
+pub mod learn;
 pub mod retry;
 
 use serde::{Deserialize, Serialize};

@@ -4,4 +4,6 @@
 //! share the machine's cores.
 
 mod common;
+mod tables;
 mod topology_errors;
+mod wire;

@@ -1,0 +1,215 @@
+//! The commands behind the command line: load and override a topology,
+//! then run it headless (or hand it to the dashboard).
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cli::RunArgs;
+use crate::report::Report;
+use crate::scenario::{Action, Lab, LabOptions};
+use crate::topology::{Preset, Topology};
+use crate::RunError;
+
+/// Default measured duration of a headless run.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(20);
+/// Default warm-up.
+pub const DEFAULT_WARMUP: Duration = Duration::from_secs(2);
+
+/// Parses `SERVICE` or `SERVICE=RATE` against a topology.
+pub fn parse_fail(t: &Topology, spec: &str) -> Result<(usize, f64), RunError> {
+    let (name, rate) = match spec.split_once('=') {
+        Some((n, r)) => {
+            let rate: f64 = r.trim().parse().map_err(|_| {
+                RunError::BadInput(format!(
+                    "--fail {spec}: `{r}` is not a rate (write e.g. {n}=0.3)"
+                ))
+            })?;
+            (n.trim(), rate)
+        }
+        None => (spec.trim(), 1.0),
+    };
+    if !(0.0..=1.0).contains(&rate) {
+        return Err(RunError::BadInput(format!(
+            "--fail {spec}: the rate must be between 0 and 1"
+        )));
+    }
+    let id = t.service_id(name).ok_or_else(|| {
+        RunError::BadInput(format!(
+            "--fail {spec}: there is no service `{name}` in topology {} (services: {})",
+            t.name,
+            t.services
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    Ok((id, rate))
+}
+
+/// Parses a preset name.
+pub fn parse_policy(s: &str) -> Result<Preset, RunError> {
+    Preset::parse(s.trim()).ok_or_else(|| {
+        RunError::BadInput(format!(
+            "--policy {s}: unknown policy (choose none, retry, budget or ownership)"
+        ))
+    })
+}
+
+/// The actions the command line asks for at time zero.
+pub fn startup_actions(
+    t: &Topology,
+    policy: Option<&str>,
+    fails: &[String],
+    rps: Option<f64>,
+) -> Result<Vec<Action>, RunError> {
+    let mut actions = vec![];
+    if let Some(p) = policy {
+        actions.push(Action::Policy(crate::topology::PolicyFields {
+            preset: Some(parse_policy(p)?),
+            ..Default::default()
+        }));
+    }
+    for f in fails {
+        let (id, rate) = parse_fail(t, f)?;
+        let mut fault = t.services[id].fault.clone();
+        fault.error_rate = rate;
+        fault.down = false;
+        actions.push(Action::SetFault { service: id, fault });
+    }
+    if let Some(r) = rps {
+        if !r.is_finite() || r <= 0.0 {
+            return Err(RunError::BadInput(format!(
+                "--rps {r}: the rate must be a positive number"
+            )));
+        }
+        actions.push(Action::SetRps(r));
+    }
+    Ok(actions)
+}
+
+/// Applies actions to a topology before anything runs (so the lab starts
+/// in the asked-for state and the model sees it from the first tick).
+pub fn apply_to_topology(t: &mut Topology, actions: &[Action]) {
+    for a in actions {
+        match a {
+            Action::Policy(f) => t.policy.apply_fields(f),
+            Action::SetFault { service, fault } => t.services[*service].fault = fault.clone(),
+            Action::SetRps(r) => t.load.rps = *r,
+            _ => {}
+        }
+    }
+}
+
+fn topology_arg(args: &RunArgs) -> Result<&Path, RunError> {
+    args.topology.as_deref().ok_or_else(|| {
+        RunError::BadInput(
+            "no topology given: try `chaoslab topologies/uber-chain.yaml` (see --help)".into(),
+        )
+    })
+}
+
+/// A multi-threaded runtime sized to the machine.
+pub fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Other(anyhow::anyhow!("starting the async runtime: {e}")))
+}
+
+/// `chaoslab run`.
+pub fn run(args: RunArgs) -> Result<(), RunError> {
+    let path = topology_arg(&args)?;
+    let mut topology = Topology::load(path)?;
+    let actions = startup_actions(&topology, args.policy.as_deref(), &args.fail, args.rps)?;
+    apply_to_topology(&mut topology, &actions);
+    if !args.headless {
+        if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+            return Err(RunError::BadInput(format!(
+                "the dashboard needs a terminal; for scripts and CI run `chaoslab run {} --headless`",
+                path.display()
+            )));
+        }
+        return Err(RunError::BadInput(
+            "the dashboard is not part of this build yet; use --headless".into(),
+        ));
+    }
+    let duration = args.duration.unwrap_or(DEFAULT_DURATION);
+    let warmup = args.warmup.unwrap_or(DEFAULT_WARMUP);
+    let opts = LabOptions {
+        seed: args.seed.unwrap_or(1),
+        ..LabOptions::default()
+    };
+    let report = runtime()?.block_on(headless(topology, opts, warmup, duration))?;
+    print!("{}", report.table());
+    if let Some(p) = &args.report {
+        std::fs::write(p, report.to_json()).map_err(|e| {
+            RunError::BadInput(format!("writing the report to {}: {e}", p.display()))
+        })?;
+    }
+    Ok(())
+}
+
+/// Runs a lab for `warmup + duration`, printing a progress line per second
+/// to stderr, and measures the report over the time after the warm-up.
+pub async fn headless(
+    topology: Topology,
+    opts: LabOptions,
+    warmup: Duration,
+    duration: Duration,
+) -> Result<Report, RunError> {
+    let tick = opts.tick;
+    let mut lab = Lab::start(topology, opts).await.map_err(RunError::Other)?;
+    let end = warmup + duration;
+    let mut interval = tokio::time::interval(tick);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut next_progress = Duration::from_secs(1);
+    let mut warm = warmup.is_zero();
+    if warm {
+        lab.mark_report_start();
+    }
+    loop {
+        interval.tick().await;
+        lab.tick();
+        let t = lab.elapsed();
+        if !warm && t >= warmup {
+            warm = true;
+            lab.mark_report_start();
+        }
+        if t >= next_progress {
+            next_progress += Duration::from_secs(1);
+            let s = lab.snapshot();
+            let amps: Vec<String> = s
+                .services
+                .iter()
+                .map(|v| {
+                    format!(
+                        "{} {}",
+                        v.name,
+                        v.amplification
+                            .map_or_else(|| "-".into(), |a| format!("{a:.2}x"))
+                    )
+                })
+                .collect();
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(
+                err,
+                "[{:>5.1}s{}] {} rps, avail {:.1}%, radius {} · {}",
+                t.as_secs_f64(),
+                if t < warmup { " warm-up" } else { "" },
+                s.root.rps.round(),
+                s.root.availability * 100.0,
+                s.radius_max,
+                amps.join(" ")
+            );
+        }
+        if t >= end {
+            break;
+        }
+    }
+    // Up to the newest sample: the run ends on the first tick past `end`.
+    let report = Report::measure(&lab, warmup, Duration::MAX);
+    lab.stop().await;
+    Ok(report)
+}

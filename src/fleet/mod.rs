@@ -1,0 +1,280 @@
+//! The fleet: one real axum server per service, each on its own loopback
+//! port, all in one tokio runtime, wired as the topology says.
+//!
+//! Every service runs the ownership middleware: the server layer around its
+//! router, the retry client on its outbound calls. Faults, context drops
+//! and policies change while the fleet runs, through [`Fleet`]'s methods —
+//! the same calls the dashboard's keys and a scenario's steps make.
+
+mod service;
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, RwLock};
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::metrics::Metrics;
+use crate::middleware::client::{EdgeState, RetryClient};
+use crate::middleware::server::{OwnershipControl, OwnershipLayer, ServerConfig};
+use crate::middleware::Observer;
+use crate::ownership::Attribution;
+use crate::topology::{EdgePolicy, Fault, Policy, ServiceId, Topology};
+
+pub use service::ServiceRuntime;
+
+/// How to start a fleet.
+#[derive(Debug, Clone, Default)]
+pub struct FleetOptions {
+    /// Seed for every random choice.
+    pub seed: u64,
+    /// Run plain axum + reqwest with no middleware and no retries: the
+    /// baseline the benchmark compares the middleware against.
+    pub plain: bool,
+}
+
+/// A running fleet.
+pub struct Fleet {
+    topology: Arc<Topology>,
+    services: Vec<Arc<ServiceRuntime>>,
+    edges: Vec<Arc<EdgeState>>,
+    policy: RwLock<Policy>,
+    control: Arc<OwnershipControl>,
+    metrics: Arc<Metrics>,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fleet")
+            .field("topology", &self.topology.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Fleet {
+    /// Binds a listener per service on 127.0.0.1 and starts them all.
+    pub async fn spawn(topology: Arc<Topology>, opts: FleetOptions) -> anyhow::Result<Fleet> {
+        raise_fd_limit(&topology);
+        let metrics = Arc::new(Metrics::new(&topology));
+        let observer: Arc<dyn Observer> = metrics.clone();
+        let control = Arc::new(OwnershipControl::new(
+            topology.ownership.attribution,
+            topology.ownership.at_least_once,
+        ));
+        let roots = Arc::new(AtomicU64::new(1));
+        let policy = topology.policy.clone();
+
+        // Bind first, so every edge knows its callee's address.
+        let mut listeners = Vec::with_capacity(topology.services.len());
+        let mut addrs: Vec<Option<SocketAddr>> = Vec::with_capacity(topology.services.len());
+        for s in &topology.services {
+            if s.url.is_some() {
+                listeners.push(None);
+                addrs.push(None);
+                continue;
+            }
+            let l = TcpListener::bind("127.0.0.1:0")
+                .await
+                .with_context(|| format!("binding a loopback port for service {}", s.name))?;
+            addrs.push(Some(l.local_addr()?));
+            listeners.push(Some(l));
+        }
+        let url_of = |id: ServiceId| -> String {
+            match (&topology.services[id].url, addrs[id]) {
+                (Some(u), _) => u.clone(),
+                (None, Some(a)) => format!("http://{a}/"),
+                (None, None) => unreachable!("every fleet service has an address"),
+            }
+        };
+        let edges: Vec<Arc<EdgeState>> = topology
+            .edges
+            .iter()
+            .enumerate()
+            .map(|(id, e)| {
+                Arc::new(EdgeState::new(
+                    id,
+                    e.to,
+                    e.mode,
+                    url_of(e.to),
+                    edge_policy(&topology, &policy, id),
+                ))
+            })
+            .collect();
+
+        let (shutdown, _) = watch::channel(false);
+        let mut services = Vec::with_capacity(topology.services.len());
+        let mut tasks = Vec::new();
+        for (id, (spec, listener)) in topology.services.iter().zip(listeners).enumerate() {
+            let layer = OwnershipLayer::with_control(
+                id,
+                &topology.ownership.header,
+                spec.ownership,
+                control.clone(),
+                observer.clone(),
+                roots.clone(),
+            )?;
+            let client = RetryClient::new(
+                id,
+                &topology.ownership.header,
+                observer.clone(),
+                opts.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            )?;
+            let rt = Arc::new(ServiceRuntime::new(
+                id,
+                spec,
+                spec.calls
+                    .iter()
+                    .map(|&e| (edges[e].clone(), topology.edges[e].count.max(1)))
+                    .collect(),
+                client,
+                layer.config(),
+                addrs[id],
+                opts.seed.wrapping_add(id as u64 + 1),
+                opts.plain,
+            ));
+            if let Some(l) = listener {
+                tasks.push(tokio::spawn(service::serve(
+                    rt.clone(),
+                    l,
+                    layer,
+                    shutdown.subscribe(),
+                )));
+            }
+            services.push(rt);
+        }
+        Ok(Fleet {
+            topology,
+            services,
+            edges,
+            policy: RwLock::new(policy),
+            control,
+            metrics,
+            shutdown,
+            tasks,
+        })
+    }
+
+    /// The topology the fleet was started from.
+    pub fn topology(&self) -> &Arc<Topology> {
+        &self.topology
+    }
+
+    /// The fleet's counters.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// A service's URL (its listener, or its outside `url`).
+    pub fn url(&self, id: ServiceId) -> String {
+        self.services[id].url()
+    }
+
+    /// The entry service's URL.
+    pub fn entry_url(&self) -> String {
+        self.url(self.topology.load.entry)
+    }
+
+    /// A service's runtime state.
+    pub fn service(&self, id: ServiceId) -> &Arc<ServiceRuntime> {
+        &self.services[id]
+    }
+
+    /// A service's server-side configuration (what it has learned).
+    pub fn server_config(&self, id: ServiceId) -> &Arc<ServerConfig> {
+        self.services[id].server_config()
+    }
+
+    /// An edge's runtime state.
+    pub fn edge(&self, id: usize) -> &Arc<EdgeState> {
+        &self.edges[id]
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> Policy {
+        self.policy
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Puts a new fleet-wide policy in force on every edge, keeping each
+    /// edge's overrides.
+    pub fn set_policy(&self, policy: Policy) {
+        for (id, edge) in self.edges.iter().enumerate() {
+            edge.set_policy(edge_policy(&self.topology, &policy, id));
+        }
+        *self.policy.write().unwrap_or_else(|e| e.into_inner()) = policy;
+    }
+
+    /// The attribution mode in force.
+    pub fn attribution(&self) -> Attribution {
+        self.control.attribution()
+    }
+
+    /// Changes the attribution mode.
+    pub fn set_attribution(&self, a: Attribution) {
+        self.control.set_attribution(a);
+    }
+
+    /// Whether rule 5 is on.
+    pub fn at_least_once(&self) -> bool {
+        self.control.at_least_once()
+    }
+
+    /// Turns rule 5 on or off.
+    pub fn set_at_least_once(&self, on: bool) {
+        self.control.set_at_least_once(on);
+    }
+
+    /// A service's fault in force.
+    pub fn fault(&self, id: ServiceId) -> Fault {
+        self.services[id].fault()
+    }
+
+    /// Sets a service's fault (`down` closes or reopens its listener).
+    pub fn set_fault(&self, id: ServiceId, fault: Fault) {
+        self.services[id].set_fault(fault);
+    }
+
+    /// Whether a service's request context is dropped.
+    pub fn context_dropped(&self, id: ServiceId) -> bool {
+        self.services[id].context_dropped()
+    }
+
+    /// Drops or restores a service's request context.
+    pub fn set_context_dropped(&self, id: ServiceId, dropped: bool) {
+        self.services[id].set_context_dropped(dropped);
+    }
+
+    /// Stops every server and waits for them.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+fn edge_policy(t: &Topology, policy: &Policy, edge: usize) -> EdgePolicy {
+    let e = &t.edges[edge];
+    let mut p = policy.for_edge(&e.policy);
+    // A service without the middleware ignores claims.
+    p.ownership &= t.services[e.from].ownership;
+    p
+}
+
+/// Raises the soft open-file limit toward the hard one when a big fleet
+/// needs it (each service holds a listener and pooled connections).
+fn raise_fd_limit(t: &Topology) {
+    let want = (t.services.len() as u64 + t.edges.len() as u64) * 8 + 1024;
+    if let Ok((soft, hard)) = rlimit::Resource::NOFILE.get() {
+        if soft < want {
+            let _ = rlimit::Resource::NOFILE.set(want.min(hard), hard);
+        }
+    }
+}

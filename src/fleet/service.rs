@@ -1,0 +1,372 @@
+//! One service of the fleet: its runtime state, its handler, its server.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
+use axum::Router;
+use futures_util::future::join_all;
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::middleware::client::{EdgeState, RetryClient};
+use crate::middleware::context::{RequestContext, Trace};
+use crate::middleware::server::{OwnershipLayer, ServerConfig};
+use crate::ownership::DependencyMode;
+use crate::topology::{Fault, Phase, Service};
+
+/// A service's state while the fleet runs.
+pub struct ServiceRuntime {
+    id: usize,
+    name: String,
+    edges: Vec<(Arc<EdgeState>, u32)>,
+    parallel: bool,
+    work: Duration,
+    outside_url: Option<String>,
+    addr: Option<SocketAddr>,
+    fault: RwLock<Fault>,
+    context_dropped: AtomicBool,
+    down: watch::Sender<bool>,
+    capacity: Option<Mutex<Shedder>>,
+    rng: Mutex<SmallRng>,
+    client: RetryClient,
+    server: Arc<ServerConfig>,
+    plain: Option<reqwest::Client>,
+}
+
+impl std::fmt::Debug for ServiceRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceRuntime")
+            .field("name", &self.name)
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A token bucket that admits `capacity` requests per second.
+#[derive(Debug)]
+struct Shedder {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl Shedder {
+    fn admit(&mut self) -> bool {
+        let now = Instant::now();
+        let dt = now.saturating_duration_since(self.at).as_secs_f64();
+        self.at = now;
+        self.tokens = (self.tokens + dt * self.rate).min(self.burst);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl ServiceRuntime {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        id: usize,
+        spec: &Service,
+        edges: Vec<(Arc<EdgeState>, u32)>,
+        client: RetryClient,
+        server: Arc<ServerConfig>,
+        addr: Option<SocketAddr>,
+        seed: u64,
+        plain: bool,
+    ) -> ServiceRuntime {
+        let (down, _) = watch::channel(spec.fault.down);
+        ServiceRuntime {
+            id,
+            name: spec.name.clone(),
+            edges,
+            parallel: spec.parallel,
+            work: spec.work,
+            outside_url: spec.url.clone(),
+            addr,
+            fault: RwLock::new(spec.fault.clone()),
+            context_dropped: AtomicBool::new(spec.context_dropped),
+            down,
+            capacity: spec.capacity.map(|rate| {
+                let burst = (rate / 20.0).max(1.0);
+                Mutex::new(Shedder {
+                    rate,
+                    burst,
+                    tokens: burst,
+                    at: Instant::now(),
+                })
+            }),
+            rng: Mutex::new(SmallRng::seed_from_u64(seed)),
+            client,
+            server,
+            plain: plain.then(|| {
+                reqwest::Client::builder()
+                    .no_proxy()
+                    .tcp_nodelay(true)
+                    .pool_max_idle_per_host(256)
+                    .build()
+                    .expect("a plain-HTTP reqwest client always builds")
+            }),
+        }
+    }
+
+    /// The service's index in the topology.
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The service's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        match (&self.outside_url, self.addr) {
+            (Some(u), _) => u.clone(),
+            (None, Some(a)) => format!("http://{a}/"),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// Its server-side configuration.
+    pub fn server_config(&self) -> &Arc<ServerConfig> {
+        &self.server
+    }
+
+    /// Its fault in force.
+    pub fn fault(&self) -> Fault {
+        self.fault.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Sets its fault; `down` closes or reopens the listener.
+    pub fn set_fault(&self, fault: Fault) {
+        let down = fault.down;
+        *self.fault.write().unwrap_or_else(|e| e.into_inner()) = fault;
+        self.down.send_if_modified(|d| {
+            let changed = *d != down;
+            *d = down;
+            changed
+        });
+    }
+
+    /// Whether its context is dropped.
+    pub fn context_dropped(&self) -> bool {
+        self.context_dropped.load(Ordering::Relaxed)
+    }
+
+    /// Drops or restores its context.
+    pub fn set_context_dropped(&self, dropped: bool) {
+        self.context_dropped.store(dropped, Ordering::Relaxed);
+    }
+
+    fn roll(&self, rate: f64) -> bool {
+        if rate <= 0.0 {
+            return false;
+        }
+        if rate >= 1.0 {
+            return true;
+        }
+        self.rng
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .random_bool(rate)
+    }
+
+    fn admit(&self) -> bool {
+        match &self.capacity {
+            None => true,
+            Some(s) => s.lock().unwrap_or_else(|e| e.into_inner()).admit(),
+        }
+    }
+
+    /// Makes this request's outbound calls; `false` when a fail-close call
+    /// failed (the request has failed).
+    async fn run_calls(&self, trace: Option<Trace>) -> bool {
+        if self.parallel {
+            let calls = self
+                .edges
+                .iter()
+                .flat_map(|(e, n)| std::iter::repeat_n(e, *n as usize))
+                .map(|e| self.client.call(e, trace));
+            return join_all(calls)
+                .await
+                .iter()
+                .all(|o| !(o.failed && o.mode == DependencyMode::FailClose));
+        }
+        for (edge, n) in &self.edges {
+            for _ in 0..*n {
+                let o = self.client.call(edge, trace).await;
+                if o.failed && o.mode == DependencyMode::FailClose {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// The plain baseline: the same calls with bare reqwest, no retries, no
+    /// headers, no records.
+    async fn run_calls_plain(&self, http: &reqwest::Client) -> bool {
+        for (edge, n) in &self.edges {
+            for _ in 0..*n {
+                let ok = match http.get(edge.url()).send().await {
+                    Ok(r) => {
+                        let ok = r.status().is_success();
+                        r.bytes().await.is_ok() && ok
+                    }
+                    Err(_) => false,
+                };
+                if !ok && edge.mode == DependencyMode::FailClose {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+fn status(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response {
+    if let Some(http) = &rt.plain {
+        if !rt.work.is_zero() {
+            tokio::time::sleep(rt.work).await;
+        }
+        return if rt.run_calls_plain(http).await {
+            (StatusCode::OK, "ok\n").into_response()
+        } else {
+            (StatusCode::INTERNAL_SERVER_ERROR, "dependency failed\n").into_response()
+        };
+    }
+    let ctx = req.extensions().get::<Arc<RequestContext>>().cloned();
+    drop(req);
+    let trace = ctx.as_ref().map(|c| c.trace);
+    let own = |code: u16, why: &'static str| {
+        if let Some(c) = &ctx {
+            c.mark_own_fault();
+        }
+        (status(code), why).into_response()
+    };
+    if !rt.admit() {
+        return own(503, "over capacity: shedding\n");
+    }
+    let fault = rt.fault();
+    if !fault.latency.is_zero() {
+        tokio::time::sleep(fault.latency).await;
+    }
+    if !rt.work.is_zero() {
+        tokio::time::sleep(rt.work).await;
+    }
+    if fault.phase == Phase::Before && rt.roll(fault.error_rate) {
+        return own(fault.status, "injected fault\n");
+    }
+    let ok = if rt.context_dropped() {
+        // Lose the context the way real services do: do the outbound work
+        // on a task that does not carry it. The lab's trace still rides
+        // along explicitly, as a mesh sidecar's would.
+        let rt2 = rt.clone();
+        tokio::spawn(async move { rt2.run_calls(trace).await })
+            .await
+            .unwrap_or(false)
+    } else {
+        rt.run_calls(trace).await
+    };
+    if !ok {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "dependency failed\n").into_response();
+    }
+    if fault.phase == Phase::After && rt.roll(fault.error_rate) {
+        return own(fault.status, "injected fault\n");
+    }
+    (StatusCode::OK, "ok\n").into_response()
+}
+
+/// The service's router: any method, any path.
+pub fn router(rt: Arc<ServiceRuntime>, layer: Option<OwnershipLayer>) -> Router {
+    let r = Router::new().fallback(handle).with_state(rt);
+    match layer {
+        Some(l) => r.layer(l),
+        None => r,
+    }
+}
+
+/// Serves until shutdown; while the service is down its listener is
+/// closed, so callers get connection refused.
+pub(super) async fn serve(
+    rt: Arc<ServiceRuntime>,
+    listener: TcpListener,
+    layer: OwnershipLayer,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let app = router(rt.clone(), rt.plain.is_none().then_some(layer));
+    let addr = rt.addr;
+    let mut listener = Some(listener);
+    let mut down = rt.down.subscribe();
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        if *down.borrow_and_update() {
+            listener = None;
+            tokio::select! {
+                r = down.changed() => if r.is_err() { return },
+                _ = shutdown.changed() => return,
+            }
+            continue;
+        }
+        let l = match listener.take() {
+            Some(l) => l,
+            None => match addr {
+                Some(a) => match bind_again(a).await {
+                    Some(l) => l,
+                    None => continue,
+                },
+                None => return,
+            },
+        };
+        let l = l.tap_io(|s| {
+            let _ = s.set_nodelay(true);
+        });
+        let (mut d, mut s) = (down.clone(), shutdown.clone());
+        let signal = async move {
+            loop {
+                if *d.borrow_and_update() || *s.borrow_and_update() {
+                    return;
+                }
+                tokio::select! {
+                    r = d.changed() => if r.is_err() { return },
+                    r = s.changed() => if r.is_err() { return },
+                }
+            }
+        };
+        let _ = axum::serve(l, app.clone())
+            .with_graceful_shutdown(signal)
+            .await;
+    }
+}
+
+/// Reopens a closed listener on its old port. A port can linger briefly
+/// after close; give up after a second and let the serve loop ask again.
+async fn bind_again(addr: SocketAddr) -> Option<TcpListener> {
+    for _ in 0..20 {
+        if let Ok(l) = TcpListener::bind(addr).await {
+            return Some(l);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}

@@ -1,0 +1,143 @@
+//! The open-loop load generator at the entry.
+//!
+//! Root requests leave on a schedule (constant or Poisson arrivals at the
+//! set rate) whether or not earlier ones have come back: a slow or failing
+//! fleet does not slow the offered load down, as real users do not wait
+//! for each other. What is in flight is bounded: over the bound a request
+//! is counted as *dropped* instead of queued, so memory stays fixed under
+//! any overload.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::metrics::Metrics;
+use crate::topology::Arrival;
+
+/// Root requests in flight at most, by default.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
+/// How long the end user waits for one root request.
+pub const ROOT_TIMEOUT: Duration = Duration::from_secs(30);
+/// After a stall (a paused machine, a suspended process) the schedule
+/// catches up at most this far back instead of sending a burst.
+const MAX_CATCH_UP: Duration = Duration::from_millis(200);
+
+/// The generator's knobs, changeable while it runs.
+#[derive(Debug)]
+pub struct LoadControl {
+    rps_bits: AtomicU64,
+    paused: AtomicBool,
+}
+
+impl LoadControl {
+    /// Knobs set to `rps`, running.
+    pub fn new(rps: f64) -> LoadControl {
+        LoadControl {
+            rps_bits: AtomicU64::new(rps.max(0.0).to_bits()),
+            paused: AtomicBool::new(false),
+        }
+    }
+
+    /// The rate in force.
+    pub fn rps(&self) -> f64 {
+        f64::from_bits(self.rps_bits.load(Ordering::Relaxed))
+    }
+
+    /// Changes the rate.
+    pub fn set_rps(&self, rps: f64) {
+        let rps = if rps.is_finite() { rps.max(0.0) } else { 0.0 };
+        self.rps_bits.store(rps.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Whether the load is paused.
+    pub fn paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
+    }
+
+    /// Pauses or resumes.
+    pub fn set_paused(&self, p: bool) {
+        self.paused.store(p, Ordering::Relaxed);
+    }
+}
+
+/// Starts the generator: root requests to `url` until `stop` turns true.
+pub fn spawn(
+    url: String,
+    control: Arc<LoadControl>,
+    arrival: Arrival,
+    max_in_flight: usize,
+    seed: u64,
+    metrics: Arc<Metrics>,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(max_in_flight)
+        .timeout(ROOT_TIMEOUT)
+        .build()
+        .expect("a plain-HTTP reqwest client always builds");
+    let url: Arc<str> = url.into();
+    let slots = Arc::new(Semaphore::new(max_in_flight.max(1)));
+    tokio::spawn(async move {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut next = Instant::now();
+        loop {
+            if *stop.borrow() {
+                break;
+            }
+            let rps = control.rps();
+            if control.paused() || rps <= 0.0 {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+                    _ = stop.changed() => {}
+                }
+                next = Instant::now();
+                continue;
+            }
+            let gap = match arrival {
+                Arrival::Constant => 1.0 / rps,
+                Arrival::Poisson => {
+                    let u: f64 = rng.random_range(f64::EPSILON..1.0);
+                    -u.ln() / rps
+                }
+            };
+            next += Duration::from_secs_f64(gap.min(60.0));
+            let now = Instant::now();
+            if next + MAX_CATCH_UP < now {
+                next = now;
+            }
+            if next > now {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next) => {}
+                    _ = stop.changed() => continue,
+                }
+            }
+            match slots.clone().try_acquire_owned() {
+                Ok(permit) => {
+                    metrics.root_sent();
+                    let (http, url, metrics) = (http.clone(), url.clone(), metrics.clone());
+                    tokio::spawn(async move {
+                        let t0 = Instant::now();
+                        let ok = match http.get(&*url).send().await {
+                            Ok(r) => {
+                                let ok = !crate::ownership::is_error_status(r.status().as_u16());
+                                r.bytes().await.is_ok() && ok
+                            }
+                            Err(_) => false,
+                        };
+                        metrics.root_done(ok, t0.elapsed());
+                        drop(permit);
+                    });
+                }
+                Err(_) => metrics.root_dropped(),
+            }
+        }
+    })
+}

@@ -1,0 +1,397 @@
+//! Per-service, per-edge and root counters, fed by the middleware.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use super::storm::StormTracker;
+use crate::middleware::{Attempted, CallFailed, Observer, RetrySent, Served};
+use crate::ownership::claim::ClaimReason;
+use crate::ownership::retry::StopReason;
+use crate::ownership::Claim;
+use crate::topology::Topology;
+
+/// One service's live counters.
+#[derive(Debug, Default)]
+pub struct ServiceCounters {
+    requests: AtomicU64,
+    errors: AtomicU64,
+    roots: AtomicU64,
+    claims_returned: [AtomicU64; 3],
+    claims_seen: [AtomicU64; 3],
+    retries_sent: AtomicU64,
+    retries_suppressed: AtomicU64,
+    budget_denied: AtomicU64,
+    own_errors: AtomicU64,
+    wrongly_unclaimed: AtomicU64,
+    wrongly_claimed: AtomicU64,
+    at_least_once_claims: AtomicU64,
+}
+
+/// A copy of one service's counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ServiceCounts {
+    /// Requests answered.
+    pub requests: u64,
+    /// Error responses.
+    pub errors: u64,
+    /// Root requests it opened (the entry's count of end-user requests).
+    pub roots: u64,
+    /// Claims written on its error responses: true, false, missing.
+    pub claims_returned: [u64; 3],
+    /// Claims read on failed outbound attempts: true, false, missing.
+    pub claims_seen: [u64; 3],
+    /// Retries it sent.
+    pub retries_sent: u64,
+    /// Retries it did not send because the callee disowned the error.
+    pub retries_suppressed: u64,
+    /// Retries its budget refused.
+    pub budget_denied: u64,
+    /// Errors its own fault caused (ground truth).
+    pub own_errors: u64,
+    /// Own errors it nevertheless unclaimed.
+    pub wrongly_unclaimed: u64,
+    /// Errors caused below that it claimed (rule 5 claims excluded).
+    pub wrongly_claimed: u64,
+    /// Claims made by the at-least-once rule.
+    pub at_least_once_claims: u64,
+}
+
+impl ServiceCounts {
+    /// `self - earlier`, field by field (saturating).
+    pub fn since(&self, earlier: &ServiceCounts) -> ServiceCounts {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        let d3 = |a: [u64; 3], b: [u64; 3]| [d(a[0], b[0]), d(a[1], b[1]), d(a[2], b[2])];
+        ServiceCounts {
+            requests: d(self.requests, earlier.requests),
+            errors: d(self.errors, earlier.errors),
+            roots: d(self.roots, earlier.roots),
+            claims_returned: d3(self.claims_returned, earlier.claims_returned),
+            claims_seen: d3(self.claims_seen, earlier.claims_seen),
+            retries_sent: d(self.retries_sent, earlier.retries_sent),
+            retries_suppressed: d(self.retries_suppressed, earlier.retries_suppressed),
+            budget_denied: d(self.budget_denied, earlier.budget_denied),
+            own_errors: d(self.own_errors, earlier.own_errors),
+            wrongly_unclaimed: d(self.wrongly_unclaimed, earlier.wrongly_unclaimed),
+            wrongly_claimed: d(self.wrongly_claimed, earlier.wrongly_claimed),
+            at_least_once_claims: d(self.at_least_once_claims, earlier.at_least_once_claims),
+        }
+    }
+}
+
+/// One edge's live counters.
+#[derive(Debug, Default)]
+pub struct EdgeCounters {
+    attempts: AtomicU64,
+    retries: AtomicU64,
+    suppressed: AtomicU64,
+    budget_denied: AtomicU64,
+    failed_calls: AtomicU64,
+}
+
+/// A copy of one edge's counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct EdgeCounts {
+    /// Attempts sent, retries included.
+    pub attempts: u64,
+    /// Retries sent.
+    pub retries: u64,
+    /// Retries suppressed.
+    pub suppressed: u64,
+    /// Retries the budget refused.
+    pub budget_denied: u64,
+    /// Logical calls that failed after all attempts.
+    pub failed_calls: u64,
+}
+
+impl EdgeCounts {
+    /// `self - earlier`.
+    pub fn since(&self, e: &EdgeCounts) -> EdgeCounts {
+        EdgeCounts {
+            attempts: self.attempts.saturating_sub(e.attempts),
+            retries: self.retries.saturating_sub(e.retries),
+            suppressed: self.suppressed.saturating_sub(e.suppressed),
+            budget_denied: self.budget_denied.saturating_sub(e.budget_denied),
+            failed_calls: self.failed_calls.saturating_sub(e.failed_calls),
+        }
+    }
+}
+
+/// What the end user (the load generator) saw.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RootCounts {
+    /// Root requests sent.
+    pub sent: u64,
+    /// Answered with success.
+    pub ok: u64,
+    /// Answered with an error, or not answered.
+    pub errors: u64,
+    /// Not sent: too many already in flight (open-loop overload).
+    pub dropped: u64,
+}
+
+impl RootCounts {
+    /// `self - earlier`.
+    pub fn since(&self, e: &RootCounts) -> RootCounts {
+        RootCounts {
+            sent: self.sent.saturating_sub(e.sent),
+            ok: self.ok.saturating_sub(e.ok),
+            errors: self.errors.saturating_sub(e.errors),
+            dropped: self.dropped.saturating_sub(e.dropped),
+        }
+    }
+
+    /// Completed requests.
+    pub fn completed(&self) -> u64 {
+        self.ok + self.errors
+    }
+
+    /// Fraction of completed requests that succeeded (1 when none).
+    pub fn availability(&self) -> f64 {
+        if self.completed() == 0 {
+            1.0
+        } else {
+            self.ok as f64 / self.completed() as f64
+        }
+    }
+}
+
+/// Latency histogram bounds: 1 µs to 60 s, two significant digits.
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 2).expect("valid histogram bounds")
+}
+
+/// All of a fleet's counters. Implements [`Observer`].
+#[derive(Debug)]
+pub struct Metrics {
+    services: Vec<ServiceCounters>,
+    edges: Vec<EdgeCounters>,
+    storm: StormTracker,
+    root_sent: AtomicU64,
+    root_ok: AtomicU64,
+    root_errors: AtomicU64,
+    root_dropped: AtomicU64,
+    /// Latency since the last `take_latency`, in µs.
+    interval_latency: Mutex<Histogram<u64>>,
+}
+
+impl Metrics {
+    /// Counters for a topology.
+    pub fn new(t: &Topology) -> Metrics {
+        Metrics {
+            services: t
+                .services
+                .iter()
+                .map(|_| ServiceCounters::default())
+                .collect(),
+            edges: t.edges.iter().map(|_| EdgeCounters::default()).collect(),
+            storm: StormTracker::new(t.edges.iter().map(|e| (e.from, e.to)).collect()),
+            root_sent: AtomicU64::new(0),
+            root_ok: AtomicU64::new(0),
+            root_errors: AtomicU64::new(0),
+            root_dropped: AtomicU64::new(0),
+            interval_latency: Mutex::new(new_histogram()),
+        }
+    }
+
+    /// The storm tracker.
+    pub fn storm(&self) -> &StormTracker {
+        &self.storm
+    }
+
+    /// A root request is sent.
+    pub fn root_sent(&self) {
+        self.root_sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A root request could not be sent: too many in flight.
+    pub fn root_dropped(&self) {
+        self.root_dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A root request completed.
+    pub fn root_done(&self, ok: bool, latency: Duration) {
+        if ok {
+            self.root_ok.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.root_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        let us = (latency.as_micros() as u64).clamp(1, 60_000_000);
+        let _ = self
+            .interval_latency
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .record(us);
+    }
+
+    /// Takes the latency histogram gathered since the last call.
+    pub fn take_latency(&self) -> Histogram<u64> {
+        std::mem::replace(
+            &mut *self
+                .interval_latency
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+            new_histogram(),
+        )
+    }
+
+    /// A copy of every counter.
+    pub fn counts(&self) -> Counts {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let l3 = |a: &[AtomicU64; 3]| [l(&a[0]), l(&a[1]), l(&a[2])];
+        Counts {
+            services: self
+                .services
+                .iter()
+                .map(|s| ServiceCounts {
+                    requests: l(&s.requests),
+                    errors: l(&s.errors),
+                    roots: l(&s.roots),
+                    claims_returned: l3(&s.claims_returned),
+                    claims_seen: l3(&s.claims_seen),
+                    retries_sent: l(&s.retries_sent),
+                    retries_suppressed: l(&s.retries_suppressed),
+                    budget_denied: l(&s.budget_denied),
+                    own_errors: l(&s.own_errors),
+                    wrongly_unclaimed: l(&s.wrongly_unclaimed),
+                    wrongly_claimed: l(&s.wrongly_claimed),
+                    at_least_once_claims: l(&s.at_least_once_claims),
+                })
+                .collect(),
+            edges: self
+                .edges
+                .iter()
+                .map(|e| EdgeCounts {
+                    attempts: l(&e.attempts),
+                    retries: l(&e.retries),
+                    suppressed: l(&e.suppressed),
+                    budget_denied: l(&e.budget_denied),
+                    failed_calls: l(&e.failed_calls),
+                })
+                .collect(),
+            root: RootCounts {
+                sent: l(&self.root_sent),
+                ok: l(&self.root_ok),
+                errors: l(&self.root_errors),
+                dropped: l(&self.root_dropped),
+            },
+        }
+    }
+}
+
+/// A copy of all counters at one moment.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Per service, in topology order.
+    pub services: Vec<ServiceCounts>,
+    /// Per edge, in topology order.
+    pub edges: Vec<EdgeCounts>,
+    /// The end user's view.
+    pub root: RootCounts,
+}
+
+impl Counts {
+    /// `self - earlier`.
+    pub fn since(&self, e: &Counts) -> Counts {
+        Counts {
+            services: self
+                .services
+                .iter()
+                .zip(&e.services)
+                .map(|(a, b)| a.since(b))
+                .collect(),
+            edges: self
+                .edges
+                .iter()
+                .zip(&e.edges)
+                .map(|(a, b)| a.since(b))
+                .collect(),
+            root: self.root.since(&e.root),
+        }
+    }
+
+    /// Retries suppressed across the fleet: spurious requests avoided.
+    pub fn spurious_avoided(&self) -> u64 {
+        self.services.iter().map(|s| s.retries_suppressed).sum()
+    }
+}
+
+fn bump(a: &AtomicU64) {
+    a.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Observer for Metrics {
+    fn served(&self, e: &Served) {
+        let Some(s) = self.services.get(e.service) else {
+            return;
+        };
+        bump(&s.requests);
+        if e.is_root {
+            bump(&s.roots);
+            self.storm.finish(e.trace.root);
+        }
+        if !crate::ownership::is_error_status(e.status) {
+            return;
+        }
+        bump(&s.errors);
+        let claim = match e.claim {
+            Some((true, _)) => Claim::Claimed,
+            Some((false, _)) => Claim::Unclaimed,
+            None => Claim::Missing,
+        };
+        bump(&s.claims_returned[claim.index()]);
+        if e.own_fault {
+            bump(&s.own_errors);
+            if claim == Claim::Unclaimed {
+                bump(&s.wrongly_unclaimed);
+            }
+        }
+        match e.claim {
+            Some((true, ClaimReason::AtLeastOnce)) => bump(&s.at_least_once_claims),
+            Some((true, _)) if !e.own_fault => bump(&s.wrongly_claimed),
+            _ => {}
+        }
+    }
+
+    fn attempted(&self, e: &Attempted) {
+        if let Some(edge) = self.edges.get(e.edge) {
+            bump(&edge.attempts);
+        }
+        if let (Some(s), Some(claim)) = (self.services.get(e.service), e.outcome.claim()) {
+            bump(&s.claims_seen[claim.index()]);
+        }
+    }
+
+    fn retry_sent(&self, e: &RetrySent) {
+        if let Some(s) = self.services.get(e.service) {
+            bump(&s.retries_sent);
+        }
+        if let Some(edge) = self.edges.get(e.edge) {
+            bump(&edge.retries);
+        }
+        if let Some(t) = e.trace {
+            self.storm.record(t.root, e.edge);
+        }
+    }
+
+    fn call_failed(&self, e: &CallFailed) {
+        let (Some(s), Some(edge)) = (self.services.get(e.service), self.edges.get(e.edge)) else {
+            return;
+        };
+        bump(&edge.failed_calls);
+        match e.reason {
+            StopReason::Suppressed => {
+                bump(&s.retries_suppressed);
+                bump(&edge.suppressed);
+            }
+            StopReason::BudgetDenied => {
+                bump(&s.budget_denied);
+                bump(&edge.budget_denied);
+            }
+            StopReason::AttemptsExhausted | StopReason::NoRetriesConfigured => {}
+        }
+    }
+}

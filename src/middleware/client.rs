@@ -1,0 +1,251 @@
+//! The client side: retry-aware outbound calls over reqwest.
+//!
+//! [`RetryClient::call`] makes one *logical* call on an edge: it sends the
+//! first attempt, classifies what came back, asks the retry rule, the
+//! attempt cap and the edge's budget whether to try again, and finally
+//! records the call's outcome — including whether rule 5's retry criteria
+//! were satisfied — into the current request's context, where the server
+//! layer will find it.
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use http::HeaderName;
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+use tokio::time::Instant;
+
+use super::context::{self, Trace, DEPTH_HEADER, ROOT_HEADER};
+use super::server::BadHeaderName;
+use super::{Attempted, CallFailed, Observer, RetrySent};
+use crate::ownership::budget::RetryBudget;
+use crate::ownership::claim::Outbound;
+use crate::ownership::retry::{self, RetryVerdict, StopReason};
+use crate::ownership::{backoff, Classified, DependencyMode};
+use crate::topology::EdgePolicy;
+
+/// One edge's runtime state: where it goes, its policy, its budget.
+#[derive(Debug)]
+pub struct EdgeState {
+    /// The edge's id (as the caller indexes edges).
+    pub id: usize,
+    /// The callee's id (as the caller indexes dependencies).
+    pub dependency: usize,
+    /// Fail-close or fail-open.
+    pub mode: DependencyMode,
+    url: String,
+    policy: RwLock<Arc<EdgePolicy>>,
+    budget: Mutex<Option<RetryBudget>>,
+}
+
+impl EdgeState {
+    /// A new edge to `url` under `policy`.
+    pub fn new(
+        id: usize,
+        dependency: usize,
+        mode: DependencyMode,
+        url: impl Into<String>,
+        policy: EdgePolicy,
+    ) -> EdgeState {
+        let budget = make_budget(&policy);
+        EdgeState {
+            id,
+            dependency,
+            mode,
+            url: url.into(),
+            policy: RwLock::new(Arc::new(policy)),
+            budget: Mutex::new(budget),
+        }
+    }
+
+    /// The callee's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> Arc<EdgePolicy> {
+        self.policy
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Changes the policy. The budget keeps its tokens unless its ratio,
+    /// ttl or floor changed.
+    pub fn set_policy(&self, policy: EdgePolicy) {
+        let old = self.policy();
+        if old.budget != policy.budget
+            || old.ttl != policy.ttl
+            || old.min_per_sec != policy.min_per_sec
+        {
+            *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = make_budget(&policy);
+        }
+        *self.policy.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(policy);
+    }
+
+    fn with_budget<T>(&self, f: impl FnOnce(&mut RetryBudget) -> T) -> Option<T> {
+        self.budget
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .map(f)
+    }
+}
+
+fn make_budget(p: &EdgePolicy) -> Option<RetryBudget> {
+    p.budget
+        .map(|ratio| RetryBudget::new(ratio, p.ttl, p.min_per_sec))
+}
+
+/// A calling service's HTTP client with the retry layer.
+pub struct RetryClient {
+    http: reqwest::Client,
+    service: usize,
+    header: HeaderName,
+    observer: Arc<dyn Observer>,
+    epoch: Instant,
+    rng: Mutex<SmallRng>,
+}
+
+impl std::fmt::Debug for RetryClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RetryClient")
+            .field("service", &self.service)
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RetryClient {
+    /// A client for service number `service`, reading claims from `header`.
+    pub fn new(
+        service: usize,
+        header: &str,
+        observer: Arc<dyn Observer>,
+        seed: u64,
+    ) -> Result<RetryClient, BadHeaderName> {
+        let header =
+            HeaderName::from_bytes(header.as_bytes()).map_err(|_| BadHeaderName(header.into()))?;
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .pool_max_idle_per_host(256)
+            .build()
+            .expect("a plain-HTTP reqwest client always builds");
+        Ok(RetryClient {
+            http,
+            service,
+            header,
+            observer,
+            epoch: Instant::now(),
+            rng: Mutex::new(SmallRng::seed_from_u64(seed)),
+        })
+    }
+
+    fn now(&self) -> Duration {
+        Instant::now().saturating_duration_since(self.epoch)
+    }
+
+    async fn attempt(
+        &self,
+        edge: &EdgeState,
+        trace: Option<Trace>,
+        timeout: Duration,
+    ) -> Classified {
+        let mut req = self.http.get(&edge.url).timeout(timeout);
+        if let Some(t) = trace {
+            req = req
+                .header(ROOT_HEADER, t.root)
+                .header(DEPTH_HEADER, t.depth);
+        }
+        match req.send().await {
+            Ok(res) => {
+                let status = res.status().as_u16();
+                let claim = res
+                    .headers()
+                    .get(&self.header)
+                    .map(|v| v.as_bytes().to_vec());
+                // Drain the body so the connection goes back to the pool.
+                if res.bytes().await.is_err() {
+                    return Classified::NoResponse;
+                }
+                Classified::from_response(status, claim.as_deref())
+            }
+            Err(_) => Classified::NoResponse,
+        }
+    }
+
+    /// Makes one logical call on `edge`, retrying as its policy allows.
+    /// `trace` is the caller's own trace: the callee gets its child. The
+    /// outcome is recorded into the current request context, if the task
+    /// has one, and returned.
+    pub async fn call(&self, edge: &EdgeState, trace: Option<Trace>) -> Outbound {
+        let policy = edge.policy();
+        let child = trace.map(Trace::child);
+        let mut attempt = 0u32;
+        let outbound = loop {
+            if attempt == 0 {
+                let now = self.now();
+                edge.with_budget(|b| b.deposit(now));
+            }
+            let outcome = self.attempt(edge, child, policy.timeout).await;
+            self.observer.attempted(&Attempted {
+                service: self.service,
+                edge: edge.id,
+                attempt,
+                outcome,
+            });
+            let verdict = retry::decide(outcome, policy.ownership);
+            if verdict == RetryVerdict::Done {
+                break Outbound {
+                    dependency: edge.dependency,
+                    mode: edge.mode,
+                    failed: false,
+                    claim_seen: None,
+                    criteria_satisfied: true,
+                };
+            }
+            let stop = retry::stop_reason(verdict, attempt, policy.attempts).or_else(|| {
+                let now = self.now();
+                match edge.with_budget(|b| b.try_withdraw(now)) {
+                    Some(false) => Some(StopReason::BudgetDenied),
+                    _ => None,
+                }
+            });
+            if let Some(reason) = stop {
+                self.observer.call_failed(&CallFailed {
+                    service: self.service,
+                    edge: edge.id,
+                    reason,
+                });
+                break Outbound {
+                    dependency: edge.dependency,
+                    mode: edge.mode,
+                    failed: true,
+                    claim_seen: outcome.claim(),
+                    criteria_satisfied: reason.criteria_satisfied(),
+                };
+            }
+            attempt += 1;
+            self.observer.retry_sent(&RetrySent {
+                service: self.service,
+                edge: edge.id,
+                trace,
+            });
+            if !policy.backoff.is_zero() {
+                let u: f64 = self
+                    .rng
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .random_range(0.0..1.0);
+                tokio::time::sleep(backoff::delay(policy.backoff, attempt, u)).await;
+            }
+        };
+        if let Some(ctx) = context::current() {
+            ctx.record_outbound(outbound);
+        }
+        outbound
+    }
+}

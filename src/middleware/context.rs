@@ -1,0 +1,160 @@
+//! The per-request record of outbound outcomes: the *dependency analysis*.
+//!
+//! The server layer opens a [`RequestContext`] for every inbound request
+//! and makes it the task's current context while the handler runs. The
+//! retry client finds it with [`current`] and records each outbound call's
+//! outcome into it; when the response comes back, the server layer reads
+//! the record and decides the claim.
+//!
+//! A service that *loses its context* — spawns its outbound work on a task
+//! that does not carry the context, as real services do when they forget to
+//! propagate it — makes its calls outside the record. Its analysis then sees
+//! no outbound failure and it claims its own error (rule 4). The fleet
+//! simulates exactly that: it runs a dropped-context service's calls on a
+//! freshly spawned task.
+
+use std::sync::{Arc, Mutex};
+
+use crate::ownership::claim::Outbound;
+
+/// Header carrying the root request's id down the call tree.
+pub const ROOT_HEADER: &str = "x-chaoslab-root";
+/// Header carrying the hop depth (the entry is 0).
+pub const DEPTH_HEADER: &str = "x-chaoslab-depth";
+
+/// Where a request sits in its root request's call tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trace {
+    /// The root request's id.
+    pub root: u64,
+    /// Hops from the entry: 0 at the entry.
+    pub depth: u32,
+}
+
+impl Trace {
+    /// The trace a callee of this request carries.
+    pub fn child(self) -> Trace {
+        Trace {
+            root: self.root,
+            depth: self.depth.saturating_add(1),
+        }
+    }
+
+    /// Reads the trace headers. A missing or malformed header yields
+    /// `None`: a peer's bad header never fails a request.
+    pub fn from_headers(headers: &http::HeaderMap) -> Option<Trace> {
+        let root = headers
+            .get(ROOT_HEADER)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        let depth = headers
+            .get(DEPTH_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        Some(Trace { root, depth })
+    }
+}
+
+/// What the record holds for one inbound request.
+#[derive(Debug, Default, Clone)]
+pub struct Record {
+    /// Every outbound call made for this request, as it ended.
+    pub outbound: Vec<Outbound>,
+    /// Ground truth: the service's own fault produced the response's error.
+    pub own_fault: bool,
+}
+
+/// The context of one inbound request.
+#[derive(Debug)]
+pub struct RequestContext {
+    /// Where the request sits in its call tree.
+    pub trace: Trace,
+    /// Whether this request opened the root (no root header arrived).
+    pub is_root: bool,
+    record: Mutex<Record>,
+}
+
+/// The most outbound calls one request records; a pathological fan-out
+/// beyond this keeps its first calls only, so memory stays bounded.
+pub const MAX_RECORDED_CALLS: usize = 1024;
+
+impl RequestContext {
+    /// A fresh context.
+    pub fn new(trace: Trace, is_root: bool) -> RequestContext {
+        RequestContext {
+            trace,
+            is_root,
+            record: Mutex::new(Record::default()),
+        }
+    }
+
+    /// Records one outbound call's outcome.
+    pub fn record_outbound(&self, o: Outbound) {
+        let mut r = self.lock();
+        if r.outbound.len() < MAX_RECORDED_CALLS {
+            r.outbound.push(o);
+        }
+    }
+
+    /// Marks the response's error as caused by the service itself.
+    pub fn mark_own_fault(&self) {
+        self.lock().own_fault = true;
+    }
+
+    /// Takes the record out (at response time).
+    pub fn take(&self) -> Record {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Record> {
+        self.record.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+tokio::task_local! {
+    static CURRENT: Arc<RequestContext>;
+}
+
+/// The current task's request context, if it carries one.
+pub fn current() -> Option<Arc<RequestContext>> {
+    CURRENT.try_with(Arc::clone).ok()
+}
+
+/// Runs `fut` with `ctx` as the current request context.
+pub async fn scope<F: std::future::Future>(ctx: Arc<RequestContext>, fut: F) -> F::Output {
+    CURRENT.scope(ctx, fut).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_trace_headers_are_ignored() {
+        let mut h = http::HeaderMap::new();
+        assert_eq!(Trace::from_headers(&h), None);
+        h.insert(ROOT_HEADER, "not-a-number".parse().unwrap());
+        assert_eq!(Trace::from_headers(&h), None);
+        h.insert(ROOT_HEADER, "42".parse().unwrap());
+        h.insert(DEPTH_HEADER, "-3".parse().unwrap());
+        assert_eq!(Trace::from_headers(&h), Some(Trace { root: 42, depth: 0 }));
+        h.insert(DEPTH_HEADER, "3".parse().unwrap());
+        assert_eq!(Trace::from_headers(&h), Some(Trace { root: 42, depth: 3 }));
+    }
+
+    #[tokio::test]
+    async fn context_is_found_in_scope_and_lost_across_spawn() {
+        let ctx = Arc::new(RequestContext::new(Trace { root: 1, depth: 0 }, true));
+        scope(ctx, async {
+            assert!(current().is_some());
+            let lost = tokio::spawn(async { current().is_none() }).await.unwrap();
+            assert!(lost, "a spawned task must not see the context");
+        })
+        .await;
+        assert!(current().is_none());
+    }
+}

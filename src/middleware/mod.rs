@@ -1,0 +1,121 @@
+//! The ownership middleware: a tower layer for the server side and a retry
+//! client around reqwest for the client side.
+//!
+//! Both halves work for any axum service and any reqwest caller, not only
+//! the fleet. The server layer opens a per-request context, runs the
+//! service, and writes the claim header on error responses from what the
+//! client recorded into that context:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use axum::{routing::get, Router};
+//! use chaoslab::middleware::{client::{EdgeState, RetryClient}, server::OwnershipLayer, NoopObserver};
+//! use chaoslab::ownership::DependencyMode;
+//! use chaoslab::topology::Policy;
+//!
+//! # async fn demo() {
+//! let observer = Arc::new(NoopObserver);
+//! let client = Arc::new(RetryClient::new(0, "x-error-claim", observer.clone(), 7).unwrap());
+//! let payments = Arc::new(EdgeState::new(
+//!     0, 1, DependencyMode::FailClose, "http://127.0.0.1:8081/",
+//!     Policy::default().for_edge(&Default::default()),
+//! ));
+//! let app = Router::new()
+//!     .route("/", get(move || {
+//!         let (client, payments) = (client.clone(), payments.clone());
+//!         async move {
+//!             // Recorded into this request's context: if payments fails,
+//!             // this service's 500 goes out with `x-error-claim: false`.
+//!             let out = client.call(&payments, None).await;
+//!             if out.failed { axum::http::StatusCode::INTERNAL_SERVER_ERROR } else { axum::http::StatusCode::OK }
+//!         }
+//!     }))
+//!     .layer(OwnershipLayer::new(0, "x-error-claim", observer).unwrap());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+//! axum::serve(listener, app).await.unwrap();
+//! # }
+//! ```
+
+pub mod client;
+pub mod context;
+pub mod server;
+
+use crate::ownership::claim::ClaimReason;
+use crate::ownership::retry::StopReason;
+use crate::ownership::Classified;
+
+pub use context::Trace;
+
+/// One inbound request answered (server side).
+#[derive(Debug, Clone, Copy)]
+pub struct Served {
+    /// The service that answered.
+    pub service: usize,
+    /// Its trace.
+    pub trace: Trace,
+    /// Whether it opened the root.
+    pub is_root: bool,
+    /// The response status.
+    pub status: u16,
+    /// The claim decision written on an error response (`None` on success,
+    /// or when the service runs no ownership middleware).
+    pub claim: Option<(bool, ClaimReason)>,
+    /// Ground truth: the service's own fault caused the error.
+    pub own_fault: bool,
+    /// Whether any outbound call of this request failed (as recorded).
+    pub dependency_failed: bool,
+}
+
+/// One attempt of an outbound call ended (client side).
+#[derive(Debug, Clone, Copy)]
+pub struct Attempted {
+    /// The calling service.
+    pub service: usize,
+    /// The edge.
+    pub edge: usize,
+    /// 0 for the first attempt.
+    pub attempt: u32,
+    /// How it ended.
+    pub outcome: Classified,
+}
+
+/// A retry is about to be sent.
+#[derive(Debug, Clone, Copy)]
+pub struct RetrySent {
+    /// The calling service.
+    pub service: usize,
+    /// The edge.
+    pub edge: usize,
+    /// The root request it serves, when known.
+    pub trace: Option<Trace>,
+}
+
+/// A logical outbound call (all its attempts) ended in failure.
+#[derive(Debug, Clone, Copy)]
+pub struct CallFailed {
+    /// The calling service.
+    pub service: usize,
+    /// The edge.
+    pub edge: usize,
+    /// Why it stopped retrying.
+    pub reason: StopReason,
+}
+
+/// Receives what the middleware sees. The lab's metrics implement it; a
+/// plain service can pass [`NoopObserver`].
+pub trait Observer: Send + Sync + 'static {
+    /// An inbound request was answered.
+    fn served(&self, _e: &Served) {}
+    /// An outbound attempt ended.
+    fn attempted(&self, _e: &Attempted) {}
+    /// A retry is being sent.
+    fn retry_sent(&self, _e: &RetrySent) {}
+    /// A logical outbound call failed for good.
+    fn call_failed(&self, _e: &CallFailed) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoopObserver;
+
+impl Observer for NoopObserver {}

@@ -1,0 +1,253 @@
+//! The server side: a tower layer that writes the claim header.
+//!
+//! [`OwnershipLayer`] wraps any service of `http::Request`s. For every
+//! request it reads (or opens) the root trace, opens a
+//! [`RequestContext`](super::context::RequestContext), runs the inner
+//! service inside it, and — when the response is an error — decides the
+//! claim from what the request's outbound calls recorded and writes it on
+//! the response.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::{HeaderName, HeaderValue, Request, Response};
+use tower::{Layer, Service};
+
+use super::context::{self, RequestContext, Trace};
+use super::{Observer, Served};
+use crate::ownership::learn::Learner;
+use crate::ownership::{claim, is_error_status, Attribution, Claim};
+
+/// Settings a whole fleet shares and may change while it runs.
+#[derive(Debug)]
+pub struct OwnershipControl {
+    attribution: AtomicU8,
+    at_least_once: AtomicBool,
+}
+
+impl OwnershipControl {
+    /// New settings.
+    pub fn new(attribution: Attribution, at_least_once: bool) -> OwnershipControl {
+        OwnershipControl {
+            attribution: AtomicU8::new(attribution as u8),
+            at_least_once: AtomicBool::new(at_least_once),
+        }
+    }
+
+    /// The attribution mode in force.
+    pub fn attribution(&self) -> Attribution {
+        match self.attribution.load(Ordering::Relaxed) {
+            0 => Attribution::Simple,
+            2 => Attribution::Learned,
+            _ => Attribution::Declared,
+        }
+    }
+
+    /// Changes the attribution mode.
+    pub fn set_attribution(&self, a: Attribution) {
+        self.attribution.store(a as u8, Ordering::Relaxed);
+    }
+
+    /// Whether rule 5 is on.
+    pub fn at_least_once(&self) -> bool {
+        self.at_least_once.load(Ordering::Relaxed)
+    }
+
+    /// Turns rule 5 on or off.
+    pub fn set_at_least_once(&self, on: bool) {
+        self.at_least_once.store(on, Ordering::Relaxed);
+    }
+}
+
+impl Default for OwnershipControl {
+    fn default() -> Self {
+        OwnershipControl::new(Attribution::Declared, true)
+    }
+}
+
+/// What one service's server layer needs.
+pub struct ServerConfig {
+    service: usize,
+    header: HeaderName,
+    enabled: AtomicBool,
+    control: Arc<OwnershipControl>,
+    learner: Learner,
+    observer: Arc<dyn Observer>,
+    roots: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("service", &self.service)
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerConfig {
+    /// Whether this service writes claim headers.
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// What this service has learned about its dependencies.
+    pub fn learner(&self) -> &Learner {
+        &self.learner
+    }
+}
+
+/// The server-side ownership layer.
+#[derive(Debug, Clone)]
+pub struct OwnershipLayer {
+    config: Arc<ServerConfig>,
+}
+
+/// An invalid claim header name.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not a valid HTTP header name")]
+pub struct BadHeaderName(pub String);
+
+impl OwnershipLayer {
+    /// A layer for service number `service`, writing `header`, reporting to
+    /// `observer`, with default settings and its own root-id source.
+    pub fn new(
+        service: usize,
+        header: &str,
+        observer: Arc<dyn Observer>,
+    ) -> Result<OwnershipLayer, BadHeaderName> {
+        OwnershipLayer::with_control(
+            service,
+            header,
+            true,
+            Arc::new(OwnershipControl::default()),
+            observer,
+            Arc::new(AtomicU64::new(1)),
+        )
+    }
+
+    /// A layer sharing fleet-wide settings and a fleet-wide root-id source.
+    /// `enabled: false` runs the layer for observation only: no claim
+    /// header is written, as for a service without the middleware.
+    pub fn with_control(
+        service: usize,
+        header: &str,
+        enabled: bool,
+        control: Arc<OwnershipControl>,
+        observer: Arc<dyn Observer>,
+        roots: Arc<AtomicU64>,
+    ) -> Result<OwnershipLayer, BadHeaderName> {
+        let header =
+            HeaderName::from_bytes(header.as_bytes()).map_err(|_| BadHeaderName(header.into()))?;
+        Ok(OwnershipLayer {
+            config: Arc::new(ServerConfig {
+                service,
+                header,
+                enabled: AtomicBool::new(enabled),
+                control,
+                learner: Learner::default(),
+                observer,
+                roots,
+            }),
+        })
+    }
+
+    /// The layer's configuration, shared with every service it wraps.
+    pub fn config(&self) -> Arc<ServerConfig> {
+        self.config.clone()
+    }
+}
+
+impl<S> Layer<S> for OwnershipLayer {
+    type Service = Ownership<S>;
+    fn layer(&self, inner: S) -> Ownership<S> {
+        Ownership {
+            inner,
+            config: self.config.clone(),
+        }
+    }
+}
+
+/// A service wrapped by [`OwnershipLayer`].
+#[derive(Debug, Clone)]
+pub struct Ownership<S> {
+    inner: S,
+    config: Arc<ServerConfig>,
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<S, B, R> Service<Request<B>> for Ownership<S>
+where
+    S: Service<Request<B>, Response = Response<R>> + Clone + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+    R: Send + 'static,
+{
+    type Response = Response<R>;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Response<R>, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let cfg = self.config.clone();
+        let (trace, is_root) = match Trace::from_headers(req.headers()) {
+            Some(t) => (t, false),
+            None => (
+                Trace {
+                    root: cfg.roots.fetch_add(1, Ordering::Relaxed),
+                    depth: 0,
+                },
+                true,
+            ),
+        };
+        let ctx = Arc::new(RequestContext::new(trace, is_root));
+        req.extensions_mut().insert(ctx.clone());
+        // The clone that was made ready is the one to call.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        Box::pin(async move {
+            let mut res = context::scope(ctx.clone(), inner.call(req)).await?;
+            let record = ctx.take();
+            let status = res.status().as_u16();
+            let dependency_failed = record.outbound.iter().any(|o| o.failed);
+            let error = is_error_status(status);
+            if error {
+                cfg.learner.observe(&record.outbound, true);
+            } else if dependency_failed {
+                cfg.learner.observe(&record.outbound, false);
+            }
+            let claim = if error && cfg.enabled() {
+                let d = claim::decide(
+                    &record.outbound,
+                    cfg.control.attribution(),
+                    cfg.control.at_least_once(),
+                    |o| cfg.learner.mode(o.dependency),
+                );
+                res.headers_mut().insert(
+                    cfg.header.clone(),
+                    HeaderValue::from_static(Claim::wire_value(d.claimed)),
+                );
+                Some((d.claimed, d.reason))
+            } else {
+                None
+            };
+            cfg.observer.served(&Served {
+                service: cfg.service,
+                trace,
+                is_root,
+                status,
+                claim,
+                own_fault: error && record.own_fault,
+                dependency_failed,
+            });
+            Ok(res)
+        })
+    }
+}

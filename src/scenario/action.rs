@@ -1,0 +1,156 @@
+//! Actions: the one vocabulary for changing a running lab.
+//!
+//! A dashboard key becomes an [`Action`]; a scenario step is an [`Action`]
+//! on a clock; the command line's `--fail` and `--policy` are actions
+//! applied at time zero. Actions are absolute ("budget on", not "toggle
+//! the budget"), so a recorded session replays to the same state.
+
+use std::fmt;
+
+use crate::ownership::Attribution;
+use crate::topology::{Fault, PolicyFields, ServiceId, Topology};
+
+/// One change to a running lab.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Replace a service's fault.
+    SetFault {
+        /// The service.
+        service: ServiceId,
+        /// Its new fault.
+        fault: Fault,
+    },
+    /// Drop (`true`) or restore a service's request context.
+    SetContextDropped {
+        /// The service.
+        service: ServiceId,
+        /// Dropped or not.
+        dropped: bool,
+    },
+    /// Apply policy fields (a preset switches the mode, keeping R and B).
+    Policy(PolicyFields),
+    /// Switch the mode's pieces one by one.
+    Mode {
+        /// Retries on or off.
+        retries: Option<bool>,
+        /// Budget on or off.
+        budget: Option<bool>,
+        /// Ownership on or off.
+        ownership: Option<bool>,
+    },
+    /// Rule 5 on or off.
+    SetAtLeastOnce(bool),
+    /// The attribution mode.
+    SetAttribution(Attribution),
+    /// The entry rate.
+    SetRps(f64),
+    /// Pause (`true`) or resume the load.
+    Pause(bool),
+    /// Reset counters, charts and the learned memory.
+    Reset,
+}
+
+impl Action {
+    /// A one-line description for the event log, naming services.
+    pub fn describe(&self, t: &Topology) -> String {
+        let name = |id: ServiceId| {
+            t.services
+                .get(id)
+                .map_or_else(|| format!("#{id}"), |s| s.name.clone())
+        };
+        match self {
+            Action::SetFault { service, fault } => {
+                let s = name(*service);
+                if fault.down {
+                    format!("{s} down (connection refused)")
+                } else if !fault.is_active() {
+                    format!("{s} healed")
+                } else {
+                    let mut parts = vec![];
+                    if fault.error_rate > 0.0 {
+                        parts.push(format!(
+                            "fails {:.0}% ({}, status {})",
+                            fault.error_rate * 100.0,
+                            match fault.phase {
+                                crate::topology::Phase::Before => "before its calls",
+                                crate::topology::Phase::After => "after its calls",
+                            },
+                            fault.status
+                        ));
+                    }
+                    if !fault.latency.is_zero() {
+                        parts.push(format!("+{:?} latency", fault.latency));
+                    }
+                    format!("{s} {}", parts.join(", "))
+                }
+            }
+            Action::SetContextDropped { service, dropped } => format!(
+                "{} context {}",
+                name(*service),
+                if *dropped { "dropped" } else { "restored" }
+            ),
+            Action::Policy(f) => {
+                let mut parts = vec![];
+                if let Some(p) = f.preset {
+                    parts.push(format!("policy {}", p.name()));
+                }
+                if let Some(a) = f.attempts {
+                    parts.push(format!("attempts {a}"));
+                }
+                if let Some(b) = f.budget {
+                    parts.push(match b {
+                        crate::topology::BudgetSetting::Ratio(r) => format!("budget {r}"),
+                        crate::topology::BudgetSetting::Off => "budget off".into(),
+                    });
+                }
+                if parts.is_empty() {
+                    "policy fields changed".into()
+                } else {
+                    parts.join(", ")
+                }
+            }
+            Action::Mode {
+                retries,
+                budget,
+                ownership,
+            } => {
+                let on = |b: bool| if b { "on" } else { "off" };
+                let mut parts = vec![];
+                if let Some(r) = retries {
+                    parts.push(format!("retries {}", on(*r)));
+                }
+                if let Some(b) = budget {
+                    parts.push(format!("budget {}", on(*b)));
+                }
+                if let Some(o) = ownership {
+                    parts.push(format!("ownership {}", on(*o)));
+                }
+                parts.join(", ")
+            }
+            Action::SetAtLeastOnce(on) => {
+                format!("at-least-once {}", if *on { "on" } else { "off" })
+            }
+            Action::SetAttribution(a) => format!("attribution {}", a.name()),
+            Action::SetRps(r) => format!("entry rate {r:.0} rps"),
+            Action::Pause(p) => (if *p { "load paused" } else { "load resumed" }).into(),
+            Action::Reset => "counters reset".into(),
+        }
+    }
+}
+
+/// An action as it happened: when, and what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Time since the run started.
+    pub t: std::time::Duration,
+    /// What was done.
+    pub action: Action,
+    /// Its description.
+    pub text: String,
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:>7.1}s  {}", self.t.as_secs_f64(), self.text)
+    }
+}

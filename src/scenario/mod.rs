@@ -1,0 +1,10 @@
+//! Runs: the lab that owns fleet, load, metrics and model; the actions
+//! that change it; the snapshots that show it.
+
+pub mod action;
+pub mod lab;
+pub mod snapshot;
+
+pub use action::{Action, Event};
+pub use lab::{Lab, LabOptions};
+pub use snapshot::Snapshot;

@@ -1,0 +1,137 @@
+//! Uber's three amplification tables, measured from real traffic.
+//!
+//! Chain A→B→C→D→E→F→G, D fails every request after calling E, R=2,
+//! B=0.1. Each policy runs the real binary headless for 10 s at 200 root
+//! requests per second; every measured amplification must be within 3% of
+//! the model, and the model must equal the seed's table.
+
+use serde_json::Value;
+
+use crate::common::{chaoslab, fleet_lock, text};
+
+const SEED: [(&str, [f64; 7]); 3] = [
+    ("retry", [1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0]),
+    ("budget", [1.0, 1.1, 1.21, 1.331, 1.331, 1.331, 1.331]),
+    ("ownership", [1.0, 1.0, 1.0, 1.1, 1.1, 1.1, 1.1]),
+];
+
+/// Runs `chaoslab run FILE --headless` with extra args; returns the report.
+pub fn headless_report(file: &str, extra: &[&str]) -> Value {
+    let path = std::env::temp_dir().join(format!(
+        "chaoslab-report-{}-{}.json",
+        std::process::id(),
+        extra.join("_").replace(['/', '='], "-")
+    ));
+    let p = path.to_str().unwrap();
+    let mut args = vec!["run", file, "--headless", "--report", p];
+    args.extend_from_slice(extra);
+    let out = chaoslab(&args);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "chaoslab {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("the report is JSON");
+    let _ = std::fs::remove_file(&path);
+    eprintln!("{stdout}");
+    report
+}
+
+/// The node called `name`.
+pub fn node<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == name)
+        .unwrap_or_else(|| panic!("no node {name}"))
+}
+
+/// A number field.
+pub fn num(v: &Value, field: &str) -> f64 {
+    v[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} is not a number in {v}"))
+}
+
+fn check_policy(policy: &str, seed: [f64; 7], radius: Option<u64>) {
+    let _fleet = fleet_lock();
+    let r = headless_report(
+        "topologies/uber-chain.yaml",
+        &["--policy", policy, "--duration", "10s", "--warmup", "2s"],
+    );
+    assert_eq!(r["policy"], policy);
+    for (i, name) in ["A", "B", "C", "D", "E", "F", "G"].iter().enumerate() {
+        let n = node(&r, name);
+        let measured = num(n, "amplification");
+        let model = num(n, "model_amplification");
+        assert!(
+            (model - seed[i]).abs() < 1e-9,
+            "{policy}: model for {name} is {model}, the seed says {}",
+            seed[i]
+        );
+        assert!(
+            (measured - model).abs() <= 0.03 * model,
+            "{policy}: {name} measured {measured:.4}, model {model:.4}: off by more than 3%"
+        );
+    }
+    // Enough traffic flowed for the figures to mean something.
+    assert!(num(&r["root"], "requests") >= 1500.0, "{}", r["root"]);
+    if let Some(radius) = radius {
+        assert_eq!(r["storm_radius"]["max"].as_u64(), Some(radius), "{policy}");
+        assert_eq!(
+            r["storm_radius"]["model"].as_u64(),
+            Some(radius),
+            "{policy}"
+        );
+    }
+}
+
+#[test]
+fn retry_amplifies_two_to_the_depth() {
+    check_policy("retry", SEED[0].1, Some(3));
+}
+
+#[test]
+fn budget_amplifies_one_point_one_to_the_depth() {
+    check_policy("budget", SEED[1].1, None);
+}
+
+#[test]
+fn ownership_confines_the_retry_to_one_hop() {
+    check_policy("ownership", SEED[2].1, Some(1));
+}
+
+/// SPEC section 2: C fails and claims; B retries C once and returns the
+/// error unclaimed; A never retries.
+#[test]
+fn three_node_retries_once_and_unclaims() {
+    let _fleet = fleet_lock();
+    let r = headless_report(
+        "topologies/three-node.yaml",
+        &["--duration", "5s", "--warmup", "1s"],
+    );
+    let (a, b, c) = (node(&r, "A"), node(&r, "B"), node(&r, "C"));
+    let b_requests = num(b, "requests");
+    assert!(b_requests > 500.0);
+    // C claims every error it returns.
+    assert_eq!(num(c, "errors"), num(c, "requests"));
+    assert_eq!(num(&c["claims_returned"], "true"), num(c, "errors"));
+    // B retried C once per request: C saw two attempts per B request.
+    assert_eq!(num(b, "retries_sent"), b_requests);
+    assert!((num(c, "requests") - 2.0 * b_requests).abs() <= 2.0);
+    // B unclaims every error it passes up.
+    assert_eq!(num(&b["claims_returned"], "false"), num(b, "errors"));
+    assert_eq!(num(&b["claims_returned"], "true"), 0.0);
+    // A never retries: each failed request is one suppressed retry.
+    assert_eq!(num(a, "retries_sent"), 0.0);
+    assert_eq!(num(a, "retries_suppressed"), num(a, "errors"));
+    assert_eq!(num(a, "errors"), num(&r["root"], "errors"));
+    assert_eq!(
+        num(&r, "spurious_avoided"),
+        num(a, "retries_suppressed"),
+        "only A suppresses"
+    );
+}
