@@ -3,11 +3,14 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
 
 use crate::cli::RunArgs;
 use crate::report::Report;
-use crate::scenario::{Action, Lab, LabOptions};
+use crate::scenario::{drive, Action, Lab, LabOptions, Plan, Snapshot};
 use crate::topology::{Preset, Topology};
 use crate::RunError;
 
@@ -159,57 +162,50 @@ pub async fn headless(
     warmup: Duration,
     duration: Duration,
 ) -> Result<Report, RunError> {
-    let tick = opts.tick;
-    let mut lab = Lab::start(topology, opts).await.map_err(RunError::Other)?;
-    let end = warmup + duration;
-    let mut interval = tokio::time::interval(tick);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let lab = Lab::start(topology, opts).await.map_err(RunError::Other)?;
+    let plan = Plan {
+        warmup,
+        until: Some(warmup + duration),
+        steps: vec![],
+    };
+    let (_actions_tx, actions) = mpsc::channel(1);
+    let (snapshots, _) = watch::channel(Arc::new(lab.snapshot()));
+    let (_stop_tx, stop) = watch::channel(false);
     let mut next_progress = Duration::from_secs(1);
-    let mut warm = warmup.is_zero();
-    if warm {
-        lab.mark_report_start();
-    }
-    loop {
-        interval.tick().await;
-        lab.tick();
-        let t = lab.elapsed();
-        if !warm && t >= warmup {
-            warm = true;
-            lab.mark_report_start();
-        }
-        if t >= next_progress {
+    let lab = drive(lab, plan, actions, snapshots, stop, |s| {
+        if s.t >= next_progress {
             next_progress += Duration::from_secs(1);
-            let s = lab.snapshot();
-            let amps: Vec<String> = s
-                .services
-                .iter()
-                .map(|v| {
-                    format!(
-                        "{} {}",
-                        v.name,
-                        v.amplification
-                            .map_or_else(|| "-".into(), |a| format!("{a:.2}x"))
-                    )
-                })
-                .collect();
-            let mut err = std::io::stderr().lock();
-            let _ = writeln!(
-                err,
-                "[{:>5.1}s{}] {} rps, avail {:.1}%, radius {} · {}",
-                t.as_secs_f64(),
-                if t < warmup { " warm-up" } else { "" },
-                s.root.rps.round(),
-                s.root.availability * 100.0,
-                s.radius_max,
-                amps.join(" ")
-            );
+            let _ = writeln!(std::io::stderr().lock(), "{}", progress_line(s, warmup));
         }
-        if t >= end {
-            break;
-        }
-    }
-    // Up to the newest sample: the run ends on the first tick past `end`.
+    })
+    .await;
+    // Up to the newest sample: the run ends on the first tick past its end.
     let report = Report::measure(&lab, warmup, Duration::MAX);
     lab.stop().await;
     Ok(report)
+}
+
+/// One line of headless progress.
+pub fn progress_line(s: &Snapshot, warmup: Duration) -> String {
+    let amps: Vec<String> = s
+        .services
+        .iter()
+        .map(|v| {
+            format!(
+                "{} {}",
+                v.name,
+                v.amplification
+                    .map_or_else(|| "-".into(), |a| format!("{a:.2}x"))
+            )
+        })
+        .collect();
+    format!(
+        "[{:>5.1}s{}] {} rps, avail {:.1}%, radius {} · {}",
+        s.t.as_secs_f64(),
+        if s.t < warmup { " warm-up" } else { "" },
+        s.root.rps.round(),
+        s.root.availability * 100.0,
+        s.radius_max,
+        amps.join(" ")
+    )
 }

@@ -138,6 +138,11 @@ impl Lab {
         Ok(lab)
     }
 
+    /// The sampling period.
+    pub fn tick_period(&self) -> Duration {
+        self.opts.tick
+    }
+
     /// Time since the lab started.
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()

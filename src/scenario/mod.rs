@@ -3,8 +3,10 @@
 
 pub mod action;
 pub mod lab;
+pub mod runner;
 pub mod snapshot;
 
 pub use action::{Action, Event};
 pub use lab::{Lab, LabOptions};
+pub use runner::{drive, Plan};
 pub use snapshot::Snapshot;
