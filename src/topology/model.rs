@@ -1,1 +1,1018 @@
-//! Model (placeholder).
+//! The analytical model: what a topology *should* do under a policy and its
+//! faults, computed in linear time, so a live run can be checked against it.
+//!
+//! # Why a model
+//!
+//! The lab's numbers are measured on real sockets, and a measurement is
+//! only convincing next to the figure the mechanism predicts. For Uber's
+//! chain A→B→C→D→E→F→G with D failing every request the model gives, per
+//! root request:
+//!
+//! | policy | A | B | C | D..G |
+//! |---|---|---|---|---|
+//! | `retry`, R=2 | 1 | 2 | 4 | 8 |
+//! | `budget`, R=2, B=0.1 | 1 | 1.1 | 1.21 | 1.331 |
+//! | `ownership`, R=2, B=0.1 | 1 | 1 | 1 | 1.1 |
+//!
+//! # Method
+//!
+//! Every service's *response* to one invocation is a distribution over
+//! success, claimed error, unclaimed error and missing claim. It is computed
+//! bottom-up (reverse topological order) from the callees' distributions:
+//!
+//! * a call on an edge with `attempts` R sees, per attempt, the callee's
+//!   distribution; [`crate::ownership::retry::decide`] says which answers
+//!   are retry-eligible (probability `e`) and which are suppressed. Without
+//!   a budget a call makes `Σ_{k<R} e^k` attempts. With a budget B each
+//!   retry is granted with a probability `q`, chosen so the expected
+//!   retries per first attempt are `min(unbudgeted, B)`; for R=2 that is
+//!   `min(e, B)` retries per call, and the caller of a callee failing at
+//!   random with probability p sees `1 − (p − min(p, B)(1 − p))`;
+//! * the service makes its calls (in order, stopping at the first failing
+//!   fail-close call, or all at once with `parallel`), its own fault fires
+//!   before or after them, and the claim on its error is decided by
+//!   [`crate::ownership::claim::decide`] from what its calls did (a dropped
+//!   context leaves that record empty, so it claims); `ownership: false`,
+//!   `url` and `down` services answer with no claim (*missing*).
+//!
+//! Calls are assumed independent. Then invocation rates flow top-down from
+//! the entry (1 per root request), and each edge's first attempts, retries,
+//! suppressed retries and budget denials follow. The storm radius is the
+//! longest path of consecutive edges that send retries. Latency, timeouts,
+//! `capacity` and `min_per_sec` are not modelled.
+//!
+//! ```
+//! use chaoslab::topology::{model, Preset, Topology};
+//!
+//! let t = Topology::from_yaml(
+//!     "name: t\nservices:\n  A: { calls: [B] }\n  B: { calls: [C] }\n  C: { fault: { error_rate: 1.0 } }\n",
+//!     "t.yaml",
+//! ).unwrap();
+//! let mut p = t.policy.clone();
+//! p.apply_preset(Preset::Retry);
+//! let loads: Vec<f64> = model::predict(&t, &p).services.iter().map(|s| s.load).collect();
+//! assert_eq!(loads, [1.0, 2.0, 4.0]);
+//! assert_eq!(model::static_radius(&t, &p), 2);
+//! ```
+
+use super::{EdgePolicy, Fault, Phase, Policy, ServiceId, Topology};
+use crate::ownership::claim::{self, ClaimReason, Outbound};
+use crate::ownership::retry::{self, RetryVerdict};
+use crate::ownership::{is_error_status, Attribution, Claim, Classified, DependencyMode};
+
+/// Retries per root request below this count as none (floating-point dust).
+const EPS: f64 = 1e-12;
+
+/// What the model predicts for a topology under a policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    /// Per service, in [`Topology::services`] order.
+    pub services: Vec<ServicePrediction>,
+    /// Per edge, in [`Topology::edges`] order.
+    pub edges: Vec<EdgePrediction>,
+    /// The probability that a root request succeeds.
+    pub root_availability: f64,
+    /// The longest path of consecutive edges that send retries.
+    pub storm_radius: usize,
+}
+
+/// One service's predicted figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServicePrediction {
+    /// Invocations (attempts it receives) per root request.
+    pub load: f64,
+    /// `load / multiplicity` (1.0 if the multiplicity is 0).
+    pub amplification: f64,
+    /// Probability that one invocation's response is an error.
+    pub p_error: f64,
+    /// ... an error it claims.
+    pub p_claimed: f64,
+    /// ... an error it disowns.
+    pub p_unclaimed: f64,
+    /// ... an error with no claim (no middleware, outside, or down).
+    pub p_missing: f64,
+}
+
+/// One edge's predicted figures, per root request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EdgePrediction {
+    /// First attempts (logical calls).
+    pub first_attempts: f64,
+    /// Retries sent.
+    pub retries: f64,
+    /// Retries not sent because the callee's error was unclaimed.
+    pub suppressed: f64,
+    /// Retries refused by the budget.
+    pub budget_denied: f64,
+}
+
+/// Predicts every service's load and outcome, and every edge's retries,
+/// under `policy` (with each edge's overrides) and the faults in `t`.
+pub fn predict(t: &Topology, policy: &Policy) -> Prediction {
+    let mut m = Model::new(t, policy);
+    let order = m.order.clone();
+    for &v in order.iter().rev() {
+        m.dist[v] = m.eval(v, &t.services[v].fault);
+    }
+    let mut load = vec![0.0; t.services.len()];
+    if let Some(l) = load.get_mut(t.load.entry) {
+        *l = 1.0;
+    }
+    for &v in &order {
+        for &e in &t.services[v].calls {
+            let c = &m.calls[e];
+            load[t.edges[e].to] += load[v] * c.per_invocation * c.out.attempts;
+        }
+    }
+    let edges: Vec<EdgePrediction> = t
+        .edges
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let c = &m.calls[i];
+            let first = load[e.from] * c.per_invocation;
+            EdgePrediction {
+                first_attempts: first,
+                retries: first * c.out.retries,
+                suppressed: first * c.out.suppressed,
+                budget_denied: first * c.out.denied,
+            }
+        })
+        .collect();
+    let storm_radius = longest_run(t, &order, |e| edges[e].retries > EPS);
+    let services = t
+        .services
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let d = m.dist[i];
+            ServicePrediction {
+                load: load[i],
+                amplification: if s.multiplicity > 0.0 {
+                    load[i] / s.multiplicity
+                } else {
+                    1.0
+                },
+                p_error: d.c + d.u + d.m,
+                p_claimed: d.c,
+                p_unclaimed: d.u,
+                p_missing: d.m,
+            }
+        })
+        .collect();
+    Prediction {
+        services,
+        edges,
+        root_availability: m.dist.get(t.load.entry).map_or(1.0, |d| d.s),
+        storm_radius,
+    }
+}
+
+/// The static storm radius: the worst [`Prediction::storm_radius`] over
+/// each single service failing every request (phase after), every other
+/// fault cleared.
+pub fn static_radius(t: &Topology, policy: &Policy) -> usize {
+    worst_failure(t, policy).map_or(0, |(_, r)| r)
+}
+
+/// The service whose failure gives the static storm radius, and that
+/// radius; `None` when no single failure makes any edge retry. Ties go to
+/// the service listed first.
+///
+/// Each failure is evaluated over the failing service and its callers
+/// only, so the cost is the sum of the ancestor sets' sizes.
+pub fn worst_failure(t: &Topology, policy: &Policy) -> Option<(ServiceId, usize)> {
+    let n = t.services.len();
+    let mut m = Model::new(t, policy);
+    let mut pos = vec![0usize; n];
+    for (i, &v) in m.order.iter().enumerate() {
+        pos[v] = i;
+    }
+    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, e) in t.edges.iter().enumerate() {
+        callers[e.to].push(i);
+    }
+    let failing = Fault {
+        error_rate: 1.0,
+        phase: Phase::After,
+        ..Fault::default()
+    };
+    let healthy = Fault::default();
+    let mut mark = vec![usize::MAX; n];
+    let mut load = vec![0.0; n];
+    let mut best_in = vec![0usize; n];
+    let mut best: Option<(ServiceId, usize)> = None;
+    let mut set = Vec::new();
+    for x in 0..n {
+        // x and everything that can reach it.
+        set.clear();
+        set.push(x);
+        mark[x] = x;
+        let mut i = 0;
+        while i < set.len() {
+            for &e in &callers[set[i]] {
+                let from = t.edges[e].from;
+                if mark[from] != x {
+                    mark[from] = x;
+                    set.push(from);
+                }
+            }
+            i += 1;
+        }
+        if mark.get(t.load.entry) != Some(&x) {
+            continue; // the entry never reaches x: no load, no storm
+        }
+        set.sort_unstable_by_key(|&v| pos[v]);
+        for &v in set.iter().rev() {
+            let f = if v == x { &failing } else { &healthy };
+            m.dist[v] = m.eval(v, f);
+        }
+        for &v in &set {
+            load[v] = 0.0;
+            best_in[v] = 0;
+        }
+        load[t.load.entry] = 1.0;
+        let mut radius = 0;
+        for &v in &set {
+            for &e in &t.services[v].calls {
+                let w = t.edges[e].to;
+                if mark[w] != x {
+                    continue; // healthy callee: nothing to retry
+                }
+                let c = &m.calls[e];
+                let first = load[v] * c.per_invocation;
+                load[w] += first * c.out.attempts;
+                if first * c.out.retries > EPS {
+                    let run = best_in[v] + 1;
+                    best_in[w] = best_in[w].max(run);
+                    radius = radius.max(run);
+                }
+            }
+        }
+        for &v in &set {
+            m.dist[v] = Dist::HEALTHY;
+        }
+        if radius > 0 && best.is_none_or(|(_, r)| radius > r) {
+            best = Some((x, radius));
+        }
+    }
+    best
+}
+
+/// The longest path of consecutive edges for which `hot` holds.
+fn longest_run(t: &Topology, order: &[ServiceId], hot: impl Fn(usize) -> bool) -> usize {
+    let mut best_in = vec![0usize; t.services.len()];
+    let mut radius = 0;
+    for &v in order {
+        for &e in &t.services[v].calls {
+            if hot(e) {
+                let run = best_in[v] + 1;
+                let w = t.edges[e].to;
+                best_in[w] = best_in[w].max(run);
+                radius = radius.max(run);
+            }
+        }
+    }
+    radius
+}
+
+/// A response distribution: success, claimed, unclaimed, missing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Dist {
+    s: f64,
+    c: f64,
+    u: f64,
+    m: f64,
+}
+
+impl Dist {
+    const HEALTHY: Dist = Dist {
+        s: 1.0,
+        c: 0.0,
+        u: 0.0,
+        m: 0.0,
+    };
+
+    fn of(&self, claim: Claim) -> f64 {
+        match claim {
+            Claim::Claimed => self.c,
+            Claim::Unclaimed => self.u,
+            Claim::Missing => self.m,
+        }
+    }
+}
+
+/// What a service's dependency analysis holds, as far as the claim rule
+/// cares, ordered so that combining two records is `max`: nothing failed;
+/// only (effectively) fail-open calls failed; fail-close failures that all
+/// leave rule 5's criteria unsatisfied; a fail-close failure that
+/// satisfied them (or was not eligible).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Record {
+    Clean = 0,
+    OpenOnly = 1,
+    Unsatisfied = 2,
+    Satisfied = 3,
+}
+
+impl Record {
+    const ALL: [Record; 4] = [
+        Record::Clean,
+        Record::OpenOnly,
+        Record::Unsatisfied,
+        Record::Satisfied,
+    ];
+
+    /// How one failed call shows in the record, by the claim rule itself.
+    fn of_failure(o: Outbound, attribution: Attribution) -> Record {
+        let d = claim::decide(&[o], attribution, true, |o| o.mode);
+        match d.reason {
+            ClaimReason::NoDependencyFailed => Record::Clean,
+            ClaimReason::OnlyFailOpen => Record::OpenOnly,
+            ClaimReason::AtLeastOnce => Record::Unsatisfied,
+            ClaimReason::FailCloseDependency => Record::Satisfied,
+        }
+    }
+
+    /// One failed call that shows as this record (attribution applied).
+    fn representative(self) -> Option<Outbound> {
+        let failed = |mode, sat| Outbound {
+            dependency: 0,
+            mode,
+            failed: true,
+            claim_seen: Some(Claim::Claimed),
+            criteria_satisfied: sat,
+        };
+        match self {
+            Record::Clean => None,
+            Record::OpenOnly => Some(failed(DependencyMode::FailOpen, true)),
+            Record::Unsatisfied => Some(failed(DependencyMode::FailClose, false)),
+            Record::Satisfied => Some(failed(DependencyMode::FailClose, true)),
+        }
+    }
+
+    /// Whether a service whose error comes with this record claims it.
+    fn claims(self, at_least_once: bool) -> bool {
+        let rep: Vec<Outbound> = self.representative().into_iter().collect();
+        claim::decide(&rep, Attribution::Declared, at_least_once, |o| o.mode).claimed
+    }
+}
+
+/// One logical call (all its attempts) on an edge, per call made.
+#[derive(Debug, Clone, Copy, Default)]
+struct CallOutcome {
+    attempts: f64,
+    retries: f64,
+    suppressed: f64,
+    denied: f64,
+    ok: f64,
+    /// Probability of failing, by how the failure shows in the record.
+    fail: [f64; 4],
+}
+
+/// An edge as evaluated for its caller's invocation.
+#[derive(Debug, Clone, Copy, Default)]
+struct EdgeCall {
+    /// Logical calls made per invocation of the caller.
+    per_invocation: f64,
+    out: CallOutcome,
+}
+
+struct Model<'a> {
+    t: &'a Topology,
+    policies: Vec<EdgePolicy>,
+    order: Vec<ServiceId>,
+    dist: Vec<Dist>,
+    calls: Vec<EdgeCall>,
+}
+
+impl<'a> Model<'a> {
+    fn new(t: &'a Topology, policy: &Policy) -> Model<'a> {
+        let n = t.services.len();
+        // A validated topology is acyclic; a hand-built cyclic one gets file
+        // order, which is wrong but finite.
+        let order = super::validate::topological_order(&t.services, &t.edges)
+            .unwrap_or_else(|_| (0..n).collect());
+        Model {
+            t,
+            policies: t.edges.iter().map(|e| policy.for_edge(&e.policy)).collect(),
+            order,
+            dist: vec![Dist::HEALTHY; n],
+            calls: vec![EdgeCall::default(); t.edges.len()],
+        }
+    }
+
+    /// Service `v`'s response distribution with `fault`, from its callees'
+    /// current distributions; records each of its edges in `calls`.
+    fn eval(&mut self, v: ServiceId, fault: &Fault) -> Dist {
+        let t = self.t;
+        let s = &t.services[v];
+        for &e in &s.calls {
+            self.calls[e] = EdgeCall::default();
+        }
+        let rate = if is_error_status(fault.status) {
+            fault.error_rate.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        if fault.down || s.url.is_some() {
+            // No listener, or not ours: no calls below, no claim header.
+            let f = if fault.down { 1.0 } else { rate };
+            return Dist {
+                s: 1.0 - f,
+                c: 0.0,
+                u: 0.0,
+                m: f,
+            };
+        }
+        let (before, after) = match fault.phase {
+            Phase::Before => (rate, 0.0),
+            Phase::After => (0.0, rate),
+        };
+        let attribution = t.ownership.attribution;
+        let mut err = [0.0; 4];
+        err[Record::Clean as usize] = before;
+        // Mass still running, by record; for parallel calls, a second row
+        // holds the mass in which a fail-close call has failed.
+        let mut run = [[0.0; 4]; 2];
+        run[0][Record::Clean as usize] = 1.0 - before;
+        for &e in &s.calls {
+            let edge = &t.edges[e];
+            let out = call_outcome(
+                &self.policies[e],
+                self.dist[edge.to],
+                edge.mode,
+                attribution,
+            );
+            let closes = edge.mode == DependencyMode::FailClose;
+            let mut per_invocation = 0.0;
+            for _ in 0..edge.count {
+                per_invocation += run[0].iter().sum::<f64>()
+                    + if s.parallel {
+                        run[1].iter().sum::<f64>()
+                    } else {
+                        0.0
+                    };
+                let mut next = [[0.0; 4]; 2];
+                for (row, masses) in run.iter().enumerate() {
+                    for (st, &mass) in masses.iter().enumerate() {
+                        if mass == 0.0 {
+                            continue;
+                        }
+                        next[row][st] += mass * out.ok;
+                        for (x, &p) in out.fail.iter().enumerate() {
+                            if p == 0.0 {
+                                continue;
+                            }
+                            let to = st.max(x);
+                            if !closes {
+                                next[row][to] += mass * p;
+                            } else if s.parallel {
+                                next[1][to] += mass * p;
+                            } else {
+                                err[to] += mass * p; // the request has failed
+                            }
+                        }
+                    }
+                }
+                run = next;
+            }
+            self.calls[e] = EdgeCall {
+                per_invocation,
+                out,
+            };
+        }
+        let mut ok = 0.0;
+        for st in 0..4 {
+            err[st] += run[0][st] * after + run[1][st];
+            ok += run[0][st] * (1.0 - after);
+        }
+        let mut d = Dist {
+            s: ok,
+            c: 0.0,
+            u: 0.0,
+            m: 0.0,
+        };
+        for (st, &p) in err.iter().enumerate() {
+            if !s.ownership {
+                d.m += p;
+            } else {
+                // A dropped context leaves the record empty (rule 4).
+                let record = if s.context_dropped {
+                    Record::Clean
+                } else {
+                    Record::ALL[st]
+                };
+                if record.claims(t.ownership.at_least_once) {
+                    d.c += p;
+                } else {
+                    d.u += p;
+                }
+            }
+        }
+        d
+    }
+}
+
+/// One logical call on an edge with policy `p` to a callee answering with
+/// `callee`, attempts independent.
+fn call_outcome(
+    p: &EdgePolicy,
+    callee: Dist,
+    mode: DependencyMode,
+    attribution: Attribution,
+) -> CallOutcome {
+    let r = p.attempts.max(1);
+    let (mut e, mut su) = (0.0, 0.0);
+    for k in Claim::ALL {
+        match retry::decide(Classified::Error { claim: k }, p.ownership) {
+            RetryVerdict::Retry => e += callee.of(k),
+            RetryVerdict::Suppress => su += callee.of(k),
+            RetryVerdict::Done => {}
+        }
+    }
+    let q = grant_probability(e, r, p.budget);
+    let mut o = CallOutcome::default();
+    let mut reach = 1.0;
+    let mut eligible_end = 0.0;
+    for j in 0..r {
+        o.attempts += reach;
+        o.ok += reach * callee.s;
+        let failed = reach * e;
+        if j + 1 < r {
+            o.retries += failed * q;
+            o.denied += failed * (1.0 - q);
+            eligible_end += failed * (1.0 - q);
+            reach = failed * q;
+        } else {
+            eligible_end += failed;
+        }
+        if reach == 0.0 {
+            break;
+        }
+    }
+    o.suppressed = su * o.attempts;
+    for k in Claim::ALL {
+        let pk = callee.of(k);
+        if pk == 0.0 {
+            continue;
+        }
+        let verdict = retry::decide(Classified::Error { claim: k }, p.ownership);
+        let prob = match verdict {
+            RetryVerdict::Suppress => pk * o.attempts,
+            RetryVerdict::Retry if e > 0.0 => eligible_end * (pk / e),
+            _ => continue,
+        };
+        // Denied or exhausted retries satisfy rule 5's criteria alike; only
+        // an edge with no retries configured leaves them unsatisfied.
+        let satisfied =
+            retry::stop_reason(verdict, r - 1, r).is_none_or(|s| s.criteria_satisfied());
+        let failed = Outbound {
+            dependency: 0,
+            mode,
+            failed: true,
+            claim_seen: Some(k),
+            criteria_satisfied: satisfied,
+        };
+        o.fail[Record::of_failure(failed, attribution) as usize] += prob;
+    }
+    o
+}
+
+/// The probability `q` that each retry opportunity is granted so that the
+/// expected retries per first attempt, `Σ_{k=1}^{R-1} (e q)^k`, equal
+/// `min(unbudgeted, B)`.
+fn grant_probability(e: f64, r: u32, budget: Option<f64>) -> f64 {
+    let Some(b) = budget else { return 1.0 };
+    if r <= 1 || e <= 0.0 {
+        return 1.0;
+    }
+    let retries = |q: f64| {
+        let x = e * q;
+        let (mut sum, mut pow) = (0.0, 1.0);
+        for _ in 1..r {
+            pow *= x;
+            sum += pow;
+        }
+        sum
+    };
+    if retries(1.0) <= b {
+        return 1.0;
+    }
+    if r == 2 {
+        return (b / e).clamp(0.0, 1.0);
+    }
+    let (mut lo, mut hi) = (0.0, 1.0);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if retries(mid) < b {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::Preset;
+    use proptest::prelude::*;
+
+    fn topo(yaml: &str) -> Topology {
+        Topology::from_yaml(yaml, "test.yaml").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn with(t: &Topology, preset: Preset) -> Policy {
+        let mut p = t.policy.clone();
+        p.apply_preset(preset);
+        p
+    }
+
+    fn loads(p: &Prediction) -> Vec<f64> {
+        p.services.iter().map(|s| s.load).collect()
+    }
+
+    fn assert_close(got: &[f64], want: &[f64]) {
+        assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-9, "{got:?} vs {want:?}");
+        }
+    }
+
+    const UBER: &str = "
+name: uber
+policy: { preset: ownership, attempts: 2, budget: 0.1 }
+services:
+  A: { calls: [B] }
+  B: { calls: [C] }
+  C: { calls: [D] }
+  D: { calls: [E], fault: { error_rate: 1.0, phase: after } }
+  E: { calls: [F] }
+  F: { calls: [G] }
+  G: {}
+";
+
+    #[test]
+    fn seed_chain_loads() {
+        let t = topo(UBER);
+        let retry = predict(&t, &with(&t, Preset::Retry));
+        assert_close(&loads(&retry), &[1., 2., 4., 8., 8., 8., 8.]);
+        assert_eq!(retry.storm_radius, 3);
+        let budget = predict(&t, &with(&t, Preset::Budget));
+        assert_close(
+            &loads(&budget),
+            &[1., 1.1, 1.21, 1.331, 1.331, 1.331, 1.331],
+        );
+        assert_eq!(budget.storm_radius, 3);
+        let own = predict(&t, &t.policy);
+        assert_close(&loads(&own), &[1., 1., 1., 1.1, 1.1, 1.1, 1.1]);
+        assert_eq!(own.storm_radius, 1);
+        // C disowns D's failure; B suppresses one retry per root request.
+        assert_eq!(own.services[2].p_unclaimed, 1.0);
+        assert!((own.edges[1].suppressed - 1.0).abs() < 1e-12);
+        assert!((own.edges[2].retries - 0.1).abs() < 1e-12);
+        assert!((own.edges[2].budget_denied - 0.9).abs() < 1e-12);
+        assert_eq!(own.root_availability, 0.0);
+        // Amplification below D under retry is R^3.
+        assert_eq!(retry.services[5].amplification, 8.0);
+    }
+
+    #[test]
+    fn seed_static_radius() {
+        let t = topo(UBER);
+        assert_eq!(static_radius(&t, &with(&t, Preset::Retry)), 6);
+        assert_eq!(worst_failure(&t, &with(&t, Preset::Retry)), Some((6, 6)));
+        assert_eq!(static_radius(&t, &t.policy), 1);
+        assert_eq!(static_radius(&t, &with(&t, Preset::None)), 0);
+        let mut chain = String::from("name: deep\nservices:\n");
+        for i in 1..=25 {
+            if i < 25 {
+                chain += &format!("  S{i:02}: {{ calls: [S{:02}] }}\n", i + 1);
+            } else {
+                chain += &format!("  S{i:02}: {{}}\n");
+            }
+        }
+        let t = topo(&chain);
+        assert_eq!(static_radius(&t, &with(&t, Preset::Retry)), 24);
+        assert_eq!(static_radius(&t, &with(&t, Preset::Budget)), 24);
+        assert_eq!(static_radius(&t, &t.policy), 1);
+    }
+
+    #[test]
+    fn availability_formula() {
+        for p in [0.001f64, 0.01, 0.05, 0.1, 0.2, 0.3, 0.9] {
+            let t = topo(&format!(
+                "name: a\npolicy: {{ preset: budget, attempts: 2, budget: 0.1 }}\nservices:\n  A: {{ calls: [B] }}\n  B: {{ fault: {{ error_rate: {p} }} }}\n"
+            ));
+            let pred = predict(&t, &t.policy);
+            let want = 1.0 - (p - p.min(0.1) * (1.0 - p));
+            assert!(
+                (pred.root_availability - want).abs() < 1e-12,
+                "p={p}: {} vs {want}",
+                pred.root_availability
+            );
+            assert!((pred.edges[0].retries - p.min(0.1)).abs() < 1e-12);
+            assert!((pred.edges[0].budget_denied - (p - p.min(0.1))).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn three_nodes_b_retries_once_a_never() {
+        let t = topo(
+            "name: t\npolicy: { preset: ownership, budget: off }\nservices:\n  A: { calls: [B] }\n  B: { calls: [C] }\n  C: { fault: { error_rate: 1.0 } }\n",
+        );
+        let p = predict(&t, &t.policy);
+        assert_close(&loads(&p), &[1., 1., 2.]);
+        assert_eq!(p.edges[0].retries, 0.0);
+        assert_eq!(p.edges[0].suppressed, 1.0);
+        assert_eq!(p.edges[1].retries, 1.0);
+        assert_eq!(p.services[1].p_unclaimed, 1.0);
+        assert_eq!(p.services[2].p_claimed, 1.0);
+    }
+
+    #[test]
+    fn context_drop_moves_retries_up_one_hop() {
+        let t = topo(
+            "name: t\npolicy: { preset: ownership, attempts: 2, budget: off }\nservices:\n  A: { calls: [B] }\n  B: { calls: [C] }\n  C: { calls: [D], context: dropped }\n  D: { fault: { error_rate: 1.0 } }\n",
+        );
+        let p = predict(&t, &t.policy);
+        assert_close(&loads(&p), &[1., 1., 2., 4.]);
+        assert_eq!(p.storm_radius, 2);
+        assert_eq!(p.services[2].p_claimed, 1.0);
+        assert_eq!(p.services[1].p_unclaimed, 1.0);
+        let naive = predict(&t, &with(&t, Preset::Retry));
+        assert_close(&loads(&naive), &[1., 2., 4., 8.]);
+    }
+
+    #[test]
+    fn coincidental_errors_under_simple_attribution() {
+        let yaml = |attr: &str| {
+            format!(
+                "name: c\nownership: {{ attribution: {attr}, at_least_once: false }}\nservices:\n  U: {{ calls: [S] }}\n  S:\n    calls:\n      - {{ to: X, mode: fail-open, policy: {{ attempts: 1 }} }}\n      - {{ to: Y, mode: fail-open, policy: {{ attempts: 1 }} }}\n    fault: {{ error_rate: 0.1 }}\n  X: {{ fault: {{ error_rate: 0.1 }} }}\n  Y: {{ fault: {{ error_rate: 0.1 }} }}\n"
+            )
+        };
+        let t = topo(&yaml("simple"));
+        let s = &predict(&t, &t.policy).services[1];
+        assert!((s.p_error - 0.1).abs() < 1e-12);
+        assert!((s.p_unclaimed - 0.019).abs() < 1e-12, "{s:?}");
+        assert!((s.p_claimed - 0.081).abs() < 1e-12);
+        for attr in ["declared", "learned"] {
+            let t = topo(&yaml(attr));
+            let s = &predict(&t, &t.policy).services[1];
+            assert_eq!(s.p_unclaimed, 0.0);
+            assert!((s.p_claimed - 0.1).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn at_least_once_claims_where_the_edge_cannot_retry() {
+        let yaml = |alo: bool| {
+            format!(
+                "name: a\nownership: {{ at_least_once: {alo} }}\npolicy: {{ preset: ownership, attempts: 2, budget: 0.1 }}\nservices:\n  A: {{ calls: [B] }}\n  B: {{ calls: [C] }}\n  C: {{ calls: [{{ to: D, policy: {{ attempts: 1 }} }}] }}\n  D: {{ fault: {{ error_rate: 0.3 }} }}\n"
+            )
+        };
+        let t = topo(&yaml(true));
+        let p = predict(&t, &t.policy);
+        assert!((p.services[2].p_claimed - 0.3).abs() < 1e-12);
+        assert_close(&loads(&p), &[1., 1., 1.1, 1.1]);
+        assert!((p.root_availability - 0.77).abs() < 1e-12);
+        assert_eq!(p.storm_radius, 1);
+        let t = topo(&yaml(false));
+        let p = predict(&t, &t.policy);
+        assert_close(&loads(&p), &[1., 1., 1., 1.]);
+        assert!((p.root_availability - 0.7).abs() < 1e-12);
+        assert_eq!(p.storm_radius, 0);
+    }
+
+    #[test]
+    fn sequential_stops_parallel_does_not() {
+        let yaml = |parallel: bool| {
+            format!(
+                "name: f\npolicy: {{ preset: none }}\nservices:\n  A: {{ calls: [B, {{ to: C, count: 2 }}], parallel: {parallel} }}\n  B: {{ fault: {{ error_rate: 0.5 }} }}\n  C: {{}}\n"
+            )
+        };
+        let t = topo(&yaml(false));
+        let p = predict(&t, &t.policy);
+        assert_close(&loads(&p), &[1., 1., 1.]); // C twice, half the time
+        assert_eq!(t.services[2].multiplicity, 2.0);
+        assert_eq!(p.services[2].amplification, 0.5);
+        let t = topo(&yaml(true));
+        let p = predict(&t, &t.policy);
+        assert_close(&loads(&p), &[1., 1., 2.]);
+        assert!((p.root_availability - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn down_and_phase_before_call_nothing_below() {
+        let t = topo(
+            "name: d\npolicy: { preset: retry, attempts: 3 }\nservices:\n  A: { calls: [B] }\n  B: { calls: [C], fault: { down: true } }\n  C: {}\n",
+        );
+        let p = predict(&t, &t.policy);
+        assert_close(&loads(&p), &[1., 3., 0.]);
+        assert_eq!(p.services[1].p_missing, 1.0);
+        let t = topo(
+            "name: d\npolicy: { preset: ownership, budget: off }\nservices:\n  A: { calls: [B] }\n  B: { calls: [C], fault: { error_rate: 1, phase: before } }\n  C: {}\n",
+        );
+        let p = predict(&t, &t.policy);
+        assert_close(&loads(&p), &[1., 2., 0.]);
+        assert_eq!(p.services[1].p_claimed, 1.0);
+    }
+
+    #[test]
+    fn budget_with_more_attempts() {
+        // R=3, e=1: unbudgeted 2 retries per call, budget 0.5 -> 0.5.
+        let t = topo(
+            "name: b\npolicy: { preset: budget, attempts: 3, budget: 0.5 }\nservices:\n  A: { calls: [B] }\n  B: { fault: { error_rate: 1 } }\n",
+        );
+        let p = predict(&t, &t.policy);
+        assert!((p.edges[0].retries - 0.5).abs() < 1e-9);
+        assert!((p.services[1].load - 1.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn record_max_agrees_with_the_claim_rule() {
+        // Combining failures by `max` must give the rule's own answer.
+        let kinds = [
+            (DependencyMode::FailOpen, Claim::Claimed, true),
+            (DependencyMode::FailOpen, Claim::Claimed, false),
+            (DependencyMode::FailClose, Claim::Claimed, true),
+            (DependencyMode::FailClose, Claim::Claimed, false),
+            (DependencyMode::FailClose, Claim::Missing, false),
+            (DependencyMode::FailClose, Claim::Unclaimed, false),
+        ];
+        let out = |(mode, claim, sat): (DependencyMode, Claim, bool)| Outbound {
+            dependency: 0,
+            mode,
+            failed: true,
+            claim_seen: Some(claim),
+            criteria_satisfied: sat,
+        };
+        for attr in [Attribution::Simple, Attribution::Declared] {
+            for alo in [true, false] {
+                for a in kinds {
+                    for b in kinds {
+                        let both = [out(a), out(b)];
+                        let want = claim::decide(&both, attr, alo, |o| o.mode).claimed;
+                        let rec =
+                            Record::of_failure(out(a), attr).max(Record::of_failure(out(b), attr));
+                        assert_eq!(rec.claims(alo), want, "{a:?} {b:?} {attr:?} {alo}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// A random DAG: service i > 0 is called by a random earlier one, and
+    /// sometimes by a second.
+    fn random_dag(n: usize, seed: u64) -> String {
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut next = |m: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m as u64) as usize
+        };
+        let mut calls: Vec<Vec<String>> = vec![Vec::new(); n];
+        for i in 1..n {
+            let a = next(i);
+            let count = 1 + next(2);
+            let mode = if next(4) == 0 {
+                "fail-open"
+            } else {
+                "fail-close"
+            };
+            calls[a].push(format!("{{ to: s{i}, count: {count}, mode: {mode} }}"));
+            if i > 1 && next(5) == 0 {
+                let b = next(i);
+                if b != a {
+                    calls[b].push(format!("s{i}"));
+                }
+            }
+        }
+        let mut y = String::from("name: dag\nservices:\n");
+        for (i, c) in calls.iter().enumerate() {
+            let parallel = next(3) == 0;
+            y += &format!(
+                "  s{i}: {{ parallel: {parallel}, calls: [{}] }}\n",
+                c.join(", ")
+            );
+        }
+        y
+    }
+
+    #[test]
+    fn ten_thousand_services_in_well_under_two_seconds() {
+        let mut t = topo(&random_dag(10_000, 7));
+        for (i, s) in t.services.iter_mut().enumerate() {
+            if i % 97 == 3 {
+                s.fault.error_rate = 0.2;
+            }
+        }
+        let started = tokio::time::Instant::now();
+        let p = predict(&t, &t.policy);
+        let predicted = started.elapsed();
+        let radius = static_radius(&t, &with(&t, Preset::Retry));
+        let both = started.elapsed();
+        // Generous for a debug build on a busy two-core machine; a release
+        // build answers both in well under 0.1 s.
+        assert!(predicted.as_secs_f64() < 2.0, "predict took {predicted:?}");
+        assert!(both.as_secs_f64() < 10.0, "static radius took {both:?}");
+        assert_eq!(p.services.len(), 10_000);
+        assert!(radius >= 1);
+        assert!(p.services.iter().all(|s| s.load.is_finite()));
+    }
+
+    fn chain_yaml(len: usize, fail: usize, r: u32, b: f64) -> String {
+        let mut y = format!("name: c\npolicy: {{ attempts: {r}, budget: {b} }}\nservices:\n");
+        for i in 0..len {
+            let calls = if i + 1 < len {
+                format!("[s{}]", i + 1)
+            } else {
+                "[]".into()
+            };
+            let fault = if i == fail {
+                ", fault: { error_rate: 1.0 }"
+            } else {
+                ""
+            };
+            y += &format!("  s{i}: {{ calls: {calls}{fault} }}\n");
+        }
+        y
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// With no faults every service sees exactly its baseline.
+        #[test]
+        fn no_faults_means_baseline(n in 1usize..40, seed in any::<u64>(), preset in 0usize..4) {
+            let t = topo(&random_dag(n, seed));
+            let p = predict(&t, &with(&t, Preset::ALL[preset]));
+            for (s, sp) in t.services.iter().zip(&p.services) {
+                prop_assert!((sp.load - s.multiplicity).abs() <= 1e-9 * s.multiplicity.max(1.0));
+                prop_assert!((sp.amplification - 1.0).abs() < 1e-9);
+                prop_assert_eq!(sp.p_error, 0.0);
+            }
+            prop_assert_eq!(p.root_availability, 1.0);
+            prop_assert_eq!(p.storm_radius, 0);
+        }
+
+        /// One service failing every request: ownership ≤ budget ≤ retry.
+        #[test]
+        fn policies_are_ordered(n in 2usize..30, seed in any::<u64>(), fail in 0usize..30,
+                                r in 1u32..5, b in 0.0f64..1.0) {
+            let mut t = topo(&random_dag(n, seed));
+            let fail = fail % n;
+            t.services[fail].fault.error_rate = 1.0;
+            t.policy.attempts = r;
+            t.policy.budget = Some(b);
+            let own = predict(&t, &with(&t, Preset::Ownership));
+            let bud = predict(&t, &with(&t, Preset::Budget));
+            let ret = predict(&t, &with(&t, Preset::Retry));
+            for i in 0..n {
+                let (o, bu, re) = (own.services[i].load, bud.services[i].load, ret.services[i].load);
+                let tol = 1e-9 * re.max(1.0);
+                prop_assert!(o <= bu + tol && bu <= re + tol, "{i}: {o} {bu} {re}");
+            }
+            prop_assert!(own.storm_radius <= ret.storm_radius);
+            prop_assert!(static_radius(&t, &with(&t, Preset::Ownership))
+                <= static_radius(&t, &with(&t, Preset::Retry)));
+        }
+
+        /// On a chain under naive retries, amplification is R^depth down to
+        /// the failure and stays there below it.
+        #[test]
+        fn chain_amplification_is_r_to_the_depth(len in 1usize..12, fail in 0usize..12, r in 1u32..4) {
+            let fail = fail % len;
+            let t = topo(&chain_yaml(len, fail, r, 0.1));
+            let p = predict(&t, &with(&t, Preset::Retry));
+            for (i, s) in p.services.iter().enumerate() {
+                let want = f64::from(r).powi(i.min(fail) as i32);
+                prop_assert!((s.amplification - want).abs() < 1e-9 * want, "{i}: {} vs {want}", s.amplification);
+            }
+            let radius = if r > 1 { fail } else { 0 };
+            prop_assert_eq!(p.storm_radius, radius);
+            prop_assert_eq!(static_radius(&t, &with(&t, Preset::Retry)), if r > 1 { len - 1 } else { 0 });
+        }
+
+        /// With a budget B on a chain, load is (1+B)^depth down to the failure
+        /// (R=2); with ownership it is 1 above the owner and 1+B below.
+        #[test]
+        fn chain_budget_and_ownership(len in 2usize..12, fail in 1usize..12, b in 0.0f64..1.0) {
+            let fail = fail % len;
+            let t = topo(&chain_yaml(len, fail, 2, b));
+            let bud = predict(&t, &with(&t, Preset::Budget));
+            let own = predict(&t, &with(&t, Preset::Ownership));
+            for i in 0..len {
+                let want = (1.0 + b).powi(i.min(fail) as i32);
+                prop_assert!((bud.services[i].load - want).abs() < 1e-9 * want);
+                let want = if i >= fail && fail > 0 { 1.0 + b } else { 1.0 };
+                prop_assert!((own.services[i].load - want).abs() < 1e-9);
+            }
+        }
+    }
+}

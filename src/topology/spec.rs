@@ -1,6 +1,315 @@
 //! Serde types of the YAML topology, exactly as SPEC section 3 writes it.
+//!
+//! These types are the file format and nothing more: every struct denies
+//! unknown fields so a typo (`eror_rate:`) is an error with a line and a
+//! column, not a silently ignored key. Checks that concern one value alone
+//! (a rate within 0..1, a positive rps, a non-negative duration, a valid
+//! header name) run *inside* deserialization, so serde_yaml reports them at
+//! the offending scalar. Checks that need the whole graph (unknown
+//! dependencies, cycles, the entry) live in [`super::validate`].
+//!
+//! ```
+//! use chaoslab::topology::spec::TopologySpec;
+//!
+//! let spec: TopologySpec = serde_yaml::from_str(
+//!     "name: tiny\nservices:\n  A: { calls: [B] }\n  B:\n",
+//! ).unwrap();
+//! assert_eq!(spec.services.0.len(), 2);
+//! assert!(serde_yaml::from_str::<TopologySpec>("name: x\nservics: {}\n").is_err());
+//! ```
 
+use std::fmt;
 use std::time::Duration;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+
+use super::{Arrival, BudgetSetting, Fault, Phase, PolicyFields, Preset};
+use crate::ownership::{Attribution, DependencyMode};
+
+/// The largest `attempts:` accepted: more is a typo, not a policy.
+pub const MAX_ATTEMPTS: u32 = 100;
+/// The largest `count:` accepted on a call.
+pub const MAX_COUNT: u32 = 1000;
+
+/// The whole topology file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    /// `name:` (required).
+    pub name: String,
+    /// `description:`: what the topology shows and what to expect.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `ownership:`.
+    #[serde(default)]
+    pub ownership: OwnershipSpec,
+    /// `policy:`: the fleet-wide default for every edge.
+    #[serde(default)]
+    pub policy: PolicySpec,
+    /// `load:`.
+    #[serde(default)]
+    pub load: LoadSpec,
+    /// `services:`, in file order.
+    #[serde(default)]
+    pub services: ServiceMap,
+    /// `scenario:`, kept raw for the scenario module.
+    #[serde(default)]
+    pub scenario: Option<serde_yaml::Value>,
+}
+
+/// `ownership:`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnershipSpec {
+    /// `header:`, lower-cased and checked as an HTTP header name.
+    #[serde(default, deserialize_with = "header_name")]
+    pub header: Option<String>,
+    /// `attribution:` simple | declared | learned.
+    #[serde(default)]
+    pub attribution: Option<Attribution>,
+    /// `at_least_once:` (rule 5).
+    #[serde(default)]
+    pub at_least_once: Option<bool>,
+}
+
+/// `policy:`, fleet-wide or on one call.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    /// `preset:` none | retry | budget | ownership.
+    #[serde(default)]
+    pub preset: Option<Preset>,
+    /// `attempts:` (first attempt included; at least 1).
+    #[serde(default, deserialize_with = "attempts")]
+    pub attempts: Option<u32>,
+    /// `budget:` a ratio, or `off`.
+    #[serde(default, deserialize_with = "budget")]
+    pub budget: Option<BudgetSetting>,
+    /// `min_per_sec:` retries per second always allowed.
+    #[serde(default, deserialize_with = "non_negative")]
+    pub min_per_sec: Option<f64>,
+    /// `ttl:` how long a budget deposit lives.
+    #[serde(default, deserialize_with = "duration")]
+    pub ttl: Option<Duration>,
+    /// `backoff:` base delay.
+    #[serde(default, deserialize_with = "duration")]
+    pub backoff: Option<Duration>,
+    /// `timeout:` per attempt.
+    #[serde(default, deserialize_with = "duration")]
+    pub timeout: Option<Duration>,
+}
+
+impl PolicySpec {
+    /// The fields as [`PolicyFields`], unset ones left unset.
+    pub fn to_fields(&self) -> PolicyFields {
+        PolicyFields {
+            preset: self.preset,
+            attempts: self.attempts,
+            budget: self.budget,
+            min_per_sec: self.min_per_sec,
+            ttl: self.ttl,
+            backoff: self.backoff,
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// `load:`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSpec {
+    /// `entry:` (default: the only service nobody calls).
+    #[serde(default)]
+    pub entry: Option<String>,
+    /// `rps:` root requests per second (default 100).
+    #[serde(default, deserialize_with = "positive")]
+    pub rps: Option<f64>,
+    /// `arrival:` constant | poisson.
+    #[serde(default)]
+    pub arrival: Option<Arrival>,
+}
+
+/// `services:`: every service, in the order the file lists them.
+///
+/// A duplicate name is kept (not rejected here) so validation can report
+/// it with the line of the second listing.
+#[derive(Debug, Clone, Default)]
+pub struct ServiceMap(pub Vec<(String, ServiceSpec)>);
+
+impl<'de> Deserialize<'de> for ServiceMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ServiceMap;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map from service names to services")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ServiceMap, E> {
+                Ok(ServiceMap::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ServiceMap, A::Error> {
+                let mut out = Vec::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    // `G:` with nothing after it is a leaf with defaults.
+                    let spec: Option<ServiceSpec> = map.next_value()?;
+                    out.push((name, spec.unwrap_or_default()));
+                }
+                Ok(ServiceMap(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One service.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceSpec {
+    /// `calls:` bare names or call maps, in order.
+    #[serde(default)]
+    pub calls: Vec<CallSpec>,
+    /// `parallel:` start all calls at once.
+    #[serde(default)]
+    pub parallel: bool,
+    /// `capacity:` requests per second before it sheds with 503.
+    #[serde(default, deserialize_with = "positive")]
+    pub capacity: Option<f64>,
+    /// `context: dropped`.
+    #[serde(default)]
+    pub context: Option<ContextSpec>,
+    /// `ownership: false` turns the middleware off for this service.
+    #[serde(default = "yes")]
+    pub ownership: bool,
+    /// `url:` an outside service, called over plain HTTP.
+    #[serde(default, deserialize_with = "http_url")]
+    pub url: Option<String>,
+    /// `fault:`.
+    #[serde(default)]
+    pub fault: FaultSpec,
+    /// `work:` simulated service time.
+    #[serde(default, deserialize_with = "duration")]
+    pub work: Option<Duration>,
+}
+
+impl Default for ServiceSpec {
+    fn default() -> Self {
+        ServiceSpec {
+            calls: Vec::new(),
+            parallel: false,
+            capacity: None,
+            context: None,
+            ownership: true,
+            url: None,
+            fault: FaultSpec::default(),
+            work: None,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `context:`: the only value is `dropped`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextSpec {
+    /// The service loses the link between its inbound request and its
+    /// outbound calls (rule 4).
+    Dropped,
+}
+
+/// `fault:`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSpec {
+    /// `error_rate:` 0..=1.
+    #[serde(default, deserialize_with = "rate")]
+    pub error_rate: Option<f64>,
+    /// `phase:` before | after.
+    #[serde(default)]
+    pub phase: Option<Phase>,
+    /// `latency:` added to every request.
+    #[serde(default, deserialize_with = "duration")]
+    pub latency: Option<Duration>,
+    /// `status:` of an injected error, 100..=599 (default 500).
+    #[serde(default, deserialize_with = "status")]
+    pub status: Option<u16>,
+    /// `down:` listener closed.
+    #[serde(default)]
+    pub down: Option<bool>,
+}
+
+impl FaultSpec {
+    /// The fault with defaults filled in.
+    pub fn to_fault(&self) -> Fault {
+        let d = Fault::default();
+        Fault {
+            error_rate: self.error_rate.unwrap_or(d.error_rate),
+            phase: self.phase.unwrap_or(d.phase),
+            latency: self.latency.unwrap_or(d.latency),
+            status: self.status.unwrap_or(d.status),
+            down: self.down.unwrap_or(d.down),
+        }
+    }
+}
+
+/// One entry of `calls:`: a bare name, or
+/// `{ to, mode, count, policy }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSpec {
+    /// The callee.
+    pub to: String,
+    /// fail-close (default) or fail-open.
+    pub mode: DependencyMode,
+    /// Calls per request (default 1).
+    pub count: u32,
+    /// Per-edge policy overrides.
+    pub policy: PolicyFields,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallMap {
+    to: String,
+    #[serde(default)]
+    mode: DependencyMode,
+    #[serde(default, deserialize_with = "count")]
+    count: Option<u32>,
+    #[serde(default)]
+    policy: PolicySpec,
+}
+
+impl<'de> Deserialize<'de> for CallSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CallSpec;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a service name or a map { to, mode, count, policy }")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CallSpec, E> {
+                Ok(CallSpec {
+                    to: v.to_string(),
+                    mode: DependencyMode::FailClose,
+                    count: 1,
+                    policy: PolicyFields::default(),
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<CallSpec, A::Error> {
+                let m = CallMap::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(CallSpec {
+                    to: m.to,
+                    mode: m.mode,
+                    count: m.count.unwrap_or(1),
+                    policy: m.policy.to_fields(),
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
 
 /// Parses a duration as the YAML and the command line write it: `250ms`,
 /// `10s`, `1.5s`, `2m`, `1h`, `500us`, or a bare number of seconds.
@@ -33,6 +342,228 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         }
     };
     Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}` is too long a duration"))
+}
+
+/// A visitor for one number, checked by `check` while serde_yaml still
+/// knows where the number is, so an error points at it.
+struct Number<T> {
+    expecting: &'static str,
+    check: fn(f64) -> Result<T, String>,
+}
+
+impl<'de, T> Visitor<'de> for Number<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+        (self.check)(v).map_err(E::custom)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        self.visit_f64(v as f64)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        self.visit_f64(v as f64)
+    }
+}
+
+fn number<'de, D: Deserializer<'de>, T>(
+    d: D,
+    expecting: &'static str,
+    check: fn(f64) -> Result<T, String>,
+) -> Result<Option<T>, D::Error> {
+    d.deserialize_any(Number { expecting, check }).map(Some)
+}
+
+fn whole(v: f64, lo: u32, hi: u32, what: &str) -> Result<u32, String> {
+    if v.is_finite() && v.fract() == 0.0 && v >= f64::from(lo) && v <= f64::from(hi) {
+        Ok(v as u32)
+    } else {
+        Err(format!(
+            "{what} must be a whole number from {lo} to {hi}, got {v}"
+        ))
+    }
+}
+
+fn rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    number(d, "a rate between 0 and 1", |v| {
+        if (0.0..=1.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!(
+                "error_rate must be a rate between 0 and 1 (e.g. 0.1 for 10%), got {v}"
+            ))
+        }
+    })
+}
+
+fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    number(d, "a positive number of requests per second", |v| {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(format!(
+                "must be a positive, finite number of requests per second, got {v}"
+            ))
+        }
+    })
+}
+
+fn non_negative<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    number(d, "a number of 0 or more", |v| {
+        if v.is_finite() && v >= 0.0 {
+            Ok(v)
+        } else {
+            Err(format!("must be a finite number of 0 or more, got {v}"))
+        }
+    })
+}
+
+fn attempts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    number(d, "a number of attempts (1 means no retries)", |v| {
+        if v == 0.0 {
+            return Err(
+                "attempts must be at least 1: it counts the first attempt (1 means no retries)"
+                    .into(),
+            );
+        }
+        whole(v, 1, MAX_ATTEMPTS, "attempts")
+    })
+}
+
+fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    number(d, "a number of calls per request", |v| {
+        whole(v, 1, MAX_COUNT, "count")
+    })
+}
+
+fn status<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
+    number(d, "an HTTP status code", |v| {
+        whole(v, 100, 599, "status").map(|s| s as u16)
+    })
+}
+
+/// `budget:`: a ratio of 0 or more, or `off`.
+fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BudgetSetting>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = BudgetSetting;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a budget ratio (e.g. 0.1) or `off`")
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<BudgetSetting, E> {
+            if v.is_finite() && v >= 0.0 {
+                Ok(BudgetSetting::Ratio(v))
+            } else {
+                Err(E::custom(format!(
+                    "budget must be a ratio of 0 or more (e.g. 0.1) or `off`, got {v}"
+                )))
+            }
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<BudgetSetting, E> {
+            self.visit_f64(v as f64)
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<BudgetSetting, E> {
+            self.visit_f64(v as f64)
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<BudgetSetting, E> {
+            if v {
+                Err(E::custom(
+                    "budget must be a ratio (e.g. 0.1) or `off`, not `true`",
+                ))
+            } else {
+                Ok(BudgetSetting::Off)
+            }
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<BudgetSetting, E> {
+            if v.trim().eq_ignore_ascii_case("off") {
+                Ok(BudgetSetting::Off)
+            } else {
+                Err(E::custom(format!(
+                    "budget must be a ratio (e.g. 0.1) or `off`, got `{v}`"
+                )))
+            }
+        }
+    }
+    d.deserialize_any(V).map(Some)
+}
+
+/// A duration: a string such as `250ms` or `1.5s`, or a number of seconds.
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Duration;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a duration such as 250ms, 10s or 1.5s")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
+            parse_duration(v).map_err(E::custom)
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
+            parse_duration(&v.to_string()).map_err(E::custom)
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
+            parse_duration(&v.to_string()).map_err(E::custom)
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
+            Ok(Duration::from_secs(v))
+        }
+    }
+    d.deserialize_any(V).map(Some)
+}
+
+/// A string checked by `check` at the scalar.
+struct Text<T> {
+    expecting: &'static str,
+    check: fn(&str) -> Result<T, String>,
+}
+
+impl<'de, T> Visitor<'de> for Text<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        (self.check)(v).map_err(E::custom)
+    }
+}
+
+/// `ownership.header`: lower-cased, and a valid HTTP header name.
+fn header_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    d.deserialize_str(Text {
+        expecting: "an HTTP header name such as x-error-claim",
+        check: |v| {
+            let lower = v.trim().to_ascii_lowercase();
+            match http::HeaderName::from_bytes(lower.as_bytes()) {
+                Ok(_) => Ok(lower),
+                Err(_) => Err(format!(
+                    "`{v}` is not a valid HTTP header name (letters, digits and - only, e.g. x-error-claim)"
+                )),
+            }
+        },
+    })
+    .map(Some)
+}
+
+/// `url:` an outside service, reached over plain `http://`.
+fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    d.deserialize_str(Text {
+        expecting: "an http:// URL",
+        check: |v| {
+            let v = v.trim();
+            let rest = v.strip_prefix("http://").ok_or_else(|| {
+                format!("url `{v}` must start with http:// (only plain HTTP is supported)")
+            })?;
+            let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+            if host.is_empty() || v.chars().any(char::is_whitespace) {
+                return Err(format!(
+                    "url `{v}` must be http://HOST[:PORT][/PATH] with no spaces"
+                ));
+            }
+            Ok(v.to_string())
+        },
+    })
+    .map(Some)
 }
 
 #[cfg(test)]

@@ -1,20 +1,1222 @@
-//! Validation (placeholder).
-use super::Topology;
+//! Validation: YAML text → [`Topology`], or a [`TopologyError`] that says
+//! where and what.
+//!
+//! Two kinds of mistakes reach this module. Mistakes in one value (a typo in
+//! a key, `error_rate: 1.5`, `ttl: -1s`) are caught while serde_yaml still
+//! knows the position, so their messages carry the file, line and column and
+//! the YAML path (`services.D.fault.error_rate`). Mistakes in the graph (an
+//! unknown dependency, a duplicate name, a cycle, a missing entry) are found
+//! after parsing; serde_yaml 0.9 keeps no spans, so a textual locator finds
+//! the offending service's line in the text. Every message is meant to be
+//! acted on without opening the source: `chaoslab check` prints it and exits
+//! 2.
+//!
+//! ```
+//! use chaoslab::topology::Topology;
+//!
+//! let err = Topology::from_yaml(
+//!     "name: t\nservices:\n  A: { calls: [B] }\n  B: { calls: [X] }\n",
+//!     "t.yaml",
+//! )
+//! .unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "t.yaml:4:16: service \"B\" calls \"X\", which is not in the topology"
+//! );
+//! ```
+
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
 use std::path::Path;
-/// Topology errors.
+use std::time::Duration;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::model;
+use super::spec::{ContextSpec, TopologySpec};
+use super::{
+    BudgetSetting, Edge, LoadSettings, OwnershipSettings, Policy, PolicyFields, Preset, Service,
+    ServiceId, Topology,
+};
+use crate::ownership::{is_error_status, DependencyMode};
+
+/// Root requests per second when `load.rps` is not given.
+pub const DEFAULT_RPS: f64 = 100.0;
+
+/// Where in a file something is: the file, and the line and column when
+/// they are known (both 1-based).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file, as the user named it.
+    pub file: String,
+    /// 1-based line.
+    pub line: Option<u32>,
+    /// 1-based column.
+    pub column: Option<u32>,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(col) = self.column {
+                write!(f, ":{col}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a topology was refused. Every message names the file, and the line,
+/// column and service where they are known.
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
-    /// placeholder
-    #[error("{0}")]
-    Invalid(String),
+    /// The file could not be read.
+    #[error("{file}: cannot read the topology: {source}")]
+    Read {
+        /// The path as given.
+        file: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file holds nothing (or only comments).
+    #[error("{file}: the file is empty: a topology needs at least `name:` and `services:`")]
+    Empty {
+        /// The file.
+        file: String,
+    },
+    /// The document is not a map.
+    #[error(
+        "{file}: a topology must be a YAML map with `name:` and `services:`, but this file holds {found}"
+    )]
+    NotAMap {
+        /// The file.
+        file: String,
+        /// What it holds instead ("a list", "a single value").
+        found: &'static str,
+    },
+    /// A YAML syntax error, a value of the wrong type or out of range, an
+    /// unknown or missing field: anything serde_yaml reports.
+    #[error("{at}: {message}")]
+    Yaml {
+        /// Where serde_yaml says.
+        at: Location,
+        /// The service whose entry holds the error, if any.
+        service: Option<String>,
+        /// What is wrong (with the YAML path when there is one).
+        message: String,
+    },
+    /// `services:` is missing or lists nothing.
+    #[error("{at}: the fleet is empty: `services:` must list at least one service")]
+    EmptyFleet {
+        /// The `services:` line, if any.
+        at: Location,
+    },
+    /// A service name is listed twice.
+    #[error("{at}: duplicate service name \"{service}\": each service must be listed once{first}")]
+    DuplicateService {
+        /// The second listing.
+        at: Location,
+        /// The name.
+        service: String,
+        /// Where the first listing is, as a note.
+        first: String,
+    },
+    /// A service name that is empty.
+    #[error("{at}: a service name must not be empty")]
+    EmptyName {
+        /// The listing.
+        at: Location,
+    },
+    /// A call names a service that does not exist.
+    #[error(
+        "{at}: service \"{service}\" calls \"{dependency}\", which is not in the topology{hint}"
+    )]
+    UnknownDependency {
+        /// The call.
+        at: Location,
+        /// The caller.
+        service: String,
+        /// The name it calls.
+        dependency: String,
+        /// A "did you mean" note, or empty.
+        hint: String,
+    },
+    /// A service calls itself.
+    #[error("{at}: service \"{service}\" calls itself; a topology must be acyclic")]
+    SelfCall {
+        /// The call.
+        at: Location,
+        /// The service.
+        service: String,
+    },
+    /// Calls go round in a circle.
+    #[error("{at}: service \"{service}\" is on a cycle: {cycle}; a topology must be acyclic")]
+    Cycle {
+        /// The first service of the cycle.
+        at: Location,
+        /// The first service of the cycle (in file order).
+        service: String,
+        /// The cycle spelled out, `A -> B -> C -> A`.
+        cycle: String,
+    },
+    /// An outside service (`url:`) with calls of its own.
+    #[error(
+        "{at}: service \"{service}\" has a url, so it runs outside the fleet and cannot have calls"
+    )]
+    UrlWithCalls {
+        /// The service.
+        at: Location,
+        /// The service.
+        service: String,
+    },
+    /// `load.entry` names no service.
+    #[error("{at}: load.entry is \"{entry}\", which is not in the topology{hint}")]
+    UnknownEntry {
+        /// The `entry:` line.
+        at: Location,
+        /// The name given.
+        entry: String,
+        /// A "did you mean" note, or empty.
+        hint: String,
+    },
+    /// Several services are called by nobody and `load.entry` is not set.
+    #[error(
+        "{at}: the entry is ambiguous: {candidates} are called by no other service; set load.entry to one of them"
+    )]
+    AmbiguousEntry {
+        /// The file.
+        at: Location,
+        /// The candidates, quoted and joined.
+        candidates: String,
+    },
+    /// Every service is called by another and `load.entry` is not set.
+    #[error("{at}: every service is called by another, so there is no entry; set load.entry")]
+    NoEntry {
+        /// The file.
+        at: Location,
+    },
 }
+
+impl TopologyError {
+    /// The service the error is about, when there is one.
+    pub fn service(&self) -> Option<&str> {
+        match self {
+            TopologyError::Yaml { service, .. } => service.as_deref(),
+            TopologyError::DuplicateService { service, .. }
+            | TopologyError::UnknownDependency { service, .. }
+            | TopologyError::SelfCall { service, .. }
+            | TopologyError::Cycle { service, .. }
+            | TopologyError::UrlWithCalls { service, .. } => Some(service),
+            TopologyError::UnknownEntry { entry, .. } => Some(entry),
+            _ => None,
+        }
+    }
+}
+
+/// Reads and validates a topology file.
 pub(crate) fn load(path: &Path) -> Result<Topology, TopologyError> {
-    Err(TopologyError::Invalid(path.display().to_string()))
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    from_yaml(&text, &file)
 }
-pub(crate) fn from_yaml(_t: &str, o: &str) -> Result<Topology, TopologyError> {
-    Err(TopologyError::Invalid(o.into()))
+
+/// Parses and validates YAML text; `origin` names it in errors.
+pub(crate) fn from_yaml(text: &str, origin: &str) -> Result<Topology, TopologyError> {
+    let file = || origin.to_string();
+    let has_content = text.lines().any(|l| {
+        let l = l.trim();
+        !(l.is_empty() || l.starts_with('#') || l == "---" || l == "...")
+    });
+    if !has_content {
+        return Err(TopologyError::Empty { file: file() });
+    }
+    let shape = serde_yaml::from_str::<Shape>(text).map_err(|e| yaml_error(e, text, origin))?;
+    match shape {
+        Shape::Map => {}
+        Shape::Null => return Err(TopologyError::Empty { file: file() }),
+        Shape::List => {
+            return Err(TopologyError::NotAMap {
+                file: file(),
+                found: "a list",
+            })
+        }
+        Shape::Scalar => {
+            return Err(TopologyError::NotAMap {
+                file: file(),
+                found: "a single value",
+            })
+        }
+    }
+    let spec: TopologySpec = serde_yaml::from_str(text).map_err(|e| yaml_error(e, text, origin))?;
+    build(spec, &Locator::new(text, origin))
 }
-/// What `chaoslab check` prints for a valid topology.
+
+/// What the document is, without looking inside (so duplicate keys are
+/// left for the real parse, which reports them better).
+enum Shape {
+    Null,
+    Map,
+    List,
+    Scalar,
+}
+
+impl<'de> serde::Deserialize<'de> for Shape {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Shape;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a YAML document")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Shape, E> {
+                Ok(Shape::Null)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Shape, E> {
+                Ok(Shape::Null)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Shape, E> {
+                Ok(Shape::Scalar)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Shape, E> {
+                Ok(Shape::Scalar)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Shape, E> {
+                Ok(Shape::Scalar)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Shape, E> {
+                Ok(Shape::Scalar)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Shape, E> {
+                Ok(Shape::Scalar)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Shape::List)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Shape::Map)
+            }
+            fn visit_enum<A: de::EnumAccess<'de>>(self, _: A) -> Result<Shape, A::Error> {
+                Ok(Shape::Scalar)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn yaml_error(e: serde_yaml::Error, text: &str, origin: &str) -> TopologyError {
+    let loc = e.location();
+    let mut message = e.to_string();
+    if let Some(l) = &loc {
+        // The position goes in front, as file:line:col; drop serde_yaml's copy.
+        let suffix = format!(" at line {} column {}", l.line(), l.column());
+        message = message.replacen(&suffix, "", 1);
+    }
+    let locator = Locator::new(text, origin);
+    let service = loc
+        .as_ref()
+        .and_then(|l| locator.service_at_line(l.line()))
+        .map(str::to_string);
+    if let Some(s) = &service {
+        if !message.contains(&format!("services.{s}")) {
+            let _ = write!(message, " (near service \"{s}\")");
+        }
+    }
+    TopologyError::Yaml {
+        at: Location {
+            file: origin.to_string(),
+            line: loc.as_ref().map(|l| saturate(l.line())),
+            column: loc.as_ref().map(|l| saturate(l.column())),
+        },
+        service,
+        message,
+    }
+}
+
+fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
+    let entries = &spec.services.0;
+    if entries.is_empty() {
+        return Err(TopologyError::EmptyFleet {
+            at: loc.key_line("services"),
+        });
+    }
+
+    // Names: non-empty and unique.
+    let mut ids: HashMap<&str, ServiceId> = HashMap::with_capacity(entries.len());
+    for (i, (name, _)) in entries.iter().enumerate() {
+        if name.trim().is_empty() {
+            return Err(TopologyError::EmptyName {
+                at: loc.service(name, 0),
+            });
+        }
+        if ids.insert(name.as_str(), i).is_some() {
+            let first = loc.service(name, 0);
+            return Err(TopologyError::DuplicateService {
+                at: loc.service(name, 1),
+                service: name.clone(),
+                first: first
+                    .line
+                    .map(|l| format!(" (first listed at line {l})"))
+                    .unwrap_or_default(),
+            });
+        }
+    }
+    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+
+    // Services and flattened edges.
+    let fleet_fields = spec.policy.to_fields();
+    let mut policy = Policy::default();
+    policy.apply_fields(&fleet_fields);
+    let mut services = Vec::with_capacity(entries.len());
+    let mut edges = Vec::new();
+    for (from, (name, s)) in entries.iter().enumerate() {
+        if s.url.is_some() && !s.calls.is_empty() {
+            return Err(TopologyError::UrlWithCalls {
+                at: loc.service(name, 0),
+                service: name.clone(),
+            });
+        }
+        let mut calls = Vec::with_capacity(s.calls.len());
+        for c in &s.calls {
+            let Some(&to) = ids.get(c.to.as_str()) else {
+                return Err(TopologyError::UnknownDependency {
+                    at: loc.in_service(name, &c.to),
+                    service: name.clone(),
+                    dependency: c.to.clone(),
+                    hint: did_you_mean(&c.to, &names),
+                });
+            };
+            if to == from {
+                return Err(TopologyError::SelfCall {
+                    at: loc.in_service(name, &c.to),
+                    service: name.clone(),
+                });
+            }
+            calls.push(edges.len());
+            edges.push(Edge {
+                from,
+                to,
+                mode: c.mode,
+                count: c.count,
+                policy: c.policy.clone(),
+            });
+        }
+        services.push(Service {
+            name: name.clone(),
+            calls,
+            parallel: s.parallel,
+            capacity: s.capacity,
+            context_dropped: s.context == Some(ContextSpec::Dropped),
+            ownership: s.ownership,
+            url: s.url.clone(),
+            fault: s.fault.to_fault(),
+            work: s.work.unwrap_or(Duration::ZERO),
+            depth: 0,
+            multiplicity: 0.0,
+        });
+    }
+
+    let order = topological_order(&services, &edges).map_err(|cycle| {
+        let service = services[cycle[0]].name.clone();
+        let spelled: Vec<&str> = cycle
+            .iter()
+            .chain(std::iter::once(&cycle[0]))
+            .map(|&i| services[i].name.as_str())
+            .collect();
+        TopologyError::Cycle {
+            at: loc.service(&service, 0),
+            service,
+            cycle: spelled.join(" -> "),
+        }
+    })?;
+
+    // The entry.
+    let entry = match &spec.load.entry {
+        Some(e) => match ids.get(e.as_str()) {
+            Some(&id) => id,
+            None => {
+                return Err(TopologyError::UnknownEntry {
+                    at: loc.key_line("entry"),
+                    entry: e.clone(),
+                    hint: did_you_mean(e, &names),
+                })
+            }
+        },
+        None => {
+            let mut called = vec![false; services.len()];
+            for e in &edges {
+                called[e.to] = true;
+            }
+            let roots: Vec<ServiceId> = (0..services.len()).filter(|&i| !called[i]).collect();
+            match roots.as_slice() {
+                [one] => *one,
+                [] => return Err(TopologyError::NoEntry { at: loc.file() }),
+                many => {
+                    return Err(TopologyError::AmbiguousEntry {
+                        at: loc.file(),
+                        candidates: many
+                            .iter()
+                            .map(|&i| format!("\"{}\"", services[i].name))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    })
+                }
+            }
+        }
+    };
+
+    // Depth (longest path from the entry) and baseline multiplicity.
+    let mut reached = vec![false; services.len()];
+    let mut multiplicity = vec![0.0; services.len()];
+    let mut depth = vec![0usize; services.len()];
+    reached[entry] = true;
+    multiplicity[entry] = 1.0;
+    for &v in &order {
+        for &e in &services[v].calls {
+            let w = edges[e].to;
+            if reached[v] {
+                reached[w] = true;
+                multiplicity[w] += multiplicity[v] * f64::from(edges[e].count);
+            }
+        }
+    }
+    for &v in &order {
+        for &e in &services[v].calls {
+            let w = edges[e].to;
+            // Services the entry never reaches are layered among themselves.
+            if reached[v] == reached[w] {
+                depth[w] = depth[w].max(depth[v] + 1);
+            }
+        }
+    }
+    for (i, s) in services.iter_mut().enumerate() {
+        s.depth = depth[i];
+        s.multiplicity = multiplicity[i];
+    }
+
+    let d = OwnershipSettings::default();
+    Ok(Topology {
+        name: spec.name,
+        description: spec.description,
+        ownership: OwnershipSettings {
+            header: spec.ownership.header.unwrap_or(d.header),
+            attribution: spec.ownership.attribution.unwrap_or(d.attribution),
+            at_least_once: spec.ownership.at_least_once.unwrap_or(d.at_least_once),
+        },
+        policy,
+        load: LoadSettings {
+            entry,
+            rps: spec.load.rps.unwrap_or(DEFAULT_RPS),
+            arrival: spec.load.arrival.unwrap_or_default(),
+        },
+        services,
+        edges,
+        scenario: spec.scenario,
+    })
+}
+
+/// Kahn's algorithm. On a cycle, returns one cycle (service ids in call
+/// order, starting from the one listed first in the file).
+pub(crate) fn topological_order(
+    services: &[Service],
+    edges: &[Edge],
+) -> Result<Vec<ServiceId>, Vec<ServiceId>> {
+    let n = services.len();
+    let mut indegree = vec![0usize; n];
+    for e in edges {
+        indegree[e.to] += 1;
+    }
+    let mut order: Vec<ServiceId> = (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut next = 0;
+    while next < order.len() {
+        let v = order[next];
+        next += 1;
+        for &e in &services[v].calls {
+            let w = edges[e].to;
+            indegree[w] -= 1;
+            if indegree[w] == 0 {
+                order.push(w);
+            }
+        }
+    }
+    if order.len() == n {
+        return Ok(order);
+    }
+    // Every service left has a caller that is also left: walk callers
+    // backwards until one repeats; that stretch is a cycle.
+    let left: Vec<bool> = indegree.iter().map(|&d| d > 0).collect();
+    let mut caller_of = vec![usize::MAX; n];
+    for e in edges {
+        if left[e.from] && left[e.to] && caller_of[e.to] == usize::MAX {
+            caller_of[e.to] = e.from;
+        }
+    }
+    let start = (0..n).find(|&i| left[i]).unwrap_or(0);
+    let mut seen = vec![usize::MAX; n];
+    let mut walk = Vec::new();
+    let mut v = start;
+    while seen[v] == usize::MAX {
+        seen[v] = walk.len();
+        walk.push(v);
+        v = caller_of[v];
+    }
+    let mut cycle: Vec<ServiceId> = walk[seen[v]..].to_vec();
+    cycle.reverse(); // callers were walked backwards
+    let first = (0..cycle.len()).min_by_key(|&i| cycle[i]).unwrap_or(0);
+    cycle.rotate_left(first);
+    Err(cycle)
+}
+
+/// " (did you mean "D"?)" for a near miss, else empty.
+fn did_you_mean(name: &str, names: &[&str]) -> String {
+    let best = names
+        .iter()
+        .map(|n| (edit_distance(name, n), *n))
+        .filter(|(d, n)| {
+            let len = n.chars().count().min(name.chars().count());
+            *d <= (len / 3).max(1) && *d < len
+        })
+        .min_by_key(|(d, _)| *d);
+    match best {
+        Some((_, n)) => format!(" (did you mean \"{n}\"?)"),
+        None => String::new(),
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    if a.len().abs_diff(b.len()) > 3 || a.len() > 64 || b.len() > 64 {
+        return usize::MAX;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(!ca.eq_ignore_ascii_case(cb));
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Finds lines in the text for errors found after parsing (serde_yaml 0.9
+/// keeps no spans). Block-style `services:` maps are understood; anything
+/// else falls back to the file alone.
+struct Locator<'a> {
+    file: &'a str,
+    lines: Vec<&'a str>,
+    /// `(name, 0-based line, 0-based column)` of each service key.
+    keys: Vec<(String, usize, usize)>,
+    /// 0-based line after the last line of the `services:` block.
+    block_end: usize,
+}
+
+impl<'a> Locator<'a> {
+    fn new(text: &'a str, file: &'a str) -> Locator<'a> {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut keys = Vec::new();
+        let mut block_end = 0;
+        if let Some(start) = lines.iter().position(|l| is_key_line(l, "services")) {
+            let mut indent = None;
+            block_end = lines.len();
+            for (i, line) in lines.iter().enumerate().skip(start + 1) {
+                let trimmed = line.trim_start();
+                if trimmed.is_empty() || trimmed.starts_with('#') {
+                    continue;
+                }
+                let col = line.len() - trimmed.len();
+                if col == 0 {
+                    block_end = i;
+                    break;
+                }
+                let key_indent = *indent.get_or_insert(col);
+                if col == key_indent && !trimmed.starts_with('-') {
+                    if let Some(name) = key_of(trimmed) {
+                        keys.push((name, i, col));
+                    }
+                }
+            }
+        }
+        Locator {
+            file,
+            lines,
+            keys,
+            block_end,
+        }
+    }
+
+    fn at(&self, line: usize, col: usize) -> Location {
+        Location {
+            file: self.file.to_string(),
+            line: Some(saturate(line + 1)),
+            column: Some(saturate(col + 1)),
+        }
+    }
+
+    fn file(&self) -> Location {
+        Location {
+            file: self.file.to_string(),
+            line: None,
+            column: None,
+        }
+    }
+
+    /// The `occurrence`-th (0-based) listing of service `name`.
+    fn service(&self, name: &str, occurrence: usize) -> Location {
+        self.keys
+            .iter()
+            .filter(|(n, _, _)| n == name)
+            .nth(occurrence)
+            .map(|&(_, l, c)| self.at(l, c))
+            .unwrap_or_else(|| self.file())
+    }
+
+    /// `token` (e.g. a callee's name) inside service `name`'s entry; the
+    /// service's own line if the token cannot be found.
+    fn in_service(&self, name: &str, token: &str) -> Location {
+        let Some(k) = self.keys.iter().position(|(n, _, _)| n == name) else {
+            return self.file();
+        };
+        let (_, first, key_col) = self.keys[k];
+        let last = self.keys.get(k + 1).map_or(self.block_end, |n| n.1);
+        for i in first..last.max(first + 1) {
+            let line = self.lines[i];
+            // Skip the key itself on its own line.
+            let from = if i == first { key_col + name.len() } else { 0 };
+            if let Some(col) = find_token(line, token, from) {
+                return self.at(i, col);
+            }
+        }
+        self.at(first, key_col)
+    }
+
+    /// The service whose entry holds 1-based `line`, if any.
+    fn service_at_line(&self, line: usize) -> Option<&str> {
+        let l = line.checked_sub(1)?;
+        if l >= self.block_end {
+            return None;
+        }
+        self.keys
+            .iter()
+            .rev()
+            .find(|(_, kl, _)| *kl <= l)
+            .map(|(n, _, _)| n.as_str())
+    }
+
+    /// The first line holding `key:` as a key, block or flow style.
+    fn key_line(&self, key: &str) -> Location {
+        let pattern = format!("{key}:");
+        self.lines
+            .iter()
+            .enumerate()
+            .find_map(|(i, l)| {
+                let col = find_token(l, &pattern, 0)?;
+                let before = l[..col].trim_end().chars().next_back();
+                matches!(before, None | Some('{' | ',')).then(|| self.at(i, col))
+            })
+            .unwrap_or_else(|| self.file())
+    }
+}
+
+fn saturate(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn is_key_line(line: &str, key: &str) -> bool {
+    line.strip_prefix(key).is_some_and(|r| {
+        r.starts_with(':') && r[1..].chars().next().is_none_or(char::is_whitespace)
+    })
+}
+
+/// The key of a `key: value` line (quotes removed).
+fn key_of(trimmed: &str) -> Option<String> {
+    if let Some(q) = trimmed.chars().next().filter(|c| *c == '"' || *c == '\'') {
+        let rest = &trimmed[1..];
+        let end = rest.find(q)?;
+        return Some(rest[..end].to_string());
+    }
+    let bytes = trimmed.as_bytes();
+    let colon = (0..bytes.len())
+        .find(|&i| bytes[i] == b':' && bytes.get(i + 1).is_none_or(|b| b.is_ascii_whitespace()))?;
+    Some(trimmed[..colon].trim_end().to_string())
+}
+
+/// Column of `token` as a whole word in `line`, at or after byte `from`.
+fn find_token(line: &str, token: &str, from: usize) -> Option<usize> {
+    if token.is_empty() {
+        return None;
+    }
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '-' || c == '.';
+    let mut start = from.min(line.len());
+    while let Some(pos) = line.get(start..)?.find(token) {
+        let at = start + pos;
+        let before = line[..at].chars().next_back();
+        let after = line[at + token.len()..].chars().next();
+        if !before.is_some_and(word) && !after.is_some_and(word) {
+            return Some(at);
+        }
+        start = at + token.len();
+    }
+    None
+}
+
+/// What `chaoslab check FILE` prints for a valid topology: its settings,
+/// one line per service (by depth), and the static storm radius.
 pub fn render_check(t: &Topology) -> String {
-    format!("{}\n", t.name)
+    let mut out = String::new();
+    let _ = writeln!(out, "topology   {}", t.name);
+    if let Some(d) = &t.description {
+        for (i, line) in wrap(d, 66).iter().enumerate() {
+            let label = if i == 0 { "about" } else { "" };
+            let _ = writeln!(out, "{label:<10} {line}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "entry      {} at {} rps ({} arrivals)",
+        t.entry().name,
+        fmt_num(t.load.rps),
+        match t.load.arrival {
+            super::Arrival::Constant => "constant",
+            super::Arrival::Poisson => "poisson",
+        }
+    );
+    let _ = writeln!(out, "policy     {}", describe_policy(&t.policy));
+    let _ = writeln!(
+        out,
+        "ownership  header {}, attribution {}, at-least-once {}",
+        t.ownership.header,
+        t.ownership.attribution.name(),
+        if t.ownership.at_least_once {
+            "on"
+        } else {
+            "off"
+        }
+    );
+    out.push('\n');
+
+    let mut rows: Vec<[String; 6]> = vec![[
+        "depth".into(),
+        "service".into(),
+        "calls".into(),
+        "baseline".into(),
+        "faults".into(),
+        "flags".into(),
+    ]];
+    let mut order: Vec<ServiceId> = (0..t.services.len()).collect();
+    order.sort_by_key(|&i| t.services[i].depth);
+    for i in order {
+        let s = &t.services[i];
+        let calls: Vec<String> = s.calls.iter().map(|&e| describe_call(t, e)).collect();
+        let mut flags = Vec::new();
+        if s.multiplicity == 0.0 {
+            flags.push("not reached from the entry".to_string());
+        }
+        if s.parallel {
+            flags.push("parallel".into());
+        }
+        if s.context_dropped {
+            flags.push("context dropped".into());
+        }
+        if !s.ownership {
+            flags.push("ownership off".into());
+        }
+        if let Some(u) = &s.url {
+            flags.push(format!("outside: {u}"));
+        }
+        if let Some(c) = s.capacity {
+            flags.push(format!("capacity {}/s", fmt_num(c)));
+        }
+        if !s.work.is_zero() {
+            flags.push(format!("work {}", fmt_duration(s.work)));
+        }
+        rows.push([
+            s.depth.to_string(),
+            s.name.clone(),
+            if calls.is_empty() {
+                "-".into()
+            } else {
+                calls.join(", ")
+            },
+            format!("{}x", fmt_num(s.multiplicity)),
+            describe_fault(&s.fault),
+            flags.join(", "),
+        ]);
+    }
+    let mut widths = [0usize; 6];
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for r in &rows {
+        let line = format!(
+            "{:>w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {:<w4$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out.push('\n');
+
+    let mut retry = t.policy.clone();
+    retry.apply_preset(Preset::Retry);
+    let radius = |p: &Policy| match model::worst_failure(t, p) {
+        Some((who, r)) => format!("{r} (when {} fails)", t.services[who].name),
+        None => "0".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "static storm radius (worst single service failing every request):"
+    );
+    let _ = writeln!(out, "  {:<10} {}", t.policy.mode_name(), radius(&t.policy));
+    if t.policy.mode_name() != "retry" {
+        let _ = writeln!(out, "  {:<10} {}", "retry", radius(&retry));
+    }
+    out
+}
+
+/// Words joined into lines of at most `width` characters (a longer word
+/// gets a line of its own); blank lines in the text are kept.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    for para in text.trim().split("\n\n") {
+        if !lines.is_empty() {
+            lines.push(String::new());
+        }
+        let mut line = String::new();
+        for word in para.split_whitespace() {
+            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+                lines.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        if !line.is_empty() {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+fn describe_policy(p: &Policy) -> String {
+    let mut s = p.mode_name();
+    let _ = write!(s, ": attempts {}", p.attempts);
+    match p.budget {
+        Some(b) => {
+            let _ = write!(s, ", budget {}", fmt_num(b));
+        }
+        None => s.push_str(", budget off"),
+    }
+    let _ = write!(
+        s,
+        ", min_per_sec {}, ttl {}, backoff {}, timeout {}",
+        fmt_num(p.min_per_sec),
+        fmt_duration(p.ttl),
+        fmt_duration(p.backoff),
+        fmt_duration(p.timeout)
+    );
+    s
+}
+
+fn describe_call(t: &Topology, e: usize) -> String {
+    let edge = &t.edges[e];
+    let mut s = t.services[edge.to].name.clone();
+    if edge.count > 1 {
+        let _ = write!(s, " x{}", edge.count);
+    }
+    if edge.mode == DependencyMode::FailOpen {
+        s.push_str(" (fail-open)");
+    }
+    if !edge.policy.is_empty() {
+        let _ = write!(s, " [{}]", describe_fields(&edge.policy));
+    }
+    s
+}
+
+fn describe_fields(f: &PolicyFields) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = f.preset {
+        parts.push(p.name().to_string());
+    }
+    if let Some(a) = f.attempts {
+        parts.push(format!("attempts {a}"));
+    }
+    match f.budget {
+        Some(BudgetSetting::Ratio(b)) => parts.push(format!("budget {}", fmt_num(b))),
+        Some(BudgetSetting::Off) => parts.push("budget off".into()),
+        None => {}
+    }
+    if let Some(m) = f.min_per_sec {
+        parts.push(format!("min_per_sec {}", fmt_num(m)));
+    }
+    if let Some(d) = f.ttl {
+        parts.push(format!("ttl {}", fmt_duration(d)));
+    }
+    if let Some(d) = f.backoff {
+        parts.push(format!("backoff {}", fmt_duration(d)));
+    }
+    if let Some(d) = f.timeout {
+        parts.push(format!("timeout {}", fmt_duration(d)));
+    }
+    parts.join(", ")
+}
+
+fn describe_fault(f: &super::Fault) -> String {
+    let mut parts = Vec::new();
+    if f.down {
+        parts.push("down".to_string());
+    }
+    if f.error_rate > 0.0 {
+        let phase = match f.phase {
+            super::Phase::Before => "before",
+            super::Phase::After => "after",
+        };
+        let mut s = format!("error_rate {} ({phase})", fmt_num(f.error_rate));
+        if f.status != 500 {
+            let _ = write!(s, " status {}", f.status);
+            if !is_error_status(f.status) {
+                s.push_str(" (not an error)");
+            }
+        }
+        parts.push(s);
+    }
+    if !f.latency.is_zero() {
+        parts.push(format!("latency {}", fmt_duration(f.latency)));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// A number without trailing zeros: `1`, `0.1`, `1.331`.
+pub(crate) fn fmt_num(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
+        return format!("{v:.0}");
+    }
+    let s = format!("{v:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "0" || s == "-0" {
+        format!("{v:.2e}")
+    } else {
+        s.to_string()
+    }
+}
+
+/// A duration as the YAML writes it: `0ms`, `250ms`, `10s`, `1.5s`.
+pub(crate) fn fmt_duration(d: Duration) -> String {
+    if d.is_zero() {
+        "0ms".into()
+    } else if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.as_nanos() % 1_000_000 == 0 && d < Duration::from_secs(10) {
+        format!("{}ms", d.as_millis())
+    } else if d >= Duration::from_secs(1) {
+        format!("{}s", fmt_num(d.as_secs_f64()))
+    } else if d.as_nanos() % 1000 == 0 {
+        format!("{}us", d.as_micros())
+    } else {
+        format!("{}ns", d.as_nanos())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ownership::Attribution;
+    use crate::topology::Arrival;
+
+    fn ok(yaml: &str) -> Topology {
+        from_yaml(yaml, "t.yaml").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn err(yaml: &str) -> TopologyError {
+        match from_yaml(yaml, "t.yaml") {
+            Ok(t) => panic!("accepted: {t:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn the_spec_example() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/uber-chain.yaml"),
+        )
+        .unwrap();
+        let t = ok(&text);
+        assert_eq!(t.name, "uber-chain");
+        assert_eq!(t.entry().name, "A");
+        assert_eq!(t.load.rps, 200.0);
+        assert_eq!(t.load.arrival, Arrival::Constant);
+        assert_eq!(t.policy.preset(), Some(Preset::Ownership));
+        assert_eq!((t.policy.attempts, t.policy.budget), (2, Some(0.1)));
+        assert_eq!(t.policy.ttl, Duration::from_secs(10));
+        assert_eq!(t.policy.timeout, Duration::from_secs(1));
+        assert_eq!(t.ownership, OwnershipSettings::default());
+        let depths: Vec<usize> = t.services.iter().map(|s| s.depth).collect();
+        assert_eq!(depths, [0, 1, 2, 3, 4, 5, 6]);
+        assert!(t.services.iter().all(|s| s.multiplicity == 1.0));
+        let d = &t.services[3];
+        assert_eq!(d.fault.error_rate, 1.0);
+        assert_eq!(d.fault.phase, super::super::Phase::After);
+        assert_eq!(t.services[6].work, Duration::from_millis(1));
+        assert_eq!(t.edges.len(), 6);
+        assert_eq!(t.max_depth(), 6);
+    }
+
+    #[test]
+    fn defaults_and_forms() {
+        let t = ok("name: t\nownership: { header: X-Uber-Error-Claim, attribution: simple }\n\
+                    policy: { budget: off, ttl: 2, backoff: 1.5s }\n\
+                    services:\n  A:\n    calls:\n      - B\n      - { to: C, mode: fail-open, count: 3, policy: { attempts: 1, budget: false } }\n  B:\n  C: {}\n");
+        assert_eq!(t.ownership.header, "x-uber-error-claim");
+        assert_eq!(t.ownership.attribution, Attribution::Simple);
+        assert_eq!(t.policy.budget, None);
+        assert_eq!(t.policy.ttl, Duration::from_secs(2));
+        assert_eq!(t.policy.backoff, Duration::from_millis(1500));
+        assert_eq!(t.load.rps, DEFAULT_RPS);
+        assert_eq!(t.services[0].calls, vec![0, 1]);
+        let c = &t.edges[1];
+        assert_eq!((c.from, c.to, c.count), (0, 2, 3));
+        assert_eq!(c.mode, DependencyMode::FailOpen);
+        assert_eq!(c.policy.attempts, Some(1));
+        assert_eq!(c.policy.budget, Some(BudgetSetting::Off));
+        assert!(t.edges[0].policy.is_empty());
+        assert_eq!(t.services[2].multiplicity, 3.0);
+        assert!(t.services[1].ownership);
+        assert_eq!(t.policy.for_edge(&c.policy).attempts, 1);
+    }
+
+    #[test]
+    fn depth_is_the_longest_path_and_multiplicity_counts_paths() {
+        let t = ok("name: t\nservices:\n  A: { calls: [B, { to: C, count: 2 }, D] }\n  B: { calls: [D] }\n  C: { calls: [D] }\n  D: {}\n");
+        let d = &t.services[3];
+        assert_eq!(d.depth, 2);
+        assert_eq!(d.multiplicity, 1.0 + 1.0 + 2.0);
+        for e in &t.edges {
+            assert!(t.services[e.to].depth > t.services[e.from].depth);
+        }
+    }
+
+    #[test]
+    fn an_explicit_entry_leaves_others_unreached() {
+        let t = ok("name: t\nload: { entry: B }\nservices:\n  A: { calls: [B] }\n  B: { calls: [C] }\n  C: {}\n  Z: { calls: [C] }\n");
+        assert_eq!(t.entry().name, "B");
+        let m: Vec<f64> = t.services.iter().map(|s| s.multiplicity).collect();
+        assert_eq!(m, [0.0, 1.0, 1.0, 0.0]);
+        assert_eq!((t.services[1].depth, t.services[2].depth), (0, 1));
+        assert!(render_check(&t).contains("not reached from the entry"));
+    }
+
+    #[test]
+    fn graph_errors_are_the_right_kind() {
+        assert!(matches!(
+            err("name: t\nservices:\n  A: { calls: [B] }\n  B: { calls: [C] }\n  C: { calls: [A] }\n  Z: { calls: [A] }\n"),
+            TopologyError::Cycle { ref cycle, .. } if cycle == "A -> B -> C -> A"
+        ));
+        assert!(matches!(
+            err("name: t\nservices:\n  A: { calls: [B] }\n  B: {}\n  A: {}\n"),
+            TopologyError::DuplicateService { ref service, at: Location { line: Some(5), .. }, .. } if service == "A"
+        ));
+        assert!(matches!(
+            err("name: t\nservices:\n  A: { calls: [A] }\n"),
+            TopologyError::SelfCall { .. }
+        ));
+        assert!(matches!(
+            err("name: t\nservices:\n  A: {}\n  B: {}\n"),
+            TopologyError::AmbiguousEntry { .. }
+        ));
+        assert!(matches!(
+            err("name: t\nservices:\n"),
+            TopologyError::EmptyFleet { .. }
+        ));
+        assert!(matches!(err("   \n"), TopologyError::Empty { .. }));
+        assert!(matches!(err("~\n"), TopologyError::Empty { .. }));
+        assert!(matches!(err("42\n"), TopologyError::NotAMap { .. }));
+        assert!(matches!(
+            err("[a, b]\n"),
+            TopologyError::NotAMap {
+                found: "a list",
+                ..
+            }
+        ));
+        let e = err("name: t\nservices:\n  A: { calls: [B] }\n  B: { fault: { error_rate: 2 } }\n");
+        assert_eq!(e.service(), Some("B"));
+        assert!(matches!(
+            e,
+            TopologyError::Yaml {
+                at: Location {
+                    line: Some(4),
+                    column: Some(29),
+                    ..
+                },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn flow_style_services_still_report_the_file() {
+        let e = err("name: t\nservices: { A: { calls: [X] } }\n");
+        assert!(e.to_string().starts_with("t.yaml"), "{e}");
+        assert!(e.to_string().contains(r#"calls "X""#), "{e}");
+    }
+
+    #[test]
+    fn cycles_start_at_the_first_listed_service() {
+        let t = ok("name: t\nservices:\n  A: { calls: [B] }\n  B: {}\n");
+        let mut services = t.services.clone();
+        let mut edges = t.edges.clone();
+        edges.push(Edge {
+            from: 1,
+            to: 0,
+            mode: DependencyMode::FailClose,
+            count: 1,
+            policy: PolicyFields::default(),
+        });
+        services[1].calls.push(1);
+        assert_eq!(topological_order(&services, &edges), Err(vec![0, 1]));
+    }
+
+    #[test]
+    fn scenario_is_kept_raw() {
+        let t = ok("name: t\nservices:\n  A: {}\nscenario:\n  duration: 30s\n  steps: []\n");
+        let s = t.scenario.expect("scenario");
+        assert_eq!(s["duration"].as_str(), Some("30s"));
+    }
+
+    #[test]
+    fn formatting_helpers() {
+        assert_eq!(fmt_num(1.0), "1");
+        assert_eq!(fmt_num(0.1), "0.1");
+        assert_eq!(fmt_num(1.331), "1.331");
+        assert_eq!(fmt_duration(Duration::ZERO), "0ms");
+        assert_eq!(fmt_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(fmt_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(wrap("a b c", 3), ["a b", "c"]);
+        assert_eq!(edit_distance("cart", "carts"), 1);
+        assert_eq!(did_you_mean("X", &["A", "B"]), "");
+    }
 }

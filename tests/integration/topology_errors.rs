@@ -1,1 +1,414 @@
 //! Bad topologies: exit status 2 and a message that says where and what.
+//!
+//! Every case runs the real binary (`chaoslab check FILE`) on a file written
+//! to the temp directory, and checks the exit status and that stderr names
+//! the file, the line and column, the service and the reason.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::common;
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// A topology file in the temp directory, removed when dropped.
+struct TempTopology(PathBuf);
+
+impl TempTopology {
+    fn new(label: &str, yaml: &str) -> TempTopology {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("chaoslab-{}-{n}-{label}.yaml", std::process::id()));
+        std::fs::write(&path, yaml).expect("write temp topology");
+        TempTopology(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("utf-8 temp path")
+    }
+}
+
+impl Drop for TempTopology {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Runs `check` on `yaml`; asserts exit status 2, no panic, and that stderr
+/// holds the file name followed by `at` (e.g. `:5:16: `) and every one of
+/// `needles`. Returns stderr.
+fn rejects(label: &str, yaml: &str, at: &str, needles: &[&str]) -> String {
+    let file = TempTopology::new(label, yaml);
+    let out = common::chaoslab(&["check", file.path()]);
+    let (stdout, stderr) = common::text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{label}: want exit 2\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{label}: panicked: {stderr}");
+    let located = format!("{}{at}", file.path());
+    assert!(
+        stderr.contains(&located),
+        "{label}: stderr should contain `{located}`:\n{stderr}"
+    );
+    for n in needles {
+        assert!(
+            stderr.contains(n),
+            "{label}: stderr should contain `{n}`:\n{stderr}"
+        );
+    }
+    stderr
+}
+
+#[test]
+fn unknown_dependency() {
+    rejects(
+        "unknown-dep",
+        "name: t\nservices:\n  A: { calls: [B] }\n  B: { calls: [C] }\n  C: { calls: [X] }\n",
+        ":5:16: ",
+        &[r#"service "C" calls "X", which is not in the topology"#],
+    );
+}
+
+#[test]
+fn unknown_dependency_suggests_a_near_miss() {
+    rejects(
+        "near-miss",
+        "name: t\nservices:\n  gateway:\n    calls:\n      - { to: carts, count: 2 }\n  cart: {}\n",
+        ":5:15: ",
+        &[
+            r#"service "gateway" calls "carts""#,
+            r#"did you mean "cart"?"#,
+        ],
+    );
+}
+
+#[test]
+fn duplicate_name() {
+    rejects(
+        "duplicate",
+        "name: t\nservices:\n  A: { calls: [B] }\n  B: {}\n  B: { calls: [C] }\n  C: {}\n",
+        ":5:3: ",
+        &[r#"duplicate service name "B""#, "first listed at line 4"],
+    );
+}
+
+#[test]
+fn cycle_is_spelled_out() {
+    rejects(
+        "cycle",
+        "name: t\nload: { entry: A }\nservices:\n  A: { calls: [B] }\n  B: { calls: [C] }\n  C: { calls: [D] }\n  D: { calls: [B] }\n",
+        ":5:3: ",
+        &[r#"service "B" is on a cycle"#, "B -> C -> D -> B"],
+    );
+}
+
+#[test]
+fn self_call() {
+    rejects(
+        "self-call",
+        "name: t\nservices:\n  A: { calls: [B] }\n  B: { calls: [B] }\n",
+        ":4:16: ",
+        &[r#"service "B" calls itself"#],
+    );
+}
+
+#[test]
+fn rate_outside_zero_to_one() {
+    rejects(
+        "rate-high",
+        "name: t\nservices:\n  A: { calls: [B] }\n  B:\n    fault: { error_rate: 1.5 }\n",
+        ":5:26: ",
+        &["services.B.fault.error_rate", "between 0 and 1", "1.5"],
+    );
+    rejects(
+        "rate-negative",
+        "name: t\nservices:\n  A: { calls: [B] }\n  B:\n    fault:\n      error_rate: -0.1\n",
+        ":6:19: ",
+        &["services.B.fault.error_rate", "between 0 and 1", "-0.1"],
+    );
+}
+
+#[test]
+fn negative_duration() {
+    rejects(
+        "negative-latency",
+        "name: t\nservices:\n  A: { calls: [B] }\n  B:\n    fault:\n      latency: -5ms\n",
+        ":6:16: ",
+        &["services.B.fault.latency", "`-5ms` is negative"],
+    );
+    rejects(
+        "negative-work",
+        "name: t\nservices:\n  A: { calls: [B], work: -1s }\n  B: {}\n",
+        ":3:26: ",
+        &["services.A.work", "negative"],
+    );
+    rejects(
+        "negative-ttl",
+        "name: t\npolicy:\n  ttl: -10s\nservices:\n  A: {}\n",
+        ":3:8: ",
+        &["policy.ttl", "negative"],
+    );
+}
+
+#[test]
+fn missing_entry() {
+    rejects(
+        "missing-entry",
+        "name: t\nload:\n  entry: Z\n  rps: 200\nservices:\n  A: { calls: [B] }\n  B: {}\n",
+        ":3:3: ",
+        &[r#"load.entry is "Z", which is not in the topology"#],
+    );
+}
+
+#[test]
+fn ambiguous_entry() {
+    rejects(
+        "ambiguous-entry",
+        "name: t\nservices:\n  A: { calls: [B] }\n  B: {}\n  C: {}\n",
+        ": ",
+        &["entry is ambiguous", r#""A", "C""#, "set load.entry"],
+    );
+}
+
+#[test]
+fn empty_fleet() {
+    rejects(
+        "empty-fleet",
+        "name: t\nservices: {}\n",
+        ":2:1: ",
+        &["the fleet is empty"],
+    );
+    rejects(
+        "no-services",
+        "name: t\ndescription: nothing here\n",
+        ": ",
+        &["the fleet is empty"],
+    );
+}
+
+#[test]
+fn bad_yaml_syntax_has_line_and_column() {
+    rejects(
+        "syntax",
+        "name: t\nservices:\n  A: { calls: [B]\n  B: {}\n",
+        ":4:3: ",
+        &["did not find expected ',' or '}'", "line 3 column 6"],
+    );
+    rejects(
+        "indent",
+        "name: t\nservices:\n  A:\n    calls: [B]\n  B:\n    fault: { error_rate: 0.1 }\n   work: 1ms\n",
+        ":7:4: ",
+        &["did not find expected key", r#"service "B""#],
+    );
+}
+
+#[test]
+fn unknown_field() {
+    rejects(
+        "unknown-field",
+        "name: t\nservices:\n  A: { calls: [B] }\n  B:\n    fault: { eror_rate: 0.5 }\n",
+        ":5:14: ",
+        &[
+            "services.B.fault",
+            "unknown field `eror_rate`",
+            "expected one of `error_rate`",
+        ],
+    );
+    rejects(
+        "unknown-top-level",
+        "name: t\nservics:\n  A: {}\n",
+        ":2:1: ",
+        &["unknown field `servics`"],
+    );
+}
+
+#[test]
+fn wrong_types_and_values() {
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        (
+            "attempts-zero",
+            "name: t\npolicy: { attempts: 0 }\nservices:\n  A: {}\n",
+            ":2:21: ",
+            &["policy.attempts", "at least 1"],
+        ),
+        (
+            "status",
+            "name: t\nservices:\n  A:\n    fault: { status: 700 }\n",
+            ":4:22: ",
+            &["services.A.fault.status", "from 100 to 599"],
+        ),
+        (
+            "rps-zero",
+            "name: t\nload: { rps: 0 }\nservices:\n  A: {}\n",
+            ":2:14: ",
+            &["load.rps", "positive"],
+        ),
+        (
+            "capacity-negative",
+            "name: t\nservices:\n  A: { capacity: -3 }\n",
+            ":3:18: ",
+            &["services.A.capacity", "positive"],
+        ),
+        (
+            "https-url",
+            "name: t\nservices:\n  A: { calls: [B] }\n  B: { url: \"https://example.com\" }\n",
+            ":4:13: ",
+            &["services.B.url", "http://"],
+        ),
+        (
+            "header",
+            "name: t\nownership: { header: \"x claim\" }\nservices:\n  A: {}\n",
+            ":2:22: ",
+            &["ownership.header", "not a valid HTTP header name"],
+        ),
+        (
+            "context",
+            "name: t\nservices:\n  A: { context: lost }\n",
+            ":3:17: ",
+            &["services.A.context", "unknown variant `lost`", "`dropped`"],
+        ),
+        (
+            "mode",
+            "name: t\nservices:\n  A:\n    calls:\n      - { to: B, mode: sometimes }\n  B: {}\n",
+            ":5:24: ",
+            &["services.A.calls[0].mode", "`fail-close` or `fail-open`"],
+        ),
+        (
+            "budget",
+            "name: t\npolicy: { budget: lots }\nservices:\n  A: {}\n",
+            ":2:19: ",
+            &["policy.budget", "`off`"],
+        ),
+        (
+            "missing-name",
+            "services:\n  A: {}\n",
+            ":1:1: ",
+            &["missing field `name`"],
+        ),
+        (
+            "url-with-calls",
+            "name: t\nservices:\n  A: { calls: [B] }\n  B: { url: \"http://127.0.0.1:9\", calls: [C] }\n  C: {}\n",
+            ":4:3: ",
+            &[r#"service "B" has a url"#],
+        ),
+    ];
+    for (label, yaml, at, needles) in cases {
+        rejects(label, yaml, at, needles);
+    }
+}
+
+#[test]
+fn empty_file() {
+    rejects("empty", "", ": ", &["the file is empty"]);
+    rejects(
+        "comments",
+        "# nothing yet\n\n",
+        ": ",
+        &["the file is empty"],
+    );
+}
+
+#[test]
+fn yaml_list() {
+    rejects(
+        "list",
+        "- name: t\n- services: {}\n",
+        ": ",
+        &["must be a YAML map", "holds a list"],
+    );
+}
+
+#[test]
+fn nonexistent_path() {
+    let path = std::env::temp_dir().join(format!(
+        "chaoslab-{}-no-such-topology.yaml",
+        std::process::id()
+    ));
+    let path = path.to_str().expect("utf-8 temp path");
+    let out = common::chaoslab(&["check", path]);
+    let (_, stderr) = common::text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains(path), "{stderr}");
+    assert!(stderr.contains("cannot read the topology"), "{stderr}");
+}
+
+#[test]
+fn every_shipped_topology_checks() {
+    let dir = common::root().join("topologies");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("topologies/")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 8,
+        "expected the shipped topologies, got {files:?}"
+    );
+    for f in files {
+        let rel = f.strip_prefix(common::root()).expect("under the root");
+        let rel = rel.to_str().expect("utf-8 path");
+        let out = common::chaoslab(&["check", rel]);
+        let (stdout, stderr) = common::text(&out);
+        assert_eq!(out.status.code(), Some(0), "{rel}: {stderr}");
+        let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        assert!(
+            stdout.contains(&format!("topology   {stem}")),
+            "{rel}: name should match the file:\n{stdout}"
+        );
+        assert!(stdout.contains("about"), "{rel}: no description:\n{stdout}");
+        assert!(stdout.contains("static storm radius"), "{rel}:\n{stdout}");
+    }
+}
+
+#[test]
+fn uber_chain_shows_depths_multiplicities_and_radius() {
+    let out = common::chaoslab(&["check", "topologies/uber-chain.yaml"]);
+    let (stdout, stderr) = common::text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("entry      A at 200 rps"), "{stdout}");
+    assert!(
+        stdout.contains("policy     ownership: attempts 2, budget 0.1"),
+        "{stdout}"
+    );
+    for (depth, name) in ["A", "B", "C", "D", "E", "F", "G"].iter().enumerate() {
+        let row = stdout
+            .lines()
+            .find(|l| {
+                let cells: Vec<&str> = l.split_whitespace().collect();
+                cells.len() >= 2 && cells[1] == *name && cells[0] == depth.to_string()
+            })
+            .unwrap_or_else(|| panic!("no row for {name} at depth {depth}:\n{stdout}"));
+        assert!(row.contains(" 1x "), "{name}'s baseline: {row}");
+    }
+    let row = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_default()
+    };
+    assert!(row("D").contains("error_rate 1 (after)"), "{}", row("D"));
+    assert!(row("G").contains("work 1ms"), "{}", row("G"));
+    assert!(stdout.contains("ownership  1 "), "{stdout}");
+    assert!(stdout.contains("retry      6 (when G fails)"), "{stdout}");
+}
+
+#[test]
+fn fanout_multiplicities_count_repeated_calls() {
+    let out = common::chaoslab(&["check", "topologies/fanout.yaml"]);
+    let (stdout, stderr) = common::text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    for (name, mult) in [("cart", "2x"), ("inventory", "2x"), ("shard1", "1x")] {
+        let row = stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{stdout}"));
+        assert!(row.contains(&format!(" {mult} ")), "{name}: {row}");
+    }
+    assert!(stdout.contains("cart x2"), "{stdout}");
+    assert!(stdout.contains("recs (fail-open) [attempts 1]"), "{stdout}");
+    assert!(stdout.contains("parallel"), "{stdout}");
+}
