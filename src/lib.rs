@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod commands;
 pub mod fleet;
 pub mod load;
 pub mod metrics;
@@ -66,6 +67,8 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
             Ok(())
         }
         Command::Run(args) => app::run(args),
-        other => Err(RunError::BadInput(format!("`{other:?}` is not built yet"))),
+        Command::Model(args) => commands::model(args),
+        Command::Compare(args) => commands::compare(args),
+        Command::Serve(args) => commands::serve(args),
     }
 }
