@@ -5,7 +5,6 @@
 pub mod counters;
 pub mod storm;
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 pub use counters::{Counts, EdgeCounts, Metrics, RootCounts, ServiceCounts};
@@ -25,21 +24,28 @@ pub struct Sample {
     pub latency_ms: (f64, f64),
 }
 
-/// A ring of samples with a fixed capacity: a long run keeps a fixed
-/// memory, forgetting its oldest samples.
+/// A ring of samples with a fixed capacity and a fixed memory: the first
+/// sample is copied into every slot, so the whole ring is allocated and
+/// touched at the start, and later samples overwrite slots in place. A long
+/// run keeps the same memory from its first second to its last, forgetting
+/// its oldest samples.
 #[derive(Debug)]
 pub struct Series {
     cap: usize,
-    samples: VecDeque<Sample>,
+    buf: Vec<Sample>,
+    /// Index of the oldest sample.
+    head: usize,
+    len: usize,
 }
 
 impl Series {
     /// A series holding at most `cap` samples (at least 2).
     pub fn new(cap: usize) -> Series {
-        let cap = cap.max(2);
         Series {
-            cap,
-            samples: VecDeque::with_capacity(cap),
+            cap: cap.max(2),
+            buf: Vec::new(),
+            head: 0,
+            len: 0,
         }
     }
 
@@ -53,52 +59,63 @@ impl Series {
         (bytes / per).clamp(120, max.max(120))
     }
 
-    /// Adds a sample, dropping the oldest when full.
+    /// Adds a sample, overwriting the oldest when full.
     pub fn push(&mut self, s: Sample) {
-        if self.samples.len() == self.cap {
-            self.samples.pop_front();
+        if self.buf.is_empty() {
+            self.buf = vec![s.clone(); self.cap];
         }
-        self.samples.push_back(s);
+        let slot = (self.head + self.len) % self.cap;
+        self.buf[slot].clone_from(&s);
+        if self.len < self.cap {
+            self.len += 1;
+        } else {
+            self.head = (self.head + 1) % self.cap;
+        }
+    }
+
+    fn get(&self, i: usize) -> &Sample {
+        &self.buf[(self.head + i) % self.cap]
     }
 
     /// The newest sample.
     pub fn latest(&self) -> Option<&Sample> {
-        self.samples.back()
+        (self.len > 0).then(|| self.get(self.len - 1))
     }
 
     /// The newest sample taken at or before `t`.
     pub fn at_or_before(&self, t: Duration) -> Option<&Sample> {
-        self.samples.iter().rev().find(|s| s.t <= t)
+        self.iter().rev().find(|s| s.t <= t)
     }
 
     /// The oldest sample taken at or after `t`.
     pub fn at_or_after(&self, t: Duration) -> Option<&Sample> {
-        self.samples.iter().find(|s| s.t >= t)
+        self.iter().find(|s| s.t >= t)
     }
 
     /// Samples with `from < t <= to`.
     pub fn between(&self, from: Duration, to: Duration) -> impl Iterator<Item = &Sample> {
-        self.samples.iter().filter(move |s| s.t > from && s.t <= to)
+        self.iter().filter(move |s| s.t > from && s.t <= to)
     }
 
     /// Every sample, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &Sample> {
-        self.samples.iter()
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Sample> + ExactSizeIterator {
+        (0..self.len).map(move |i| self.get(i))
     }
 
     /// How many samples are held.
     pub fn len(&self) -> usize {
-        self.samples.len()
+        self.len
     }
 
     /// Whether no sample is held.
     pub fn is_empty(&self) -> bool {
-        self.samples.is_empty()
+        self.len == 0
     }
 
-    /// Forgets every sample.
+    /// Forgets every sample (the memory stays reserved).
     pub fn clear(&mut self) {
-        self.samples.clear();
+        self.head = 0;
+        self.len = 0;
     }
 }
 
@@ -113,6 +130,21 @@ mod tests {
             radius: RadiusStats::default(),
             latency_ms: (0.0, 0.0),
         }
+    }
+
+    #[test]
+    fn ring_memory_is_reserved_up_front() {
+        let mut s = Series::new(4);
+        s.push(sample(0));
+        assert_eq!(s.buf.len(), 4, "every slot exists after the first push");
+        for t in 1..20 {
+            s.push(sample(t));
+            assert_eq!(s.buf.len(), 4);
+        }
+        let ts: Vec<u64> = s.iter().map(|x| x.t.as_secs()).collect();
+        assert_eq!(ts, vec![16, 17, 18, 19]);
+        s.clear();
+        assert!(s.is_empty() && s.latest().is_none());
     }
 
     #[test]
@@ -146,9 +178,13 @@ mod tests {
 
     #[test]
     fn capacity_shrinks_for_big_fleets() {
-        let small = Series::capacity_for(7, 6, 8 << 20, 14_400);
-        let big = Series::capacity_for(1000, 2000, 8 << 20, 14_400);
-        assert_eq!(small, 14_400);
+        let per = 7 * std::mem::size_of::<ServiceCounts>()
+            + 6 * std::mem::size_of::<EdgeCounts>()
+            + 128;
+        let small = Series::capacity_for(7, 6, 16 << 20, 14_400);
+        assert_eq!(small, ((16 << 20) / per).min(14_400));
+        let big = Series::capacity_for(1000, 2000, 16 << 20, 14_400);
         assert!(big < small && big >= 120);
+        assert_eq!(Series::capacity_for(7, 6, 16 << 20, 100), 120);
     }
 }
