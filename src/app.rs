@@ -127,6 +127,12 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     let mut topology = Topology::load(path)?;
     let actions = startup_actions(&topology, args.policy.as_deref(), &args.fail, args.rps)?;
     apply_to_topology(&mut topology, &actions);
+    if let Some(a) = args.attribution {
+        topology.ownership.attribution = a;
+    }
+    if let Some(on) = args.at_least_once {
+        topology.ownership.at_least_once = on;
+    }
     if !args.headless {
         if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
             return Err(RunError::BadInput(format!(

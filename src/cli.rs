@@ -75,6 +75,12 @@ pub struct RunArgs {
     /// Seed for every random choice (faults, arrivals, jitter).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Attribution mode: simple, declared, learned (overrides the topology).
+    #[arg(long, value_parser = parse_attribution)]
+    pub attribution: Option<crate::ownership::Attribution>,
+    /// Turn the at-least-once rule (rule 5) on or off.
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    pub at_least_once: Option<bool>,
     /// A scenario file (timeline and expectations).
     #[arg(long)]
     pub scenario: Option<PathBuf>,
@@ -169,6 +175,28 @@ pub struct ServeArgs {
     /// Write the JSON report here at the end.
     #[arg(long)]
     pub report: Option<PathBuf>,
+}
+
+/// Parses an attribution mode.
+pub fn parse_attribution(s: &str) -> Result<crate::ownership::Attribution, String> {
+    use crate::ownership::Attribution;
+    [
+        Attribution::Simple,
+        Attribution::Declared,
+        Attribution::Learned,
+    ]
+    .into_iter()
+    .find(|a| a.name() == s)
+    .ok_or_else(|| format!("`{s}` is not an attribution mode (simple, declared, learned)"))
+}
+
+/// Parses `on`/`off` (also `true`/`false`).
+pub fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        _ => Err(format!("`{s}` is neither on nor off")),
+    }
 }
 
 /// Parses `250ms`, `10s`, `1m`, `1h`, `1.5s`, or a bare number of seconds.

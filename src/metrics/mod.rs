@@ -178,9 +178,8 @@ mod tests {
 
     #[test]
     fn capacity_shrinks_for_big_fleets() {
-        let per = 7 * std::mem::size_of::<ServiceCounts>()
-            + 6 * std::mem::size_of::<EdgeCounts>()
-            + 128;
+        let per =
+            7 * std::mem::size_of::<ServiceCounts>() + 6 * std::mem::size_of::<EdgeCounts>() + 128;
         let small = Series::capacity_for(7, 6, 16 << 20, 14_400);
         assert_eq!(small, ((16 << 20) / per).min(14_400));
         let big = Series::capacity_for(1000, 2000, 16 << 20, 14_400);

@@ -8,6 +8,7 @@
 //! validated [`Topology`], never on YAML.
 
 pub mod model;
+pub mod sim;
 pub mod spec;
 pub mod validate;
 

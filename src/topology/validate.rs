@@ -878,9 +878,21 @@ pub fn render_check(t: &Topology) -> String {
 
     let mut retry = t.policy.clone();
     retry.apply_preset(Preset::Retry);
-    let radius = |p: &Policy| match model::worst_failure(t, p) {
-        Some((who, r)) => format!("{r} (when {} fails)", t.services[who].name),
-        None => "0".to_string(),
+    // The simulation plays every single failure: quadratic, so only for
+    // fleets a person would start.
+    let simulate = t.services.len() <= 2000;
+    let radius = |p: &Policy| {
+        let (m, text) = match model::worst_failure(t, p) {
+            Some((who, r)) => (r, format!("{r} (when {} fails)", t.services[who].name)),
+            None => (0, "0".to_string()),
+        };
+        if !simulate {
+            return text;
+        }
+        match super::sim::static_radius(t, p) {
+            s if s == m => format!("{text}; a simulation of the rules agrees"),
+            s => format!("{text}; a simulation of the rules says {s}"),
+        }
     };
     let _ = writeln!(
         out,

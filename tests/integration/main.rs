@@ -4,6 +4,7 @@
 //! share the machine's cores.
 
 mod common;
+mod mechanism;
 mod tables;
 mod topology_errors;
 mod wire;

@@ -1,0 +1,265 @@
+//! A simulation of the decision rules, independent of the model.
+//!
+//! The model ([`super::model`]) computes expected rates arithmetically. This
+//! module instead *plays* one root request through the topology with
+//! deterministic faults, hop by hop, asking the same functions the
+//! middleware asks — [`retry::decide`], [`retry::stop_reason`] and
+//! [`claim::decide`] — and records which edges sent retries. It serves to
+//! cross-check the model's storm radius: two implementations of the rules
+//! that must agree.
+//!
+//! With deterministic faults, every invocation of a service ends the same
+//! way, so each service is played once and remembered; a 25-deep chain
+//! under naive retries (2^24 calls if played literally) takes 25 steps.
+
+use crate::ownership::claim::{self, Outbound};
+use crate::ownership::retry::{self, RetryVerdict};
+use crate::ownership::{Attribution, Claim, Classified, DependencyMode};
+
+use super::{Phase, Policy, ServiceId, Topology};
+
+#[derive(Clone, Copy)]
+struct Played {
+    response: Classified,
+    /// Longest run of consecutive retrying edges starting at this service.
+    run: usize,
+}
+
+struct Sim<'a> {
+    t: &'a Topology,
+    policy: &'a Policy,
+    failing: &'a dyn Fn(ServiceId) -> Option<Phase>,
+    memo: Vec<Option<Played>>,
+    best: usize,
+}
+
+impl Sim<'_> {
+    fn play(&mut self, v: ServiceId) -> Played {
+        if let Some(p) = self.memo[v] {
+            return p;
+        }
+        let s = &self.t.services[v];
+        let fault = (self.failing)(v);
+        let claim_of_own = |claimed: bool| {
+            if s.ownership && s.url.is_none() {
+                if claimed {
+                    Claim::Claimed
+                } else {
+                    Claim::Unclaimed
+                }
+            } else {
+                Claim::Missing
+            }
+        };
+        if fault == Some(Phase::Before) {
+            let response = Classified::Error {
+                claim: claim_of_own(true),
+            };
+            let p = Played { response, run: 0 };
+            self.memo[v] = Some(p);
+            return p;
+        }
+        let mut outbound = vec![];
+        let mut run = 0;
+        let mut failed_close = false;
+        'calls: for &e in &s.calls {
+            let edge = &self.t.edges[e];
+            let mut ep = self.policy.for_edge(&edge.policy);
+            ep.ownership &= s.ownership;
+            let callee = self.play(edge.to);
+            for _ in 0..edge.count {
+                let mut retried = false;
+                let mut attempt = 0;
+                let out = loop {
+                    let verdict = retry::decide(callee.response, ep.ownership);
+                    if verdict == RetryVerdict::Done {
+                        break Outbound {
+                            dependency: edge.to,
+                            mode: edge.mode,
+                            failed: false,
+                            claim_seen: None,
+                            criteria_satisfied: true,
+                        };
+                    }
+                    let stop = retry::stop_reason(verdict, attempt, ep.attempts).or(
+                        // A zero budget never grants; any other grants some.
+                        (ep.budget == Some(0.0) && ep.min_per_sec <= 0.0)
+                            .then_some(retry::StopReason::BudgetDenied),
+                    );
+                    if let Some(reason) = stop {
+                        break Outbound {
+                            dependency: edge.to,
+                            mode: edge.mode,
+                            failed: true,
+                            claim_seen: callee.response.claim(),
+                            criteria_satisfied: reason.criteria_satisfied(),
+                        };
+                    }
+                    retried = true;
+                    attempt += 1;
+                };
+                if retried {
+                    run = run.max(1 + callee.run);
+                }
+                outbound.push(out);
+                if out.failed && edge.mode == DependencyMode::FailClose {
+                    failed_close = true;
+                    if !s.parallel {
+                        break 'calls;
+                    }
+                }
+            }
+        }
+        let response = if failed_close || fault == Some(Phase::After) {
+            let seen: &[Outbound] = if s.context_dropped { &[] } else { &outbound };
+            let attribution = match self.t.ownership.attribution {
+                Attribution::Learned => Attribution::Declared,
+                a => a,
+            };
+            let d = claim::decide(seen, attribution, self.t.ownership.at_least_once, |o| {
+                o.mode
+            });
+            Classified::Error {
+                claim: claim_of_own(d.claimed),
+            }
+        } else {
+            Classified::Success
+        };
+        self.best = self.best.max(run);
+        let p = Played { response, run };
+        self.memo[v] = Some(p);
+        p
+    }
+}
+
+/// The storm radius of one root request when the services `failing` names
+/// fail every request (in the given phase), every other fault ignored.
+pub fn radius(
+    t: &Topology,
+    policy: &Policy,
+    failing: &dyn Fn(ServiceId) -> Option<Phase>,
+) -> usize {
+    let mut sim = Sim {
+        t,
+        policy,
+        failing,
+        memo: vec![None; t.services.len()],
+        best: 0,
+    };
+    sim.play(t.load.entry);
+    sim.best
+}
+
+/// The static radius by simulation: the worst radius over each single
+/// service failing every request after its calls.
+pub fn static_radius(t: &Topology, policy: &Policy) -> usize {
+    (0..t.services.len())
+        .map(|x| radius(t, policy, &|v| (v == x).then_some(Phase::After)))
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{model, Preset, Topology};
+    use proptest::prelude::*;
+
+    fn chain(n: usize) -> Topology {
+        let mut y = String::from("name: chain\nservices:\n");
+        for i in 0..n {
+            if i + 1 < n {
+                y += &format!("  S{i}: {{ calls: [S{}] }}\n", i + 1);
+            } else {
+                y += &format!("  S{i}: {{}}\n");
+            }
+        }
+        Topology::from_yaml(&y, "chain").unwrap()
+    }
+
+    #[test]
+    fn chains_agree_with_the_seed() {
+        for (n, retry_r) in [(7, 6), (25, 24)] {
+            let t = chain(n);
+            let mut p = t.policy.clone();
+            p.apply_preset(Preset::Retry);
+            assert_eq!(static_radius(&t, &p), retry_r);
+            p.apply_preset(Preset::Ownership);
+            assert_eq!(static_radius(&t, &p), 1);
+        }
+    }
+
+    #[test]
+    fn uber_chain_with_d_failing() {
+        let t = chain(7);
+        let mut p = t.policy.clone();
+        let d = |v| (v == 3).then_some(Phase::After);
+        p.apply_preset(Preset::Retry);
+        assert_eq!(radius(&t, &p, &d), 3);
+        p.apply_preset(Preset::Ownership);
+        assert_eq!(radius(&t, &p, &d), 1);
+    }
+
+    /// A random DAG in YAML: service i may call any j > i.
+    fn dag() -> impl Strategy<Value = String> {
+        (2usize..9).prop_flat_map(|n| {
+            let edges = proptest::collection::vec(
+                (0..n, 0..n, any::<bool>(), 1u32..3, 1u32..4),
+                0..(n * 2),
+            );
+            (Just(n), edges, any::<bool>(), any::<bool>(), 0..n)
+        })
+        .prop_map(|(n, edges, parallel, at_least_once, dropped)| {
+            let mut calls: Vec<Vec<String>> = vec![vec![]; n];
+            for (a, b, open, count, attempts) in edges {
+                let (a, b) = (a.min(b), a.max(b));
+                if a == b || calls[a].iter().any(|c| c.contains(&format!("to: S{b},"))) {
+                    continue;
+                }
+                calls[a].push(format!(
+                    "{{ to: S{b}, mode: {}, count: {count}, policy: {{ attempts: {attempts} }} }}",
+                    if open { "fail-open" } else { "fail-close" }
+                ));
+            }
+            let mut y = format!(
+                "name: dag\nownership: {{ at_least_once: {at_least_once} }}\nload: {{ entry: S0 }}\nservices:\n"
+            );
+            for (i, c) in calls.iter().enumerate() {
+                let mut extra = String::new();
+                if parallel && i % 2 == 0 {
+                    extra += ", parallel: true";
+                }
+                if i == dropped && i > 0 {
+                    extra += ", context: dropped";
+                }
+                y += &format!("  S{i}: {{ calls: [{}]{extra} }}\n", c.join(", "));
+            }
+            y
+        })
+    }
+
+    proptest! {
+        /// The model and the simulation agree on every single-service
+        /// failure, under every preset.
+        #[test]
+        fn model_and_simulation_agree(y in dag()) {
+            let t = Topology::from_yaml(&y, "dag").map_err(|e| TestCaseError::fail(format!("{e}\n{y}")))?;
+            for preset in Preset::ALL {
+                let mut p = t.policy.clone();
+                p.apply_preset(preset);
+                for x in 0..t.services.len() {
+                    let mut tx = t.clone();
+                    for (i, s) in tx.services.iter_mut().enumerate() {
+                        s.fault = Default::default();
+                        if i == x {
+                            s.fault.error_rate = 1.0;
+                        }
+                    }
+                    let m = model::predict(&tx, &p).storm_radius;
+                    let s = radius(&t, &p, &|v| (v == x).then_some(Phase::After));
+                    prop_assert_eq!(m, s, "preset {:?}, {} failing\n{}", preset, t.services[x].name, y);
+                }
+            }
+        }
+    }
+}
