@@ -20,6 +20,8 @@ use std::sync::Mutex;
 pub const SLOTS: usize = 16_384;
 /// Distinct retrying edges remembered per root.
 pub const MAX_EDGES_PER_ROOT: usize = 64;
+/// Edge-list capacity reserved per slot at start.
+const INITIAL_EDGES: usize = 8;
 
 #[derive(Debug, Default)]
 struct Slot {
@@ -77,7 +79,16 @@ impl StormTracker {
     /// A tracker for a topology with these edges, as (caller, callee).
     pub fn new(edges: Vec<(usize, usize)>) -> StormTracker {
         StormTracker {
-            slots: (0..SLOTS).map(|_| Mutex::new(Slot::default())).collect(),
+            // Each slot's edge list is reserved now, so a long run's memory
+            // does not creep up as roots first land in each slot.
+            slots: (0..SLOTS)
+                .map(|_| {
+                    Mutex::new(Slot {
+                        root: 0,
+                        edges: Vec::with_capacity(INITIAL_EDGES),
+                    })
+                })
+                .collect(),
             edges,
             max: AtomicU64::new(0),
             sum: AtomicU64::new(0),

@@ -5,6 +5,7 @@
 
 mod common;
 mod mechanism;
+mod outside;
 mod tables;
 mod topology_errors;
 mod wire;

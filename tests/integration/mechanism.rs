@@ -38,10 +38,12 @@ fn context_drop_halves_the_storm() {
     }
     let a = node(&owned, "A");
     assert_eq!(num(a, "retries_sent"), 0.0, "A never retries");
-    assert_eq!(num(a, "retries_suppressed"), num(a, "errors"));
+    assert!((num(a, "retries_suppressed") - num(a, "errors")).abs() <= crate::tables::EDGE);
     // C claims errors it did not cause: the ground truth sees it.
     let c = node(&owned, "C");
-    assert_eq!(num(&c["attribution"], "wrongly_claimed"), num(c, "errors"));
+    assert!(
+        (num(&c["attribution"], "wrongly_claimed") - num(c, "errors")).abs() <= crate::tables::EDGE
+    );
     assert_eq!(owned["storm_radius"]["max"].as_u64(), Some(2));
     assert_eq!(owned["storm_radius"]["model"].as_u64(), Some(2));
 }

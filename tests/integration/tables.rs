@@ -9,6 +9,9 @@ use serde_json::Value;
 
 use crate::common::{chaoslab, fleet_lock, text};
 
+/// Requests that may be in flight at a window's edge.
+pub const EDGE: f64 = 3.0;
+
 const SEED: [(&str, [f64; 7]); 3] = [
     ("retry", [1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0]),
     ("budget", [1.0, 1.1, 1.21, 1.331, 1.331, 1.331, 1.331]),
@@ -116,19 +119,21 @@ fn three_node_retries_once_and_unclaims() {
     let (a, b, c) = (node(&r, "A"), node(&r, "B"), node(&r, "C"));
     let b_requests = num(b, "requests");
     assert!(b_requests > 500.0);
-    // C claims every error it returns.
+    // C fails and claims every request.
     assert_eq!(num(c, "errors"), num(c, "requests"));
     assert_eq!(num(&c["claims_returned"], "true"), num(c, "errors"));
     // B retried C once per request: C saw two attempts per B request.
-    assert_eq!(num(b, "retries_sent"), b_requests);
-    assert!((num(c, "requests") - 2.0 * b_requests).abs() <= 2.0);
+    // (Counters are read at one instant: requests in flight at the window's
+    // edges may be counted at one service and not yet at another.)
+    assert!((num(b, "retries_sent") - b_requests).abs() <= EDGE, "{b}");
+    assert!((num(c, "requests") - 2.0 * b_requests).abs() <= 2.0 * EDGE);
     // B unclaims every error it passes up.
     assert_eq!(num(&b["claims_returned"], "false"), num(b, "errors"));
     assert_eq!(num(&b["claims_returned"], "true"), 0.0);
     // A never retries: each failed request is one suppressed retry.
     assert_eq!(num(a, "retries_sent"), 0.0);
-    assert_eq!(num(a, "retries_suppressed"), num(a, "errors"));
-    assert_eq!(num(a, "errors"), num(&r["root"], "errors"));
+    assert!((num(a, "retries_suppressed") - num(a, "errors")).abs() <= EDGE);
+    assert!((num(a, "errors") - num(&r["root"], "errors")).abs() <= EDGE);
     assert_eq!(
         num(&r, "spurious_avoided"),
         num(a, "retries_suppressed"),
