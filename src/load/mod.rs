@@ -22,6 +22,14 @@ use crate::topology::Arrival;
 
 /// Root requests in flight at most, by default.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
+/// The in-flight bound for a rate: two seconds of arrivals, at least 1024
+/// and at most [`DEFAULT_MAX_IN_FLIGHT`]. Each root in flight can hold a
+/// connection on every hop, so this bound is what caps a starved or
+/// overloaded fleet's memory.
+pub fn in_flight_for(rps: f64) -> usize {
+    ((2.0 * rps.max(0.0)) as usize).clamp(1024, DEFAULT_MAX_IN_FLIGHT)
+}
+
 /// How long the end user waits for one root request.
 pub const ROOT_TIMEOUT: Duration = Duration::from_secs(30);
 /// After a stall (a paused machine, a suspended process) the schedule

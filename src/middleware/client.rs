@@ -13,6 +13,7 @@ use std::time::Duration;
 use http::HeaderName;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::context::{self, Trace, DEPTH_HEADER, ROOT_HEADER};
@@ -36,7 +37,15 @@ pub struct EdgeState {
     url: String,
     policy: RwLock<Arc<EdgePolicy>>,
     budget: Mutex<Option<RetryBudget>>,
+    /// Attempts in flight on this edge, like a client's connection pool.
+    slots: Semaphore,
 }
+
+/// Attempts one edge keeps in flight at most. An attempt that cannot get a
+/// slot within its timeout fails with no response, as a request waiting
+/// for an exhausted connection pool does; this bounds the connections (and
+/// so the memory) a storm can open, whatever the load.
+pub const MAX_IN_FLIGHT_PER_EDGE: usize = 256;
 
 impl EdgeState {
     /// A new edge to `url` under `policy`.
@@ -55,6 +64,7 @@ impl EdgeState {
             url: url.into(),
             policy: RwLock::new(Arc::new(policy)),
             budget: Mutex::new(budget),
+            slots: Semaphore::new(MAX_IN_FLIGHT_PER_EDGE),
         }
     }
 
@@ -154,6 +164,14 @@ impl RetryClient {
         trace: Option<Trace>,
         timeout: Duration,
     ) -> Classified {
+        let started = Instant::now();
+        let Ok(Ok(_slot)) = tokio::time::timeout(timeout, edge.slots.acquire()).await else {
+            return Classified::NoResponse;
+        };
+        let timeout = timeout.saturating_sub(started.elapsed());
+        if timeout.is_zero() {
+            return Classified::NoResponse;
+        }
         let mut req = self.http.get(&edge.url).timeout(timeout);
         if let Some(t) = trace {
             req = req

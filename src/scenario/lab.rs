@@ -97,7 +97,8 @@ impl Lab {
                 fleet.entry_url(),
                 control.clone(),
                 topology.load.arrival,
-                opts.max_in_flight,
+                opts.max_in_flight
+                    .min(load::in_flight_for(topology.load.rps)),
                 opts.seed.wrapping_mul(31).wrapping_add(7),
                 fleet.metrics().clone(),
                 stop_rx,
