@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use crate::cli::RunArgs;
-use crate::report::Report;
-use crate::scenario::{drive, Action, Lab, LabOptions, Plan, Snapshot};
+use crate::report::{Report, TimeSeries};
+use crate::scenario::{drive, expect, Action, Lab, LabOptions, Plan, Scenario, Snapshot};
 use crate::topology::{Preset, Topology};
 use crate::RunError;
 
@@ -144,18 +144,63 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
             "the dashboard is not part of this build yet; use --headless".into(),
         ));
     }
-    let duration = args.duration.unwrap_or(DEFAULT_DURATION);
-    let warmup = args.warmup.unwrap_or(DEFAULT_WARMUP);
+    // A scenario: `--scenario FILE`, else the topology's `scenario:` key.
+    let bad = |e: crate::scenario::ScenarioError| RunError::BadInput(e.to_string());
+    let scenario = Scenario::for_run(args.scenario.as_deref(), path, &topology)
+        .map_err(bad)?
+        .unwrap_or_default();
+    let duration = args
+        .duration
+        .or(scenario.duration)
+        .unwrap_or(DEFAULT_DURATION);
+    let warmup = args.warmup.or(scenario.warmup).unwrap_or(DEFAULT_WARMUP);
+    scenario
+        .check_duration(duration, args.duration.is_some())
+        .map_err(bad)?;
     let opts = LabOptions {
         seed: args.seed.unwrap_or(1),
         ..LabOptions::default()
     };
-    let report = runtime()?.block_on(headless(topology, opts, warmup, duration))?;
+    let report = runtime()?.block_on(headless_scenario(
+        topology, opts, warmup, duration, &scenario,
+    ))?;
     print!("{}", report.table());
     if let Some(p) = &args.report {
         std::fs::write(p, report.to_json()).map_err(|e| {
             RunError::BadInput(format!("writing the report to {}: {e}", p.display()))
         })?;
+    }
+    if let Some(p) = &args.junit {
+        let file = (!scenario.origin.is_empty()).then_some(scenario.origin.as_str());
+        std::fs::write(p, crate::report::junit::to_junit(&report, file)).map_err(|e| {
+            RunError::BadInput(format!("writing the JUnit report to {}: {e}", p.display()))
+        })?;
+    }
+    let failed: Vec<String> = report
+        .expectations
+        .iter()
+        .filter(|e| !e.passed)
+        .map(|e| {
+            format!(
+                "{}: {} during {}s..{}s: observed {:.4}{}",
+                e.source,
+                e.what,
+                e.window_s.0,
+                e.window_s.1,
+                e.observed,
+                e.note
+                    .as_ref()
+                    .map_or_else(String::new, |n| format!(" ({n})"))
+            )
+        })
+        .collect();
+    if !failed.is_empty() {
+        return Err(RunError::ExpectationFailed(format!(
+            "{} of {} expectations failed:\n  {}",
+            failed.len(),
+            report.expectations.len(),
+            failed.join("\n  ")
+        )));
     }
     Ok(())
 }
@@ -168,11 +213,29 @@ pub async fn headless(
     warmup: Duration,
     duration: Duration,
 ) -> Result<Report, RunError> {
+    headless_scenario(topology, opts, warmup, duration, &Scenario::default()).await
+}
+
+/// [`headless`] with a scenario: its steps on the clock (those at 0 s from
+/// the very start, the others counted from the end of the warm-up), its
+/// expectations judged over their windows into the report, and the
+/// per-second time series attached.
+pub async fn headless_scenario(
+    mut topology: Topology,
+    opts: LabOptions,
+    warmup: Duration,
+    duration: Duration,
+    scenario: &Scenario,
+) -> Result<Report, RunError> {
+    let start = topology.clone();
+    // Steps at 0 s are the state the run starts in.
+    apply_to_topology(&mut topology, &scenario.initial_actions());
+    let steps = scenario.plan_steps(warmup);
     let lab = Lab::start(topology, opts).await.map_err(RunError::Other)?;
     let plan = Plan {
         warmup,
         until: Some(warmup + duration),
-        steps: vec![],
+        steps: steps.clone(),
     };
     let (_actions_tx, actions) = mpsc::channel(1);
     let (snapshots, _) = watch::channel(Arc::new(lab.snapshot()));
@@ -186,7 +249,14 @@ pub async fn headless(
     })
     .await;
     // Up to the newest sample: the run ends on the first tick past its end.
-    let report = Report::measure(&lab, warmup, Duration::MAX);
+    let mut report = Report::measure(&lab, warmup, Duration::MAX);
+    report.expectations = expect::evaluate(&lab, warmup, &scenario.expectations, &start, &steps);
+    report.series = Some(TimeSeries::from_series(
+        lab.series(),
+        lab.topology(),
+        warmup,
+        Duration::MAX,
+    ));
     lab.stop().await;
     Ok(report)
 }

@@ -22,6 +22,124 @@ pub struct Sample {
     pub radius: RadiusStats,
     /// Root latency p50 and p99 over the interval, in ms (0 when none).
     pub latency_ms: (f64, f64),
+    /// Root latency over the interval, bucketed, so a window of samples
+    /// can compute its own percentiles.
+    pub latency: LatencySummary,
+}
+
+/// Sub-buckets per power of two in a [`LatencySummary`]: a value is known
+/// to within 1/8 of itself, so a percentile read off the bucket's middle is
+/// within about 6% of the exact one.
+const SUB_BUCKETS: u64 = 8;
+
+/// Root latency over an interval in log-spaced buckets (microseconds,
+/// eight per power of two): a bounded summary that merges.
+///
+/// Each sample of a run keeps one, so an expectation over any window of
+/// the run can read that window's percentiles without keeping every
+/// request. Only occupied buckets are stored; a summary never holds more
+/// than about 200 of them (1 µs to an hour), and a healthy fleet's root
+/// latencies fill a few dozen.
+///
+/// ```
+/// use chaoslab::metrics::LatencySummary;
+///
+/// let mut s = LatencySummary::default();
+/// s.record(1_000, 99); // 99 requests took 1 ms
+/// s.record(50_000, 1); // one took 50 ms
+/// let p50 = s.quantile_ms(0.5).unwrap();
+/// assert!((p50 - 1.0).abs() < 0.07);
+/// assert!((s.quantile_ms(1.0).unwrap() - 50.0).abs() < 3.2);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LatencySummary {
+    /// `(bucket, count)`, sorted by bucket.
+    buckets: Vec<(u16, u32)>,
+}
+
+impl LatencySummary {
+    /// The bucket holding `micros`.
+    fn bucket(micros: u64) -> u16 {
+        if micros < SUB_BUCKETS {
+            return micros as u16;
+        }
+        let e = 63 - u64::from(micros.leading_zeros()); // floor(log2), >= 3
+        let shift = e - 3;
+        let sub = (micros >> shift) - SUB_BUCKETS;
+        (SUB_BUCKETS + shift * SUB_BUCKETS + sub) as u16
+    }
+
+    /// The middle of a bucket, in microseconds.
+    fn middle(bucket: u16) -> f64 {
+        let b = u64::from(bucket);
+        if b < SUB_BUCKETS {
+            return b as f64;
+        }
+        let k = b - SUB_BUCKETS;
+        let shift = k / SUB_BUCKETS;
+        let low = (SUB_BUCKETS + k % SUB_BUCKETS) << shift;
+        let width = 1u64 << shift;
+        low as f64 + (width - 1) as f64 / 2.0
+    }
+
+    /// Adds `count` requests that took `micros` microseconds.
+    pub fn record(&mut self, micros: u64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let b = Self::bucket(micros);
+        let n = u32::try_from(count).unwrap_or(u32::MAX);
+        match self.buckets.binary_search_by_key(&b, |&(k, _)| k) {
+            Ok(i) => self.buckets[i].1 = self.buckets[i].1.saturating_add(n),
+            Err(i) => self.buckets.insert(i, (b, n)),
+        }
+    }
+
+    /// The summary of a histogram of microseconds.
+    pub fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> LatencySummary {
+        let mut s = LatencySummary::default();
+        for v in h.iter_recorded() {
+            s.record(v.value_iterated_to(), v.count_at_value());
+        }
+        s
+    }
+
+    /// Adds another interval's requests.
+    pub fn merge(&mut self, other: &LatencySummary) {
+        for &(b, n) in &other.buckets {
+            match self.buckets.binary_search_by_key(&b, |&(k, _)| k) {
+                Ok(i) => self.buckets[i].1 = self.buckets[i].1.saturating_add(n),
+                Err(i) => self.buckets.insert(i, (b, n)),
+            }
+        }
+    }
+
+    /// Requests summarised.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().map(|&(_, n)| u64::from(n)).sum()
+    }
+
+    /// Whether no request is summarised.
+    pub fn is_empty(&self) -> bool {
+        self.buckets.is_empty()
+    }
+
+    /// The latency (ms) at quantile `q` (0..=1), `None` when empty.
+    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        let total = self.count();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).clamp(1, total);
+        let mut seen = 0;
+        for &(b, n) in &self.buckets {
+            seen += u64::from(n);
+            if seen >= rank {
+                return Some(Self::middle(b) / 1000.0);
+            }
+        }
+        self.buckets.last().map(|&(b, _)| Self::middle(b) / 1000.0)
+    }
 }
 
 /// A ring of samples with a fixed capacity and a fixed memory: the first
@@ -117,6 +235,15 @@ impl Series {
         self.head = 0;
         self.len = 0;
     }
+
+    /// Root latency over the samples with `from < t <= to`.
+    pub fn latency_between(&self, from: Duration, to: Duration) -> LatencySummary {
+        let mut s = LatencySummary::default();
+        for x in self.between(from, to) {
+            s.merge(&x.latency);
+        }
+        s
+    }
 }
 
 #[cfg(test)]
@@ -129,6 +256,7 @@ mod tests {
             counts: Counts::default(),
             radius: RadiusStats::default(),
             latency_ms: (0.0, 0.0),
+            latency: LatencySummary::default(),
         }
     }
 
@@ -174,6 +302,53 @@ mod tests {
                 .count(),
             2
         );
+    }
+
+    #[test]
+    fn latency_buckets_are_within_an_eighth() {
+        for v in [0u64, 1, 7, 8, 9, 15, 16, 100, 999, 1000, 12_345, 60_000_000] {
+            let b = LatencySummary::bucket(v);
+            let mid = LatencySummary::middle(b);
+            assert!(
+                (mid - v as f64).abs() <= (v as f64 / 16.0).max(0.5),
+                "{v} -> bucket {b} middle {mid}"
+            );
+        }
+        // Buckets are ordered like the values.
+        let mut last = 0;
+        for v in 0..100_000u64 {
+            let b = LatencySummary::bucket(v);
+            assert!(b >= last);
+            last = b;
+        }
+        assert!(LatencySummary::bucket(3_600_000_000) < 300);
+    }
+
+    #[test]
+    fn latency_windows_merge_their_samples() {
+        let mut s = Series::new(10);
+        for t in 0..4u64 {
+            let mut x = sample(t);
+            // Second 1 is slow, the others fast.
+            x.latency.record(if t == 1 { 100_000 } else { 1_000 }, 10);
+            s.push(x);
+        }
+        let all = s.latency_between(Duration::ZERO, Duration::from_secs(3));
+        assert_eq!(all.count(), 30);
+        assert!((all.quantile_ms(0.5).unwrap() - 1.0).abs() < 0.07);
+        assert!((all.quantile_ms(0.99).unwrap() - 100.0).abs() < 6.3);
+        let fast = s.latency_between(Duration::from_secs(1), Duration::from_secs(3));
+        assert!((fast.quantile_ms(0.99).unwrap() - 1.0).abs() < 0.07);
+        assert_eq!(
+            s.latency_between(Duration::from_secs(3), Duration::from_secs(9))
+                .quantile_ms(0.5),
+            None
+        );
+        let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 2).unwrap();
+        h.record_n(2_000, 5).unwrap();
+        let from = LatencySummary::from_histogram(&h);
+        assert_eq!(from.count(), 5);
+        assert!((from.quantile_ms(0.5).unwrap() - 2.0).abs() < 0.13);
     }
 
     #[test]

@@ -1,15 +1,19 @@
 //! Reports: the JSON of SPEC section 6 and the terminal table, both
-//! computed from measured counters over a window of the run.
+//! computed from measured counters over a window of the run; the JUnit
+//! XML of a scenario's expectations lives in [`junit`].
+
+pub mod junit;
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::metrics::RadiusStats;
+use crate::metrics::{RadiusStats, Sample, Series};
 use crate::ownership::learn::Learned;
 use crate::ownership::DependencyMode;
 use crate::scenario::Lab;
+use crate::topology::Topology;
 
 /// Claim counts by value.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
@@ -170,6 +174,151 @@ pub struct ExpectationReport {
     pub observed: f64,
     /// The window it was measured over, seconds.
     pub window_s: (f64, f64),
+    /// The figure's name (`amplification`, `root_availability`).
+    pub figure: String,
+    /// The service, for a per-service figure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    /// The bound, in words: `<= 1.15`, `≈ 8 ± 5%`.
+    pub expected: String,
+    /// Where the expectation is written: `story.yaml:42:5`.
+    pub source: String,
+    /// Its line in that file, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// Why it could not be judged (no samples in the window), if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The window's figures the observation was read from.
+    pub figures: WindowFigures,
+}
+
+/// The figures of one window of the run: what an expectation read.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct WindowFigures {
+    /// The samples actually used, seconds from the end of the warm-up (a
+    /// sample is taken every tick, so this is the asked-for window to
+    /// within half a tick).
+    pub measured_s: (f64, f64),
+    /// The end user's view over the window (latency too).
+    pub root: RootReport,
+    /// Storm radius over the window.
+    pub storm_radius: RadiusReport,
+    /// Retries suppressed over the window, fleet-wide.
+    pub spurious_avoided: u64,
+    /// The named service's figures over the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<NodeReport>,
+}
+
+/// Figures sampled every second (or every few seconds on a long run or a
+/// large fleet, so the JSON stays bounded), from the end of the warm-up.
+/// Each point covers the interval that ends at its time.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TimeSeries {
+    /// Seconds between points.
+    pub period_s: f64,
+    /// Each point's time, seconds from the end of the warm-up.
+    pub t_s: Vec<f64>,
+    /// Root requests per second sent into the entry.
+    pub entry_rps: Vec<f64>,
+    /// Fraction of root requests that succeeded (1 when none completed).
+    pub availability: Vec<f64>,
+    /// Per service, in topology order.
+    pub services: Vec<ServiceSeries>,
+}
+
+/// One service's line in a [`TimeSeries`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ServiceSeries {
+    /// The service.
+    pub name: String,
+    /// Requests per second.
+    pub rps: Vec<f64>,
+    /// `rps` over the baseline (0 when no root request arrived).
+    pub amplification: Vec<f64>,
+}
+
+impl TimeSeries {
+    /// At most this many numbers in a series: points × (2 per service + 3).
+    pub const MAX_VALUES: usize = 200_000;
+
+    /// Samples `series` every second (a whole number of seconds, so the
+    /// series stays under [`TimeSeries::MAX_VALUES`]) from `from` to `to`
+    /// (the lab's clock); times are reported relative to `from`.
+    pub fn from_series(
+        series: &Series,
+        topology: &Topology,
+        from: Duration,
+        to: Duration,
+    ) -> TimeSeries {
+        let samples: Vec<&Sample> = series.iter().filter(|s| s.t >= from && s.t <= to).collect();
+        let span = to
+            .min(samples.last().map_or(from, |s| s.t))
+            .saturating_sub(from);
+        let per_point = 2 * topology.services.len() + 3;
+        let mut period = 1u64;
+        while period < span.as_secs().max(1)
+            && (span.as_secs() / period + 1) as usize * per_point > Self::MAX_VALUES
+        {
+            period *= 2;
+        }
+        let step = Duration::from_secs(period);
+        // The first sample at or after each boundary.
+        let mut picked: Vec<&Sample> = Vec::new();
+        let mut next = from;
+        for s in samples {
+            if s.t >= next {
+                picked.push(s);
+                while next <= s.t {
+                    next += step;
+                }
+            }
+        }
+        let entry = topology.load.entry;
+        let round = |v: f64| (v * 1e4).round() / 1e4;
+        let mut out = TimeSeries {
+            period_s: period as f64,
+            t_s: Vec::with_capacity(picked.len()),
+            entry_rps: Vec::with_capacity(picked.len()),
+            availability: Vec::with_capacity(picked.len()),
+            services: topology
+                .services
+                .iter()
+                .map(|s| ServiceSeries {
+                    name: s.name.clone(),
+                    rps: Vec::with_capacity(picked.len()),
+                    amplification: Vec::with_capacity(picked.len()),
+                })
+                .collect(),
+        };
+        for w in picked.windows(2) {
+            let dt = w[1].t.saturating_sub(w[0].t).as_secs_f64();
+            if dt <= 0.0 {
+                continue;
+            }
+            let c = w[1].counts.since(&w[0].counts);
+            let roots = if c.root.sent > 0 {
+                c.root.sent
+            } else {
+                c.services.get(entry).map_or(0, |e| e.roots)
+            };
+            let entry_roots = c.services.get(entry).map_or(0, |e| e.roots) as f64;
+            out.t_s
+                .push(round(w[1].t.saturating_sub(from).as_secs_f64()));
+            out.entry_rps.push(round(roots as f64 / dt));
+            out.availability.push(round(c.root.availability()));
+            for (i, s) in topology.services.iter().enumerate() {
+                let n = c.services.get(i).map_or(0, |x| x.requests) as f64;
+                let base = entry_roots * s.multiplicity;
+                out.services[i].rps.push(round(n / dt));
+                out.services[i]
+                    .amplification
+                    .push(if base > 0.0 { round(n / base) } else { 0.0 });
+            }
+        }
+        out
+    }
 }
 
 /// The whole report (SPEC section 6, extended).
@@ -201,6 +350,9 @@ pub struct Report {
     pub edges: Vec<EdgeReport>,
     /// Expectations checked.
     pub expectations: Vec<ExpectationReport>,
+    /// Figures sampled each second after the warm-up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<TimeSeries>,
 }
 
 fn mode_name(m: DependencyMode) -> String {
@@ -345,6 +497,7 @@ impl Report {
             nodes,
             edges,
             expectations: vec![],
+            series: None,
         }
     }
 

@@ -14,7 +14,7 @@ use super::action::{Action, Event};
 use super::snapshot::{EdgeView, RootView, ServiceState, ServiceView, Snapshot};
 use crate::fleet::{Fleet, FleetOptions};
 use crate::load::{self, LoadControl};
-use crate::metrics::{Counts, RadiusStats, Sample, Series};
+use crate::metrics::{Counts, LatencySummary, RadiusStats, Sample, Series};
 use crate::topology::model::{self, Prediction};
 use crate::topology::{Policy, Topology};
 
@@ -135,6 +135,7 @@ impl Lab {
             counts: base,
             radius: RadiusStats::default(),
             latency_ms: (0.0, 0.0),
+            latency: LatencySummary::default(),
         });
         Ok(lab)
     }
@@ -266,6 +267,7 @@ impl Lab {
             counts: self.base.clone(),
             radius: RadiusStats::default(),
             latency_ms: (0.0, 0.0),
+            latency: LatencySummary::default(),
         });
         for s in 0..self.topology.services.len() {
             self.fleet.server_config(s).learner().reset();
@@ -298,6 +300,7 @@ impl Lab {
             counts: m.counts(),
             radius: m.storm().take_interval(),
             latency_ms,
+            latency: LatencySummary::from_histogram(&interval),
         });
     }
 

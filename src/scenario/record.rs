@@ -1,0 +1,421 @@
+//! Recording: a session's event log → a scenario file that replays the
+//! same actions at the same times, so an exploratory demo becomes a CI test
+//! (`--record session.yaml`, then `--scenario session.yaml`).
+//!
+//! Actions are absolute, so each one is written with every field it sets:
+//! a fault as all of its keys, not as "what changed". The file therefore
+//! replays to the same state whatever the topology's own faults are. Times
+//! are kept to the millisecond, and the file says `warmup: 0s` so they land
+//! on the lab's clock exactly where they were recorded.
+//!
+//! ```
+//! use std::time::Duration;
+//! use chaoslab::scenario::{record::to_scenario_yaml, Action, Event, Scenario};
+//! use chaoslab::topology::{Preset, PolicyFields, Topology};
+//!
+//! let t = Topology::from_yaml("name: t\nservices:\n  A: { calls: [B] }\n  B:\n", "t.yaml").unwrap();
+//! let action = Action::Policy(PolicyFields { preset: Some(Preset::Budget), ..Default::default() });
+//! let events = [Event { t: Duration::from_millis(1500), text: "policy budget".into(), action: action.clone() }];
+//! let yaml = to_scenario_yaml(&t, &events, Duration::from_secs(5));
+//! assert!(yaml.contains("  - at: 1.5s"));
+//! let back = Scenario::from_yaml(&yaml, "session.yaml", &t).unwrap();
+//! assert_eq!(back.steps[0].action, action);
+//! assert_eq!(back.steps[0].at, Duration::from_millis(1500));
+//! ```
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::action::{Action, Event};
+use crate::topology::{BudgetSetting, Fault, Phase, PolicyFields, Topology};
+
+/// A scenario file that replays `events` at their times (to the ms) on
+/// `topology`, for a run of `duration` (at least as long as the last
+/// event).
+pub fn to_scenario_yaml(topology: &Topology, events: &[Event], duration: Duration) -> String {
+    let mut y = String::new();
+    let _ = writeln!(
+        y,
+        "# A chaoslab session on topology {}, recorded as a scenario.",
+        one_line(&topology.name)
+    );
+    let _ = writeln!(
+        y,
+        "# Replay: chaoslab run TOPOLOGY --headless --scenario THIS_FILE"
+    );
+    let _ = writeln!(
+        y,
+        "# Times count from the start of the session (warmup: 0s keeps them there)."
+    );
+    let _ = writeln!(
+        y,
+        "description: {}",
+        quote(&format!(
+            "Recorded session on {} ({} actions)",
+            topology.name,
+            events.len()
+        ))
+    );
+    let last = events.iter().map(|e| millis(e.t)).max().unwrap_or(0);
+    let run = millis(duration).max(last);
+    let _ = writeln!(y, "duration: {}", seconds(run));
+    let _ = writeln!(y, "warmup: 0s");
+    let mut steps = String::new();
+    for e in events {
+        let Some(body) = step(topology, &e.action) else {
+            let _ = writeln!(
+                steps,
+                "  # at {}: {} (nothing to replay)",
+                seconds(millis(e.t)),
+                one_line(&e.text)
+            );
+            continue;
+        };
+        let _ = writeln!(
+            steps,
+            "  - at: {}  # {}\n    {body}",
+            seconds(millis(e.t)),
+            one_line(&e.text)
+        );
+    }
+    if steps.contains("- at:") {
+        let _ = writeln!(y, "steps:");
+        y.push_str(&steps);
+    } else {
+        let _ = writeln!(y, "steps: []");
+        y.push_str(&steps);
+    }
+    let _ = writeln!(
+        y,
+        "# expect:  # add checks, e.g.\n#   - during: 5s..10s\n#     root_availability: {{ min: 0.99 }}"
+    );
+    y
+}
+
+/// One step's action line, or `None` for an action that changes nothing.
+fn step(t: &Topology, a: &Action) -> Option<String> {
+    let name = |id: usize| t.services.get(id).map(|s| quote(&s.name));
+    Some(match a {
+        Action::SetFault { service, fault } => {
+            format!(
+                "fail: {{ service: {}, {} }}",
+                name(*service)?,
+                fault_keys(fault)
+            )
+        }
+        Action::SetContextDropped { service, dropped } => format!(
+            "{}: {}",
+            if *dropped {
+                "drop_context"
+            } else {
+                "restore_context"
+            },
+            name(*service)?
+        ),
+        Action::Policy(f) => policy(f)?,
+        Action::Mode {
+            retries,
+            budget,
+            ownership,
+        } => {
+            let parts: Vec<String> = [
+                ("retries", retries),
+                ("budget", budget),
+                ("ownership", ownership),
+            ]
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k}: {v}")))
+            .collect();
+            if parts.is_empty() {
+                return None;
+            }
+            format!("mode: {{ {} }}", parts.join(", "))
+        }
+        Action::SetAtLeastOnce(on) => format!("at_least_once: {on}"),
+        Action::SetAttribution(a) => format!("attribution: {}", a.name()),
+        Action::SetRps(r) if r.is_finite() && *r > 0.0 => format!("rps: {r}"),
+        Action::SetRps(_) => return None,
+        Action::Pause(p) => format!("pause: {p}"),
+        Action::Reset => "reset: true".into(),
+    })
+}
+
+fn fault_keys(f: &Fault) -> String {
+    format!(
+        "error_rate: {}, phase: {}, latency: {}, status: {}, down: {}",
+        f.error_rate,
+        match f.phase {
+            Phase::Before => "before",
+            Phase::After => "after",
+        },
+        exact(f.latency),
+        f.status,
+        f.down
+    )
+}
+
+fn policy(f: &PolicyFields) -> Option<String> {
+    if f.is_empty() {
+        return None;
+    }
+    if let (Some(p), true) = (
+        f.preset,
+        PolicyFields {
+            preset: None,
+            ..f.clone()
+        }
+        .is_empty(),
+    ) {
+        return Some(format!("policy: {}", p.name()));
+    }
+    let mut parts = vec![];
+    if let Some(p) = f.preset {
+        parts.push(format!("preset: {}", p.name()));
+    }
+    if let Some(a) = f.attempts {
+        parts.push(format!("attempts: {a}"));
+    }
+    if let Some(b) = f.budget {
+        parts.push(match b {
+            BudgetSetting::Ratio(r) => format!("budget: {r}"),
+            BudgetSetting::Off => "budget: off".into(),
+        });
+    }
+    if let Some(m) = f.min_per_sec {
+        parts.push(format!("min_per_sec: {m}"));
+    }
+    for (k, v) in [
+        ("ttl", f.ttl),
+        ("backoff", f.backoff),
+        ("timeout", f.timeout),
+    ] {
+        if let Some(d) = v {
+            parts.push(format!("{k}: {}", exact(d)));
+        }
+    }
+    Some(format!("policy: {{ {} }}", parts.join(", ")))
+}
+
+/// Rounded to the millisecond.
+fn millis(d: Duration) -> u128 {
+    (d.as_nanos() + 500_000) / 1_000_000
+}
+
+/// `1.5s`, `12s`, `0.001s`.
+fn seconds(ms: u128) -> String {
+    if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        let s = format!("{}.{:03}", ms / 1000, ms % 1000);
+        format!("{}s", s.trim_end_matches('0'))
+    }
+}
+
+/// A duration in the largest unit that keeps it exact.
+fn exact(d: Duration) -> String {
+    let ns = d.as_nanos();
+    if ns == 0 {
+        "0ms".into()
+    } else if ns % 1_000_000_000 == 0 {
+        format!("{}s", ns / 1_000_000_000)
+    } else if ns % 1_000_000 == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns % 1000 == 0 {
+        format!("{}us", ns / 1000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+/// A name as a YAML scalar: plain when that is safe everywhere (block and
+/// flow context, not a bool, null or number), else double-quoted.
+fn quote(s: &str) -> String {
+    let plain = s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        && !matches!(
+            s.to_ascii_lowercase().as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n" | "inf" | "nan"
+        );
+    if plain {
+        s.to_string()
+    } else {
+        serde_json::to_string(s).expect("a string always serialises")
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ownership::Attribution;
+    use crate::scenario::spec::Scenario;
+    use crate::topology::Preset;
+
+    fn topology() -> Topology {
+        Topology::from_yaml(
+            "name: t\nservices:\n  A: { calls: [\"b: 1\"] }\n  \"b: 1\": { calls: [\"true\"] }\n  \"true\":\n    fault: { error_rate: 0.5, latency: 5ms }\n",
+            "t.yaml",
+        )
+        .unwrap()
+    }
+
+    fn ev(ms: u64, action: Action) -> Event {
+        Event {
+            t: Duration::from_millis(ms) + Duration::from_nanos(123_456),
+            text: "line one\nline two".into(),
+            action,
+        }
+    }
+
+    #[test]
+    fn every_action_round_trips() {
+        let t = topology();
+        let events = vec![
+            ev(
+                250,
+                Action::SetFault {
+                    service: 2,
+                    fault: Fault {
+                        error_rate: 0.3,
+                        phase: Phase::Before,
+                        latency: Duration::from_micros(1500),
+                        status: 503,
+                        down: false,
+                    },
+                },
+            ),
+            ev(
+                1001,
+                Action::SetFault {
+                    service: 1,
+                    fault: Fault {
+                        down: true,
+                        ..Fault::default()
+                    },
+                },
+            ),
+            ev(
+                2000,
+                Action::SetFault {
+                    service: 2,
+                    fault: Fault::default(),
+                },
+            ),
+            ev(
+                2000,
+                Action::SetContextDropped {
+                    service: 1,
+                    dropped: true,
+                },
+            ),
+            ev(
+                3333,
+                Action::SetContextDropped {
+                    service: 1,
+                    dropped: false,
+                },
+            ),
+            ev(
+                4000,
+                Action::Policy(PolicyFields {
+                    preset: Some(Preset::Retry),
+                    ..Default::default()
+                }),
+            ),
+            ev(
+                4500,
+                Action::Policy(PolicyFields {
+                    preset: Some(Preset::Budget),
+                    attempts: Some(3),
+                    budget: Some(BudgetSetting::Ratio(0.2)),
+                    min_per_sec: Some(1.5),
+                    ttl: Some(Duration::from_secs(5)),
+                    backoff: Some(Duration::from_millis(10)),
+                    timeout: Some(Duration::from_nanos(1_000_000_001)),
+                }),
+            ),
+            ev(
+                4600,
+                Action::Policy(PolicyFields {
+                    budget: Some(BudgetSetting::Off),
+                    ..Default::default()
+                }),
+            ),
+            ev(
+                5000,
+                Action::Mode {
+                    retries: None,
+                    budget: Some(false),
+                    ownership: Some(true),
+                },
+            ),
+            ev(6000, Action::SetAtLeastOnce(false)),
+            ev(6100, Action::SetAttribution(Attribution::Learned)),
+            ev(7000, Action::SetRps(412.5)),
+            ev(8000, Action::Pause(true)),
+            ev(8500, Action::Pause(false)),
+            ev(9000, Action::Reset),
+        ];
+        let yaml = to_scenario_yaml(&t, &events, Duration::from_secs(12));
+        let back = Scenario::from_yaml(&yaml, "session.yaml", &t)
+            .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+        assert_eq!(back.duration, Some(Duration::from_secs(12)));
+        assert_eq!(back.warmup, Some(Duration::ZERO));
+        let got: Vec<(Duration, Action)> =
+            back.steps.into_iter().map(|s| (s.at, s.action)).collect();
+        let want: Vec<(Duration, Action)> = events
+            .iter()
+            .map(|e| (Duration::from_millis(millis(e.t) as u64), e.action.clone()))
+            .collect();
+        assert_eq!(got, want, "\n{yaml}");
+        assert!(
+            yaml.contains("  - at: 1.001s  # line one line two\n"),
+            "{yaml}"
+        );
+        assert!(yaml.contains("service: \"b: 1\""), "{yaml}");
+        assert!(yaml.contains("drop_context: \"b: 1\""), "{yaml}");
+        assert!(yaml.contains("service: \"true\""), "{yaml}");
+    }
+
+    #[test]
+    fn no_ops_are_comments_and_the_duration_covers_every_event() {
+        let t = topology();
+        let events = vec![
+            ev(30_000, Action::Policy(PolicyFields::default())),
+            ev(
+                31_000,
+                Action::Mode {
+                    retries: None,
+                    budget: None,
+                    ownership: None,
+                },
+            ),
+        ];
+        let yaml = to_scenario_yaml(&t, &events, Duration::from_secs(5));
+        assert!(yaml.contains("duration: 31s"), "{yaml}");
+        assert!(yaml.contains("steps: []"), "{yaml}");
+        let back = Scenario::from_yaml(&yaml, "s.yaml", &t).unwrap();
+        assert!(back.steps.is_empty());
+        let empty = to_scenario_yaml(&t, &[], Duration::from_millis(2500));
+        let back = Scenario::from_yaml(&empty, "s.yaml", &t).unwrap();
+        assert_eq!(back.duration, Some(Duration::from_millis(2500)));
+    }
+
+    #[test]
+    fn formats_are_exact() {
+        assert_eq!(seconds(1500), "1.5s");
+        assert_eq!(seconds(12_000), "12s");
+        assert_eq!(seconds(1), "0.001s");
+        assert_eq!(exact(Duration::from_nanos(1_000_000_001)), "1000000001ns");
+        assert_eq!(exact(Duration::from_micros(1500)), "1500us");
+        assert_eq!(quote("D"), "D");
+        assert_eq!(quote("no"), "\"no\"");
+        assert_eq!(quote("1a"), "\"1a\"");
+    }
+}
