@@ -7,6 +7,7 @@
 //! `model` predicts each service's load. Every other module works on the
 //! validated [`Topology`], never on YAML.
 
+pub mod generate;
 pub mod model;
 pub mod sim;
 pub mod spec;

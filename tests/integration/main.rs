@@ -7,6 +7,7 @@ mod bounds;
 mod common;
 mod mechanism;
 mod outside;
+mod scale;
 mod scenario;
 mod tables;
 mod topology_errors;
