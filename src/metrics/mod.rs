@@ -12,7 +12,7 @@ pub use storm::RadiusStats;
 
 /// One sample: every counter at time `t`, and what happened in the
 /// interval that ended at `t`.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Sample {
     /// Time since the run started.
     pub t: Duration,
@@ -26,6 +26,34 @@ pub struct Sample {
     /// can compute its own percentiles.
     pub latency: LatencySummary,
 }
+
+impl Clone for Sample {
+    fn clone(&self) -> Self {
+        Sample {
+            t: self.t,
+            counts: self.counts.clone(),
+            radius: self.radius,
+            latency_ms: self.latency_ms,
+            latency: self.latency.clone(),
+        }
+    }
+
+    /// Field by field, reusing this sample's buffers: the ring overwrites
+    /// its slots without allocating.
+    fn clone_from(&mut self, src: &Self) {
+        self.t = src.t;
+        self.counts.services.clone_from(&src.counts.services);
+        self.counts.edges.clone_from(&src.counts.edges);
+        self.counts.root = src.counts.root;
+        self.radius = src.radius;
+        self.latency_ms = src.latency_ms;
+        self.latency.buckets.clone_from(&src.latency.buckets);
+    }
+}
+
+/// Latency buckets reserved per ring slot: a tick rarely spreads its
+/// requests over more distinct buckets than this.
+const RESERVED_BUCKETS: usize = 64;
 
 /// Sub-buckets per power of two in a [`LatencySummary`]: a value is known
 /// to within 1/8 of itself, so a percentile read off the bucket's middle is
@@ -180,7 +208,13 @@ impl Series {
     /// Adds a sample, overwriting the oldest when full.
     pub fn push(&mut self, s: Sample) {
         if self.buf.is_empty() {
-            self.buf = vec![s.clone(); self.cap];
+            self.buf = (0..self.cap)
+                .map(|_| {
+                    let mut slot = s.clone();
+                    slot.latency.buckets.reserve(RESERVED_BUCKETS);
+                    slot
+                })
+                .collect();
         }
         let slot = (self.head + self.len) % self.cap;
         self.buf[slot].clone_from(&s);
@@ -273,6 +307,27 @@ mod tests {
         assert_eq!(ts, vec![16, 17, 18, 19]);
         s.clear();
         assert!(s.is_empty() && s.latest().is_none());
+    }
+
+    #[test]
+    fn overwriting_a_slot_reuses_its_buffers() {
+        let with_services = |t: u64| {
+            let mut s = sample(t);
+            s.counts.services = vec![ServiceCounts::default(); 7];
+            s
+        };
+        let mut s = Series::new(3);
+        for t in 0..3 {
+            s.push(with_services(t));
+        }
+        let before: Vec<*const ServiceCounts> =
+            s.buf.iter().map(|x| x.counts.services.as_ptr()).collect();
+        for t in 3..30 {
+            s.push(with_services(t));
+        }
+        let after: Vec<*const ServiceCounts> =
+            s.buf.iter().map(|x| x.counts.services.as_ptr()).collect();
+        assert_eq!(before, after, "no slot reallocated its counters");
     }
 
     #[test]
