@@ -78,9 +78,11 @@
 //! message naming the file and, where it can be found, the line: unknown
 //! keys, a bad duration, an inverted window, an unknown figure, `approx`
 //! without a number, an unknown service, a step or window after the end.
-//! Mistakes in one value are reported where serde_yaml finds them; the
-//! line of an unknown service or of a step after the end is found in the
-//! text afterwards (serde_yaml keeps no spans), as the topology does.
+//! Mistakes in one value are reported where the YAML parser finds them;
+//! the line of an unknown service or of a step after the end is found in
+//! the text afterwards (the parser keeps no spans), with the same helpers
+//! ([`crate::yaml`]) and the same messages for shared values as the
+//! topology.
 //!
 //! ```
 //! use chaoslab::scenario::spec::Scenario;
@@ -107,9 +109,10 @@ use serde::Deserialize;
 
 use super::action::Action;
 use crate::ownership::Attribution;
-use crate::topology::spec::{parse_duration, PolicySpec};
-use crate::topology::validate::{fmt_duration, fmt_num, Location};
+use crate::topology::spec::PolicySpec;
+use crate::topology::validate::{fmt_duration, fmt_num};
 use crate::topology::{Fault, Phase, PolicyFields, Preset, ServiceId, Topology};
+use crate::yaml::{self, parse_duration, Lines, Location};
 
 /// The relative tolerance of `approx` when none is given.
 pub const DEFAULT_TOLERANCE: f64 = 0.05;
@@ -523,13 +526,12 @@ impl Scenario {
         origin: &str,
         topology: &Topology,
     ) -> Result<Scenario, ScenarioError> {
-        if !has_content(text) {
+        if !yaml::has_content(text) {
             return Err(ScenarioError::Empty {
                 file: origin.to_string(),
             });
         }
-        let spec: Option<ScenarioSpec> =
-            serde_yaml::from_str(text).map_err(|e| yaml_error(e, origin))?;
+        let spec: Option<ScenarioSpec> = yaml::from_str(text, origin)?;
         let spec = spec.ok_or_else(|| ScenarioError::Empty {
             file: origin.to_string(),
         })?;
@@ -542,7 +544,7 @@ impl Scenario {
         origin: &str,
         topology: &Topology,
     ) -> Result<Option<Scenario>, ScenarioError> {
-        let embedded: Embedded = serde_yaml::from_str(text).map_err(|e| yaml_error(e, origin))?;
+        let embedded: Embedded = yaml::from_str(text, origin)?;
         match embedded.0 {
             None => Ok(None),
             Some(spec) => resolve(
@@ -625,9 +627,9 @@ impl Scenario {
 struct ScenarioSpec {
     #[serde(default)]
     description: Option<String>,
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(default, deserialize_with = "yaml::duration")]
     duration: Option<Duration>,
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(default, deserialize_with = "yaml::duration")]
     warmup: Option<Duration>,
     #[serde(default)]
     steps: Option<Vec<StepSpec>>,
@@ -676,7 +678,7 @@ struct StepSpec {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawStep {
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(default, deserialize_with = "yaml::duration")]
     at: Option<Duration>,
     #[serde(default)]
     fail: Option<FailSpec>,
@@ -694,7 +696,7 @@ struct RawStep {
     drop_context: Option<String>,
     #[serde(default)]
     restore_context: Option<String>,
-    #[serde(default, deserialize_with = "positive")]
+    #[serde(default, deserialize_with = "yaml::rps")]
     rps: Option<f64>,
     #[serde(default)]
     attribution: Option<Attribution>,
@@ -782,13 +784,13 @@ impl TryFrom<RawStep> for StepSpec {
 #[serde(deny_unknown_fields)]
 struct FailSpec {
     service: String,
-    #[serde(default, deserialize_with = "rate")]
+    #[serde(default, deserialize_with = "yaml::rate")]
     error_rate: Option<f64>,
     #[serde(default)]
     phase: Option<Phase>,
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(default, deserialize_with = "yaml::duration")]
     latency: Option<Duration>,
-    #[serde(default, deserialize_with = "status")]
+    #[serde(default, deserialize_with = "yaml::status")]
     status: Option<u16>,
     #[serde(default)]
     down: Option<bool>,
@@ -1013,51 +1015,6 @@ fn bound(r: RawBound) -> Result<Bound, String> {
 // ---------------------------------------------------------------------------
 // Values checked where they are written.
 
-struct Number<T> {
-    expecting: &'static str,
-    check: fn(f64) -> Result<T, String>,
-    other: &'static str,
-}
-
-impl<'de, T> Visitor<'de> for Number<T> {
-    type Value = T;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(self.expecting)
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
-        (self.check)(v).map_err(E::custom)
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
-        self.visit_f64(v as f64)
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
-        self.visit_f64(v as f64)
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
-        Err(E::custom(format!("{}, not `{v}`", self.other)))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<T, E> {
-        Err(E::custom(format!("{}, but nothing is given", self.other)))
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<T, E> {
-        Err(E::custom(format!("{}, not `{v}`", self.other)))
-    }
-}
-
-fn number<'de, D: Deserializer<'de>, T>(
-    d: D,
-    expecting: &'static str,
-    other: &'static str,
-    check: fn(f64) -> Result<T, String>,
-) -> Result<Option<T>, D::Error> {
-    d.deserialize_any(Number {
-        expecting,
-        check,
-        other,
-    })
-    .map(Some)
-}
-
 fn finite(v: f64) -> Result<f64, String> {
     if v.is_finite() {
         Ok(v)
@@ -1067,11 +1024,11 @@ fn finite(v: f64) -> Result<f64, String> {
 }
 
 fn bound_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    number(d, "a number", "min and max need a number", finite)
+    yaml::number(d, "a number", "min and max need a number", finite)
 }
 
 fn approx_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    number(
+    yaml::number(
         d,
         "a number",
         "approx needs a number (e.g. { approx: 8, tolerance: 0.05 })",
@@ -1080,7 +1037,7 @@ fn approx_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Erro
 }
 
 fn tolerance<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    number(
+    yaml::number(
         d,
         "a relative tolerance such as 0.05",
         "tolerance needs a number (0.05 is 5%)",
@@ -1094,81 +1051,6 @@ fn tolerance<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     )
 }
 
-fn rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    number(
-        d,
-        "a rate between 0 and 1",
-        "error_rate needs a rate between 0 and 1",
-        |v| {
-            if (0.0..=1.0).contains(&v) {
-                Ok(v)
-            } else {
-                Err(format!(
-                    "error_rate must be a rate between 0 and 1 (e.g. 0.1 for 10%), got {v}"
-                ))
-            }
-        },
-    )
-}
-
-fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    number(
-        d,
-        "a positive number of requests per second",
-        "rps needs a positive number of requests per second",
-        |v| {
-            if v.is_finite() && v > 0.0 {
-                Ok(v)
-            } else {
-                Err(format!(
-                    "rps must be a positive, finite number of requests per second, got {v}"
-                ))
-            }
-        },
-    )
-}
-
-fn status<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
-    number(
-        d,
-        "an HTTP status code",
-        "status needs an HTTP status code",
-        |v| {
-            if v.fract() == 0.0 && (100.0..=599.0).contains(&v) {
-                Ok(v as u16)
-            } else {
-                Err(format!(
-                    "status must be a whole number from 100 to 599, got {v}"
-                ))
-            }
-        },
-    )
-}
-
-/// A duration: `250ms`, `1.5s`, or a number of seconds.
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    struct V;
-    impl<'de> Visitor<'de> for V {
-        type Value = Duration;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a duration such as 250ms, 10s or 1.5s")
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
-            parse_duration(v).map_err(E::custom)
-        }
-        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
-            parse_duration(&v.to_string()).map_err(E::custom)
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
-            parse_duration(&v.to_string()).map_err(E::custom)
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
-            Ok(Duration::from_secs(v))
-        }
-    }
-    d.deserialize_any(V).map(Some)
-}
-
 // ---------------------------------------------------------------------------
 // Resolution: names → ids, relative steps → absolute actions.
 
@@ -1177,7 +1059,7 @@ fn resolve(spec: ScenarioSpec, loc: &Locator, t: &Topology) -> Result<Scenario, 
     let expect = spec.expect.unwrap_or_default();
     if steps.is_empty() && expect.is_empty() && spec.duration.is_none() {
         return Err(ScenarioError::Empty {
-            file: loc.file.to_string(),
+            file: loc.text.file().to_string(),
         });
     }
     let service = |name: &str, section: &str, i: usize, what: String| {
@@ -1312,7 +1194,7 @@ fn resolve(spec: ScenarioSpec, loc: &Locator, t: &Topology) -> Result<Scenario, 
     }
 
     let scenario = Scenario {
-        origin: loc.file.to_string(),
+        origin: loc.text.file().to_string(),
         description: spec.description,
         duration: spec.duration,
         warmup: spec.warmup,
@@ -1327,29 +1209,9 @@ fn resolve(spec: ScenarioSpec, loc: &Locator, t: &Topology) -> Result<Scenario, 
 
 /// `` (did you mean `amplification`?)`` for a near miss, else empty.
 fn did_you_mean(name: &str) -> String {
-    Figure::ALL
-        .iter()
-        .map(|f| (edit_distance(name, f.name()), f.name()))
-        .filter(|(d, _)| *d <= 2)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, n)| format!(" (did you mean `{n}`?)"))
+    yaml::did_you_mean(name, Figure::ALL.iter().map(|f| f.name()))
+        .map(|n| format!(" (did you mean `{n}`?)"))
         .unwrap_or_default()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 fn service_list(t: &Topology) -> String {
@@ -1366,32 +1228,13 @@ fn service_list(t: &Topology) -> String {
     names.join(", ")
 }
 
-fn has_content(text: &str) -> bool {
-    text.lines().any(|l| {
-        let l = l.trim();
-        !(l.is_empty() || l.starts_with('#') || l == "---" || l == "...")
-    })
-}
-
-fn yaml_error(e: serde_yaml::Error, origin: &str) -> ScenarioError {
-    let loc = e.location();
-    let mut message = e.to_string();
-    if let Some(l) = &loc {
-        let suffix = format!(" at line {} column {}", l.line(), l.column());
-        message = message.replacen(&suffix, "", 1);
+impl From<yaml::Error> for ScenarioError {
+    fn from(e: yaml::Error) -> Self {
+        ScenarioError::Yaml {
+            at: e.at,
+            message: e.message,
+        }
     }
-    ScenarioError::Yaml {
-        at: Location {
-            file: origin.to_string(),
-            line: loc.as_ref().map(|l| saturate(l.line())),
-            column: loc.as_ref().map(|l| saturate(l.column())),
-        },
-        message,
-    }
-}
-
-fn saturate(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Finds lines in the text for errors found after parsing: the entries of
@@ -1399,148 +1242,51 @@ fn saturate(n: usize) -> u32 {
 /// under a top-level key (`scenario:` in a topology). Flow style falls back
 /// to the section's line, or the file.
 struct Locator<'a> {
-    file: &'a str,
-    lines: Vec<&'a str>,
-    /// `(section, first line of each item, end line)`.
-    sections: Vec<(String, Vec<usize>, usize)>,
-    section_lines: Vec<(String, usize, usize)>,
+    text: Lines<'a>,
+    /// `(section, its key's line, first line of each item, end line)`.
+    sections: Vec<(&'static str, usize, Vec<usize>, usize)>,
 }
 
 impl<'a> Locator<'a> {
     fn new(text: &'a str, file: &'a str, under: Option<&str>) -> Locator<'a> {
-        let lines: Vec<&str> = text.lines().collect();
-        let indent = |l: &str| l.len() - l.trim_start().len();
-        let blank = |l: &str| {
-            let t = l.trim();
-            t.is_empty() || t.starts_with('#')
-        };
+        let text = Lines::new(text, file);
         // The scope: the whole file, or the block under a top-level key.
-        let (start, end) = match under {
-            None => (0, lines.len()),
-            Some(key) => match lines
-                .iter()
-                .position(|l| indent(l) == 0 && key_of(l) == Some(key))
-            {
-                Some(k) => {
-                    let end = (k + 1..lines.len())
-                        .find(|&i| !blank(lines[i]) && indent(lines[i]) == 0)
-                        .unwrap_or(lines.len());
-                    (k + 1, end)
-                }
-                None => (0, 0),
-            },
+        let scope = match under {
+            None => 0..text.len(),
+            Some(key) => text
+                .find_key(0..text.len(), key)
+                .map_or(0..0, |k| text.block(k)),
         };
-        let key_indent = (start..end)
-            .find(|&i| !blank(lines[i]))
-            .map(|i| indent(lines[i]))
-            .unwrap_or(0);
-        let mut sections = Vec::new();
-        let mut section_lines = Vec::new();
-        for name in ["steps", "expect"] {
-            let Some(k) = (start..end).find(|&i| {
-                indent(lines[i]) == key_indent && key_of(lines[i].trim_start()) == Some(name)
-            }) else {
-                continue;
-            };
-            section_lines.push((name.to_string(), k, indent(lines[k]) + 1));
-            let mut items = Vec::new();
-            let mut item_indent = None;
-            let mut last = end;
-            for (i, line) in lines.iter().enumerate().take(end).skip(k + 1) {
-                if blank(line) {
-                    continue;
-                }
-                let col = indent(line);
-                let dash = line.trim_start().starts_with('-');
-                if col < key_indent || (col == key_indent && !dash) {
-                    last = i;
-                    break;
-                }
-                if dash && item_indent.is_none_or(|c| c == col) {
-                    item_indent = Some(col);
-                    items.push(i);
-                } else if item_indent.is_some_and(|c| col < c) {
-                    last = i;
-                    break;
-                }
-            }
-            sections.push((name.to_string(), items, last));
-        }
-        Locator {
-            file,
-            lines,
-            sections,
-            section_lines,
-        }
-    }
-
-    fn at(&self, line: usize, col: usize) -> Location {
-        Location {
-            file: self.file.to_string(),
-            line: Some(saturate(line + 1)),
-            column: Some(saturate(col + 1)),
-        }
+        let sections = ["steps", "expect"]
+            .into_iter()
+            .filter_map(|name| {
+                let k = text.find_key(scope.clone(), name)?;
+                let block = text.block(k);
+                let items = text
+                    .entries(block.clone())
+                    .into_iter()
+                    .filter(|&i| text.is_item(i))
+                    .collect();
+                Some((name, k, items, block.end))
+            })
+            .collect();
+        Locator { text, sections }
     }
 
     /// `token` in item `i` of `section`; the item's line if the token is
     /// not found; the section's line, or the file, in flow style.
     fn token_in_item(&self, section: &str, i: usize, token: &str) -> Location {
-        let fallback = || {
-            self.section_lines
-                .iter()
-                .find(|(n, _, _)| n == section)
-                .map(|&(_, l, c)| self.at(l, c - 1))
-                .unwrap_or_else(|| Location {
-                    file: self.file.to_string(),
-                    line: None,
-                    column: None,
-                })
-        };
-        let Some((_, items, end)) = self.sections.iter().find(|(n, _, _)| n == section) else {
-            return fallback();
+        let Some((_, k, items, end)) = self.sections.iter().find(|s| s.0 == section) else {
+            return self.text.whole_file();
         };
         let Some(&first) = items.get(i) else {
-            return fallback();
+            return self.text.at(*k, self.text.indent(*k));
         };
         let last = items.get(i + 1).copied().unwrap_or(*end);
-        for l in first..last.max(first + 1) {
-            if let Some(col) = find_token(self.lines[l], token) {
-                return self.at(l, col);
-            }
-        }
-        let col = self.lines[first].len() - self.lines[first].trim_start().len();
-        self.at(first, col)
+        self.text
+            .find(first..last.max(first + 1), token, 0)
+            .unwrap_or_else(|| self.text.at(first, self.text.indent(first)))
     }
-}
-
-/// The key of a `key: value` line.
-fn key_of(trimmed: &str) -> Option<&str> {
-    let t = trimmed.trim_start_matches(['-', ' ']);
-    let colon = t.find(':')?;
-    let after = t[colon + 1..].chars().next();
-    after
-        .is_none_or(char::is_whitespace)
-        .then(|| t[..colon].trim())
-}
-
-/// Column of `token` as a whole word (a quoted name counts).
-fn find_token(line: &str, token: &str) -> Option<usize> {
-    if token.is_empty() {
-        return None;
-    }
-    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '-' || c == '.';
-    let code = line.split(" #").next().unwrap_or(line);
-    let mut start = 0;
-    while let Some(pos) = code.get(start..)?.find(token) {
-        let at = start + pos;
-        let before = code[..at].chars().next_back();
-        let after = code[at + token.len()..].chars().next();
-        if !before.is_some_and(word) && !after.is_some_and(word) {
-            return Some(at);
-        }
-        start = at + token.len();
-    }
-    None
 }
 
 #[cfg(test)]

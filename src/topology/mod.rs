@@ -45,7 +45,7 @@ pub struct Topology {
     /// Every call edge, flattened: one per entry in a service's `calls`.
     pub edges: Vec<Edge>,
     /// A raw `scenario:` key, parsed by the scenario module.
-    pub scenario: Option<serde_yaml::Value>,
+    pub scenario: Option<crate::yaml::Value>,
 }
 
 impl Topology {

@@ -4,18 +4,22 @@
 //! unknown fields so a typo (`eror_rate:`) is an error with a line and a
 //! column, not a silently ignored key. Checks that concern one value alone
 //! (a rate within 0..1, a positive rps, a non-negative duration, a valid
-//! header name) run *inside* deserialization, so serde_yaml reports them at
-//! the offending scalar. Checks that need the whole graph (unknown
-//! dependencies, cycles, the entry) live in [`super::validate`].
+//! header name) run *inside* deserialization, so the parser reports them at
+//! the offending scalar; the scalars shared with scenarios, and the parser
+//! itself, are in [`crate::yaml`]. Checks that need the whole graph
+//! (unknown dependencies, cycles, the entry) live in [`super::validate`].
 //!
 //! ```
 //! use chaoslab::topology::spec::TopologySpec;
+//! use chaoslab::yaml;
 //!
-//! let spec: TopologySpec = serde_yaml::from_str(
+//! let spec: TopologySpec = yaml::from_str(
 //!     "name: tiny\nservices:\n  A: { calls: [B] }\n  B:\n",
+//!     "tiny.yaml",
 //! ).unwrap();
 //! assert_eq!(spec.services.0.len(), 2);
-//! assert!(serde_yaml::from_str::<TopologySpec>("name: x\nservics: {}\n").is_err());
+//! let err = yaml::from_str::<TopologySpec>("name: x\nservics: {}\n", "x.yaml").unwrap_err();
+//! assert!(err.to_string().starts_with("x.yaml:2:1: unknown field `servics`"), "{err}");
 //! ```
 
 use std::fmt;
@@ -26,6 +30,10 @@ use serde::Deserialize;
 
 use super::{Arrival, BudgetSetting, Fault, Phase, PolicyFields, Preset};
 use crate::ownership::{Attribution, DependencyMode};
+use crate::yaml;
+
+/// Re-exported from [`crate::yaml`], where it lives with the other scalars.
+pub use crate::yaml::parse_duration;
 
 /// The largest `attempts:` accepted: more is a typo, not a policy.
 pub const MAX_ATTEMPTS: u32 = 100;
@@ -55,7 +63,7 @@ pub struct TopologySpec {
     pub services: ServiceMap,
     /// `scenario:`, kept raw for the scenario module.
     #[serde(default)]
-    pub scenario: Option<serde_yaml::Value>,
+    pub scenario: Option<yaml::Value>,
 }
 
 /// `ownership:`.
@@ -87,16 +95,16 @@ pub struct PolicySpec {
     #[serde(default, deserialize_with = "budget")]
     pub budget: Option<BudgetSetting>,
     /// `min_per_sec:` retries per second always allowed.
-    #[serde(default, deserialize_with = "non_negative")]
+    #[serde(default, deserialize_with = "yaml::non_negative")]
     pub min_per_sec: Option<f64>,
     /// `ttl:` how long a budget deposit lives.
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(default, deserialize_with = "yaml::duration")]
     pub ttl: Option<Duration>,
     /// `backoff:` base delay.
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(default, deserialize_with = "yaml::duration")]
     pub backoff: Option<Duration>,
     /// `timeout:` per attempt.
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(default, deserialize_with = "yaml::duration")]
     pub timeout: Option<Duration>,
 }
 
@@ -123,7 +131,7 @@ pub struct LoadSpec {
     #[serde(default)]
     pub entry: Option<String>,
     /// `rps:` root requests per second (default 100).
-    #[serde(default, deserialize_with = "positive")]
+    #[serde(default, deserialize_with = "yaml::rps")]
     pub rps: Option<f64>,
     /// `arrival:` constant | poisson.
     #[serde(default)]
@@ -173,7 +181,7 @@ pub struct ServiceSpec {
     #[serde(default)]
     pub parallel: bool,
     /// `capacity:` requests per second before it sheds with 503.
-    #[serde(default, deserialize_with = "positive")]
+    #[serde(default, deserialize_with = "yaml::capacity")]
     pub capacity: Option<f64>,
     /// `context: dropped`.
     #[serde(default)]
@@ -188,7 +196,7 @@ pub struct ServiceSpec {
     #[serde(default)]
     pub fault: FaultSpec,
     /// `work:` simulated service time.
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(default, deserialize_with = "yaml::duration")]
     pub work: Option<Duration>,
 }
 
@@ -225,16 +233,16 @@ pub enum ContextSpec {
 #[serde(deny_unknown_fields)]
 pub struct FaultSpec {
     /// `error_rate:` 0..=1.
-    #[serde(default, deserialize_with = "rate")]
+    #[serde(default, deserialize_with = "yaml::rate")]
     pub error_rate: Option<f64>,
     /// `phase:` before | after.
     #[serde(default)]
     pub phase: Option<Phase>,
     /// `latency:` added to every request.
-    #[serde(default, deserialize_with = "duration")]
+    #[serde(default, deserialize_with = "yaml::duration")]
     pub latency: Option<Duration>,
     /// `status:` of an injected error, 100..=599 (default 500).
-    #[serde(default, deserialize_with = "status")]
+    #[serde(default, deserialize_with = "yaml::status")]
     pub status: Option<u16>,
     /// `down:` listener closed.
     #[serde(default)]
@@ -311,136 +319,30 @@ impl<'de> Deserialize<'de> for CallSpec {
     }
 }
 
-/// Parses a duration as the YAML and the command line write it: `250ms`,
-/// `10s`, `1.5s`, `2m`, `1h`, `500us`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration (write e.g. 250ms, 10s, 2m)"))?;
-    if !value.is_finite() {
-        return Err(format!("`{s}` is not a finite duration"));
-    }
-    if value < 0.0 {
-        return Err(format!("`{s}` is negative: a duration must be 0 or more"));
-    }
-    let secs = match unit.trim() {
-        "" | "s" | "sec" | "secs" => value,
-        "ms" => value / 1e3,
-        "us" | "µs" => value / 1e6,
-        "ns" => value / 1e9,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "`{s}` has an unknown unit `{other}` (use ns, us, ms, s, m or h)"
-            ))
-        }
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}` is too long a duration"))
-}
-
-/// A visitor for one number, checked by `check` while serde_yaml still
-/// knows where the number is, so an error points at it.
-struct Number<T> {
-    expecting: &'static str,
-    check: fn(f64) -> Result<T, String>,
-}
-
-impl<'de, T> Visitor<'de> for Number<T> {
-    type Value = T;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(self.expecting)
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
-        (self.check)(v).map_err(E::custom)
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
-        self.visit_f64(v as f64)
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
-        self.visit_f64(v as f64)
-    }
-}
-
-fn number<'de, D: Deserializer<'de>, T>(
-    d: D,
-    expecting: &'static str,
-    check: fn(f64) -> Result<T, String>,
-) -> Result<Option<T>, D::Error> {
-    d.deserialize_any(Number { expecting, check }).map(Some)
-}
-
-fn whole(v: f64, lo: u32, hi: u32, what: &str) -> Result<u32, String> {
-    if v.is_finite() && v.fract() == 0.0 && v >= f64::from(lo) && v <= f64::from(hi) {
-        Ok(v as u32)
-    } else {
-        Err(format!(
-            "{what} must be a whole number from {lo} to {hi}, got {v}"
-        ))
-    }
-}
-
-fn rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    number(d, "a rate between 0 and 1", |v| {
-        if (0.0..=1.0).contains(&v) {
-            Ok(v)
-        } else {
-            Err(format!(
-                "error_rate must be a rate between 0 and 1 (e.g. 0.1 for 10%), got {v}"
-            ))
-        }
-    })
-}
-
-fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    number(d, "a positive number of requests per second", |v| {
-        if v.is_finite() && v > 0.0 {
-            Ok(v)
-        } else {
-            Err(format!(
-                "must be a positive, finite number of requests per second, got {v}"
-            ))
-        }
-    })
-}
-
-fn non_negative<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    number(d, "a number of 0 or more", |v| {
-        if v.is_finite() && v >= 0.0 {
-            Ok(v)
-        } else {
-            Err(format!("must be a finite number of 0 or more, got {v}"))
-        }
-    })
-}
-
 fn attempts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    number(d, "a number of attempts (1 means no retries)", |v| {
-        if v == 0.0 {
-            return Err(
-                "attempts must be at least 1: it counts the first attempt (1 means no retries)"
-                    .into(),
-            );
-        }
-        whole(v, 1, MAX_ATTEMPTS, "attempts")
-    })
+    yaml::number(
+        d,
+        "a number of attempts (1 means no retries)",
+        "attempts needs a whole number of attempts (1 means no retries)",
+        |v| {
+            if v == 0.0 {
+                return Err(
+                    "attempts must be at least 1: it counts the first attempt (1 means no retries)"
+                        .into(),
+                );
+            }
+            yaml::whole(v, 1, MAX_ATTEMPTS, "attempts")
+        },
+    )
 }
 
 fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    number(d, "a number of calls per request", |v| {
-        whole(v, 1, MAX_COUNT, "count")
-    })
-}
-
-fn status<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
-    number(d, "an HTTP status code", |v| {
-        whole(v, 100, 599, "status").map(|s| s as u16)
-    })
+    yaml::number(
+        d,
+        "a number of calls per request",
+        "count needs a whole number of calls per request",
+        |v| yaml::whole(v, 1, MAX_COUNT, "count"),
+    )
 }
 
 /// `budget:`: a ratio of 0 or more, or `off`.
@@ -483,30 +385,6 @@ fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BudgetSetting>, D::E
                     "budget must be a ratio (e.g. 0.1) or `off`, got `{v}`"
                 )))
             }
-        }
-    }
-    d.deserialize_any(V).map(Some)
-}
-
-/// A duration: a string such as `250ms` or `1.5s`, or a number of seconds.
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    struct V;
-    impl<'de> Visitor<'de> for V {
-        type Value = Duration;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a duration such as 250ms, 10s or 1.5s")
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
-            parse_duration(v).map_err(E::custom)
-        }
-        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
-            parse_duration(&v.to_string()).map_err(E::custom)
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
-            parse_duration(&v.to_string()).map_err(E::custom)
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
-            Ok(Duration::from_secs(v))
         }
     }
     d.deserialize_any(V).map(Some)
@@ -564,22 +442,4 @@ fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error>
         },
     })
     .map(Some)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("0ms"), Ok(Duration::ZERO));
-        assert!(parse_duration("-1s").unwrap_err().contains("negative"));
-        assert!(parse_duration("10 parsecs").is_err());
-        assert!(parse_duration("fast").is_err());
-    }
 }

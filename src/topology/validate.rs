@@ -2,12 +2,12 @@
 //! where and what.
 //!
 //! Two kinds of mistakes reach this module. Mistakes in one value (a typo in
-//! a key, `error_rate: 1.5`, `ttl: -1s`) are caught while serde_yaml still
+//! a key, `error_rate: 1.5`, `ttl: -1s`) are caught while the parser still
 //! knows the position, so their messages carry the file, line and column and
 //! the YAML path (`services.D.fault.error_rate`). Mistakes in the graph (an
 //! unknown dependency, a duplicate name, a cycle, a missing entry) are found
-//! after parsing; serde_yaml 0.9 keeps no spans, so a textual locator finds
-//! the offending service's line in the text. Every message is meant to be
+//! after parsing; the parser keeps no spans, so a textual locator (built on
+//! [`crate::yaml::Lines`]) finds the offending service's line in the text. Every message is meant to be
 //! acted on without opening the source: `chaoslab check` prints it and exits
 //! 2.
 //!
@@ -39,34 +39,13 @@ use super::{
     ServiceId, Topology,
 };
 use crate::ownership::{is_error_status, DependencyMode};
+use crate::yaml::{self, key_of, Lines};
+
+/// [`crate::yaml::Location`], at its old path.
+pub use crate::yaml::Location;
 
 /// Root requests per second when `load.rps` is not given.
 pub const DEFAULT_RPS: f64 = 100.0;
-
-/// Where in a file something is: the file, and the line and column when
-/// they are known (both 1-based).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Location {
-    /// The file, as the user named it.
-    pub file: String,
-    /// 1-based line.
-    pub line: Option<u32>,
-    /// 1-based column.
-    pub column: Option<u32>,
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(&self.file)?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-            if let Some(col) = self.column {
-                write!(f, ":{col}")?;
-            }
-        }
-        Ok(())
-    }
-}
 
 /// Why a topology was refused. Every message names the file, and the line,
 /// column and service where they are known.
@@ -97,10 +76,10 @@ pub enum TopologyError {
         found: &'static str,
     },
     /// A YAML syntax error, a value of the wrong type or out of range, an
-    /// unknown or missing field: anything serde_yaml reports.
+    /// unknown or missing field: anything the YAML parser reports.
     #[error("{at}: {message}")]
     Yaml {
-        /// Where serde_yaml says.
+        /// Where the parser says.
         at: Location,
         /// The service whose entry holds the error, if any.
         service: Option<String>,
@@ -228,14 +207,10 @@ pub(crate) fn load(path: &Path) -> Result<Topology, TopologyError> {
 /// Parses and validates YAML text; `origin` names it in errors.
 pub(crate) fn from_yaml(text: &str, origin: &str) -> Result<Topology, TopologyError> {
     let file = || origin.to_string();
-    let has_content = text.lines().any(|l| {
-        let l = l.trim();
-        !(l.is_empty() || l.starts_with('#') || l == "---" || l == "...")
-    });
-    if !has_content {
+    if !yaml::has_content(text) {
         return Err(TopologyError::Empty { file: file() });
     }
-    let shape = serde_yaml::from_str::<Shape>(text).map_err(|e| yaml_error(e, text, origin))?;
+    let shape = yaml::from_str::<Shape>(text, origin).map_err(|e| yaml_error(e, text, origin))?;
     match shape {
         Shape::Map => {}
         Shape::Null => return Err(TopologyError::Empty { file: file() }),
@@ -252,7 +227,8 @@ pub(crate) fn from_yaml(text: &str, origin: &str) -> Result<Topology, TopologyEr
             })
         }
     }
-    let spec: TopologySpec = serde_yaml::from_str(text).map_err(|e| yaml_error(e, text, origin))?;
+    let spec: TopologySpec =
+        yaml::from_str(text, origin).map_err(|e| yaml_error(e, text, origin))?;
     build(spec, &Locator::new(text, origin))
 }
 
@@ -310,30 +286,20 @@ impl<'de> serde::Deserialize<'de> for Shape {
     }
 }
 
-fn yaml_error(e: serde_yaml::Error, text: &str, origin: &str) -> TopologyError {
-    let loc = e.location();
-    let mut message = e.to_string();
-    if let Some(l) = &loc {
-        // The position goes in front, as file:line:col; drop serde_yaml's copy.
-        let suffix = format!(" at line {} column {}", l.line(), l.column());
-        message = message.replacen(&suffix, "", 1);
-    }
-    let locator = Locator::new(text, origin);
-    let service = loc
-        .as_ref()
-        .and_then(|l| locator.service_at_line(l.line()))
-        .map(str::to_string);
+/// The parser's error, with the service whose entry holds it.
+fn yaml_error(e: yaml::Error, text: &str, origin: &str) -> TopologyError {
+    let service =
+        e.at.line
+            .and_then(|l| Locator::new(text, origin).service_at_line(l as usize))
+            .map(str::to_string);
+    let mut message = e.message;
     if let Some(s) = &service {
         if !message.contains(&format!("services.{s}")) {
             let _ = write!(message, " (near service \"{s}\")");
         }
     }
     TopologyError::Yaml {
-        at: Location {
-            file: origin.to_string(),
-            line: loc.as_ref().map(|l| saturate(l.line())),
-            column: loc.as_ref().map(|l| saturate(l.column())),
-        },
+        at: e.at,
         service,
         message,
     }
@@ -575,131 +541,71 @@ pub(crate) fn topological_order(
 
 /// " (did you mean "D"?)" for a near miss, else empty.
 fn did_you_mean(name: &str, names: &[&str]) -> String {
-    let best = names
-        .iter()
-        .map(|n| (edit_distance(name, n), *n))
-        .filter(|(d, n)| {
-            let len = n.chars().count().min(name.chars().count());
-            *d <= (len / 3).max(1) && *d < len
-        })
-        .min_by_key(|(d, _)| *d);
-    match best {
-        Some((_, n)) => format!(" (did you mean \"{n}\"?)"),
-        None => String::new(),
-    }
+    yaml::did_you_mean(name, names.iter().copied())
+        .map(|n| format!(" (did you mean \"{n}\"?)"))
+        .unwrap_or_default()
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    if a.len().abs_diff(b.len()) > 3 || a.len() > 64 || b.len() > 64 {
-        return usize::MAX;
-    }
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(!ca.eq_ignore_ascii_case(cb));
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// Finds lines in the text for errors found after parsing (serde_yaml 0.9
+/// Finds lines in the text for errors found after parsing (the parser
 /// keeps no spans). Block-style `services:` maps are understood; anything
 /// else falls back to the file alone.
 struct Locator<'a> {
-    file: &'a str,
-    lines: Vec<&'a str>,
+    text: Lines<'a>,
     /// `(name, 0-based line, 0-based column)` of each service key.
-    keys: Vec<(String, usize, usize)>,
+    keys: Vec<(&'a str, usize, usize)>,
     /// 0-based line after the last line of the `services:` block.
     block_end: usize,
 }
 
 impl<'a> Locator<'a> {
     fn new(text: &'a str, file: &'a str) -> Locator<'a> {
-        let lines: Vec<&str> = text.lines().collect();
-        let mut keys = Vec::new();
-        let mut block_end = 0;
-        if let Some(start) = lines.iter().position(|l| is_key_line(l, "services")) {
-            let mut indent = None;
-            block_end = lines.len();
-            for (i, line) in lines.iter().enumerate().skip(start + 1) {
-                let trimmed = line.trim_start();
-                if trimmed.is_empty() || trimmed.starts_with('#') {
-                    continue;
-                }
-                let col = line.len() - trimmed.len();
-                if col == 0 {
-                    block_end = i;
-                    break;
-                }
-                let key_indent = *indent.get_or_insert(col);
-                if col == key_indent && !trimmed.starts_with('-') {
-                    if let Some(name) = key_of(trimmed) {
-                        keys.push((name, i, col));
-                    }
-                }
-            }
-        }
+        let text = Lines::new(text, file);
+        let block = text
+            .find_key(0..text.len(), "services")
+            .map_or(0..0, |k| text.block(k));
+        let keys = text
+            .entries(block.clone())
+            .into_iter()
+            .filter(|&i| !text.is_item(i))
+            .filter_map(|i| Some((key_of(text.line(i))?, i, text.indent(i))))
+            .collect();
         Locator {
-            file,
-            lines,
             keys,
-            block_end,
-        }
-    }
-
-    fn at(&self, line: usize, col: usize) -> Location {
-        Location {
-            file: self.file.to_string(),
-            line: Some(saturate(line + 1)),
-            column: Some(saturate(col + 1)),
+            block_end: block.end,
+            text,
         }
     }
 
     fn file(&self) -> Location {
-        Location {
-            file: self.file.to_string(),
-            line: None,
-            column: None,
-        }
+        self.text.whole_file()
     }
 
     /// The `occurrence`-th (0-based) listing of service `name`.
     fn service(&self, name: &str, occurrence: usize) -> Location {
         self.keys
             .iter()
-            .filter(|(n, _, _)| n == name)
+            .filter(|(n, _, _)| *n == name)
             .nth(occurrence)
-            .map(|&(_, l, c)| self.at(l, c))
+            .map(|&(_, l, c)| self.text.at(l, c))
             .unwrap_or_else(|| self.file())
     }
 
     /// `token` (e.g. a callee's name) inside service `name`'s entry; the
     /// service's own line if the token cannot be found.
     fn in_service(&self, name: &str, token: &str) -> Location {
-        let Some(k) = self.keys.iter().position(|(n, _, _)| n == name) else {
+        let Some(k) = self.keys.iter().position(|(n, _, _)| *n == name) else {
             return self.file();
         };
         let (_, first, key_col) = self.keys[k];
         let last = self.keys.get(k + 1).map_or(self.block_end, |n| n.1);
-        for i in first..last.max(first + 1) {
-            let line = self.lines[i];
-            // Skip the key itself on its own line.
-            let from = if i == first { key_col + name.len() } else { 0 };
-            if let Some(col) = find_token(line, token, from) {
-                return self.at(i, col);
-            }
-        }
-        self.at(first, key_col)
+        // Skip the key itself on its own line.
+        self.text
+            .find(first..last.max(first + 1), token, key_col + name.len())
+            .unwrap_or_else(|| self.text.at(first, key_col))
     }
 
     /// The service whose entry holds 1-based `line`, if any.
-    fn service_at_line(&self, line: usize) -> Option<&str> {
+    fn service_at_line(&self, line: usize) -> Option<&'a str> {
         let l = line.checked_sub(1)?;
         if l >= self.block_end {
             return None;
@@ -708,64 +614,13 @@ impl<'a> Locator<'a> {
             .iter()
             .rev()
             .find(|(_, kl, _)| *kl <= l)
-            .map(|(n, _, _)| n.as_str())
+            .map(|&(n, _, _)| n)
     }
 
     /// The first line holding `key:` as a key, block or flow style.
     fn key_line(&self, key: &str) -> Location {
-        let pattern = format!("{key}:");
-        self.lines
-            .iter()
-            .enumerate()
-            .find_map(|(i, l)| {
-                let col = find_token(l, &pattern, 0)?;
-                let before = l[..col].trim_end().chars().next_back();
-                matches!(before, None | Some('{' | ',')).then(|| self.at(i, col))
-            })
-            .unwrap_or_else(|| self.file())
+        self.text.key(key).unwrap_or_else(|| self.file())
     }
-}
-
-fn saturate(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-fn is_key_line(line: &str, key: &str) -> bool {
-    line.strip_prefix(key).is_some_and(|r| {
-        r.starts_with(':') && r[1..].chars().next().is_none_or(char::is_whitespace)
-    })
-}
-
-/// The key of a `key: value` line (quotes removed).
-fn key_of(trimmed: &str) -> Option<String> {
-    if let Some(q) = trimmed.chars().next().filter(|c| *c == '"' || *c == '\'') {
-        let rest = &trimmed[1..];
-        let end = rest.find(q)?;
-        return Some(rest[..end].to_string());
-    }
-    let bytes = trimmed.as_bytes();
-    let colon = (0..bytes.len())
-        .find(|&i| bytes[i] == b':' && bytes.get(i + 1).is_none_or(|b| b.is_ascii_whitespace()))?;
-    Some(trimmed[..colon].trim_end().to_string())
-}
-
-/// Column of `token` as a whole word in `line`, at or after byte `from`.
-fn find_token(line: &str, token: &str, from: usize) -> Option<usize> {
-    if token.is_empty() {
-        return None;
-    }
-    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '-' || c == '.';
-    let mut start = from.min(line.len());
-    while let Some(pos) = line.get(start..)?.find(token) {
-        let at = start + pos;
-        let before = line[..at].chars().next_back();
-        let after = line[at + token.len()..].chars().next();
-        if !before.is_some_and(word) && !after.is_some_and(word) {
-            return Some(at);
-        }
-        start = at + token.len();
-    }
-    None
 }
 
 /// What `chaoslab check FILE` prints for a valid topology: its settings,
@@ -1228,7 +1083,10 @@ mod tests {
         assert_eq!(fmt_duration(Duration::from_secs(10)), "10s");
         assert_eq!(fmt_duration(Duration::from_millis(1500)), "1500ms");
         assert_eq!(wrap("a b c", 3), ["a b", "c"]);
-        assert_eq!(edit_distance("cart", "carts"), 1);
         assert_eq!(did_you_mean("X", &["A", "B"]), "");
+        assert_eq!(
+            did_you_mean("carts", &["cart"]),
+            r#" (did you mean "cart"?)"#
+        );
     }
 }

@@ -27,7 +27,7 @@ fn the_uber_chain_story_holds() {
         "topologies/uber-chain.yaml",
         "--headless",
         "--scenario",
-        "topologies/uber-chain-story.yaml",
+        "scenarios/uber-chain-story.yaml",
         "--report",
         report.to_str().unwrap(),
         "--junit",
@@ -49,7 +49,7 @@ fn the_uber_chain_story_holds() {
         assert!(e["source"]
             .as_str()
             .unwrap()
-            .starts_with("topologies/uber-chain-story.yaml:"));
+            .starts_with("scenarios/uber-chain-story.yaml:"));
         // The figures it read are in the report, over about its window.
         let w = &e["window_s"];
         let m = &e["figures"]["measured_s"];
