@@ -140,9 +140,16 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
                 path.display()
             )));
         }
-        return Err(RunError::BadInput(
-            "the dashboard is not part of this build yet; use --headless".into(),
-        ));
+        return crate::tui::run(
+            topology,
+            crate::tui::Options {
+                fps: args.fps,
+                no_color: args.no_color,
+                report: args.report.clone(),
+                seed: args.seed.unwrap_or(1),
+                warmup: args.warmup.unwrap_or(DEFAULT_WARMUP),
+            },
+        );
     }
     // A scenario: `--scenario FILE`, else the topology's `scenario:` key.
     let bad = |e: crate::scenario::ScenarioError| RunError::BadInput(e.to_string());

@@ -17,6 +17,7 @@ pub mod ownership;
 pub mod report;
 pub mod scenario;
 pub mod topology;
+pub mod tui;
 pub mod yaml;
 
 use std::process::ExitCode;

@@ -11,4 +11,5 @@ mod scale;
 mod scenario;
 mod tables;
 mod topology_errors;
+mod tui;
 mod wire;

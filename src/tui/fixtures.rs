@@ -1,0 +1,391 @@
+//! Hand-built snapshots for the dashboard's tests: realistic figures for
+//! the runs the issue names, with no fleet started, so every drawing is
+//! the same on every machine.
+
+use std::time::Duration;
+
+use crate::ownership::Attribution;
+use crate::scenario::snapshot::{EdgeView, RootView, ServiceState, ServiceView};
+use crate::scenario::{Action, Event, Snapshot};
+use crate::topology::{Fault, Policy, PolicyFields, Preset};
+
+/// A service at `depth`, healthy, seeing `rps` with amplification 1.
+fn svc(name: &str, depth: usize, rps: f64) -> ServiceView {
+    ServiceView {
+        name: name.into(),
+        depth,
+        rps,
+        baseline_rps: rps,
+        amplification: Some(1.0),
+        model_amplification: 1.0,
+        error_rate: 0.0,
+        claims_returned: [0; 3],
+        claims_seen: [0; 3],
+        retries_sent: 0,
+        retries_suppressed: 0,
+        budget_denied: 0,
+        retry_rps: 0.0,
+        attribution: (0, 0, 0),
+        at_least_once_claims: 0,
+        fault: Fault::default(),
+        context_dropped: false,
+        ownership: true,
+        outside: false,
+        state: ServiceState::Healthy,
+        learned: vec![],
+        history: vec![1.0; 60],
+    }
+}
+
+fn policy(p: Preset) -> Policy {
+    let mut policy = Policy::default();
+    policy.apply_preset(p);
+    policy
+}
+
+fn event(t: f64, action: Action, text: &str) -> Event {
+    Event {
+        t: Duration::from_secs_f64(t),
+        action,
+        text: text.into(),
+    }
+}
+
+fn preset_event(t: f64, p: Preset) -> Event {
+    event(
+        t,
+        Action::Policy(PolicyFields {
+            preset: Some(p),
+            ..PolicyFields::default()
+        }),
+        &format!("policy {}", p.name()),
+    )
+}
+
+fn d_fails_event(t: f64) -> Event {
+    event(
+        t,
+        Action::SetFault {
+            service: 3,
+            fault: d_fault(),
+        },
+        "D fails 100% (after its calls, status 500)",
+    )
+}
+
+fn d_fault() -> Fault {
+    Fault {
+        error_rate: 1.0,
+        ..Fault::default()
+    }
+}
+
+/// A series that is `before` until `at` of `n` points, then `after`, with
+/// a small fixed wobble so charts look measured.
+fn step(n: usize, at: usize, before: f64, after: f64) -> Vec<f64> {
+    const WOBBLE: [f64; 7] = [0.0, 0.004, -0.003, 0.002, -0.004, 0.003, -0.001];
+    (0..n)
+        .map(|i| {
+            let v = if i < at { before } else { after };
+            v * (1.0 + WOBBLE[i % WOBBLE.len()])
+        })
+        .collect()
+}
+
+fn chain_edges(n: usize, retry: &[f64], attempts: &[f64]) -> Vec<EdgeView> {
+    (0..n - 1)
+        .map(|i| EdgeView {
+            from: i,
+            to: i + 1,
+            attempt_rps: attempts.get(i).copied().unwrap_or(200.0),
+            retry_rps: retry.get(i).copied().unwrap_or(0.0),
+        })
+        .collect()
+}
+
+fn root(availability: f64, p50: f64, p99: f64, sent: u64, errors: u64) -> RootView {
+    RootView {
+        offered_rps: 200.0,
+        rps: 200.0,
+        availability,
+        p50_ms: p50,
+        p99_ms: p99,
+        sent,
+        errors,
+        dropped: 0,
+        availability_history: vec![],
+        rps_history: vec![],
+    }
+}
+
+fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snapshot {
+    Snapshot {
+        t: Duration::from_secs_f64(t),
+        topology: name.into(),
+        policy: policy(preset),
+        attribution: Attribution::Declared,
+        at_least_once: true,
+        window: Duration::from_secs(2),
+        paused: false,
+        root: root(1.0, 1.2, 3.9, 0, 0),
+        radius_max: 0,
+        radius_mean: 0.0,
+        radius_model: 0,
+        radius_static: 1,
+        spurious_avoided: 0,
+        edges: chain_edges(services.len(), &[], &[]),
+        services,
+        events: vec![],
+    }
+}
+
+const CHAIN: [&str; 7] = ["A", "B", "C", "D", "E", "F", "G"];
+
+/// uber-chain under `ownership` with no fault: 200 rps, nothing retries.
+pub fn uber_chain_healthy() -> Snapshot {
+    let services = CHAIN
+        .iter()
+        .enumerate()
+        .map(|(d, n)| svc(n, d, 200.0))
+        .collect();
+    let mut s = base("uber-chain", 30.0, Preset::Ownership, services);
+    s.root = root(1.0, 1.2, 3.9, 6000, 0);
+    s.root.availability_history = vec![1.0; 29];
+    s.root.rps_history = step(29, 0, 200.0, 200.0);
+    for v in &mut s.services {
+        v.history = step(29, 0, 1.0, 1.0);
+    }
+    s
+}
+
+/// uber-chain under naive `retry` with D failing every request: the storm
+/// (1, 2, 4, 8, 8, 8, 8), 30 s after D started failing.
+pub fn uber_chain_retry() -> Snapshot {
+    let amps = [1.0, 2.0, 4.0, 8.0, 7.995, 7.995, 7.995];
+    let rps = [200.2, 400.4, 800.6, 1600.8, 1600.0, 1600.0, 1600.0];
+    let services = CHAIN
+        .iter()
+        .enumerate()
+        .map(|(d, n)| {
+            let mut v = svc(n, d, rps[d]);
+            v.baseline_rps = 200.2;
+            v.amplification = Some(amps[d]);
+            v.model_amplification = [1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0][d];
+            v.history = step(60, 15, 1.0, v.model_amplification);
+            v
+        })
+        .collect();
+    let mut s = base("uber-chain", 45.0, Preset::Retry, services);
+    // 30 s of storm at 200 roots per second.
+    let roots = 6000u64;
+    for (i, v) in s.services.iter_mut().enumerate() {
+        match i {
+            0..=2 => {
+                let k = 1u64 << i; // calls per root into this service
+                v.error_rate = 1.0;
+                v.state = ServiceState::Propagating;
+                v.claims_returned = [0, roots * k, 0];
+                v.claims_seen = [0, roots * 2 * k, 0];
+                v.retries_sent = roots * k;
+                v.retry_rps = 200.0 * k as f64;
+            }
+            3 => {
+                v.error_rate = 1.0;
+                v.state = ServiceState::Owner;
+                v.fault = d_fault();
+                v.claims_returned = [roots * 8, 0, 0];
+                v.attribution = (roots * 8, 0, 0);
+            }
+            _ => {}
+        }
+    }
+    s.services[2].claims_seen = [roots * 8, 0, 0];
+    s.edges = chain_edges(
+        7,
+        &[200.0, 400.0, 800.0],
+        &[400.4, 800.6, 1600.8, 1600.0, 1600.0, 1600.0],
+    );
+    s.root = root(0.0, 20.2, 25.1, 9000, 6000);
+    s.root.availability_history = step(60, 15, 1.0, 0.0);
+    s.root.rps_history = step(60, 0, 200.0, 200.0);
+    s.radius_max = 3;
+    s.radius_mean = 3.0;
+    s.radius_model = 3;
+    s.radius_static = 6;
+    s.events = vec![preset_event(8.2, Preset::Retry), d_fails_event(15.0)];
+    s
+}
+
+/// The same run 15 s after `4` switched to `ownership`: only C retries D,
+/// within the budget; B suppresses; D and below carry 1.1×.
+pub fn uber_chain_ownership() -> Snapshot {
+    let mut s = uber_chain_retry();
+    s.t = Duration::from_secs(60);
+    s.policy = policy(Preset::Ownership);
+    let amps = [1.0, 1.0, 1.0, 1.1, 1.098, 1.098, 1.098];
+    let models = [1.0, 1.0, 1.0, 1.1, 1.1, 1.1, 1.1];
+    for (i, v) in s.services.iter_mut().enumerate() {
+        v.rps = 200.1 * amps[i];
+        v.baseline_rps = 200.1;
+        v.amplification = Some(amps[i]);
+        v.model_amplification = models[i];
+        let storm = step(60, 0, 1.0, [1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0][i]);
+        v.history = storm[..45].to_vec();
+        v.history.extend(step(15, 0, 1.0, models[i]));
+    }
+    // Counters since the start: the storm's 30 s plus 15 s of ownership.
+    let (roots, own) = (6000u64, 3000u64);
+    s.services[0].claims_returned = [0, roots + own, 0];
+    s.services[0].claims_seen = [0, 2 * roots + own, 0];
+    s.services[0].retries_sent = roots;
+    s.services[0].retries_suppressed = own;
+    s.services[1].claims_returned = [0, 2 * roots + own, 0];
+    s.services[1].claims_seen = [0, 4 * roots + own, 0];
+    s.services[1].retries_sent = 2 * roots;
+    s.services[1].retries_suppressed = own;
+    s.services[2].claims_returned = [0, 4 * roots + own, 0];
+    s.services[2].claims_seen = [8 * roots + own + 300, 0, 0];
+    s.services[2].retries_sent = 4 * roots + 300;
+    s.services[2].budget_denied = own - 300;
+    s.services[3].claims_returned = [8 * roots + own + 300, 0, 0];
+    s.services[3].attribution = (8 * roots + own + 300, 0, 0);
+    for v in &mut s.services {
+        v.retry_rps = 0.0;
+    }
+    s.services[2].retry_rps = 20.0;
+    s.edges = chain_edges(
+        7,
+        &[0.0, 0.0, 20.0],
+        &[200.1, 200.1, 220.1, 220.0, 219.8, 219.8],
+    );
+    s.root = root(0.0, 3.1, 6.0, 12000, 9000);
+    s.root.availability_history = step(60, 0, 0.0, 0.0);
+    s.root.rps_history = step(60, 0, 200.0, 200.0);
+    s.radius_max = 1;
+    s.radius_mean = 1.0;
+    s.radius_model = 1;
+    s.radius_static = 1;
+    s.spurious_avoided = 2 * own;
+    s.events.push(preset_event(45.0, Preset::Ownership));
+    s
+}
+
+/// deep-chain: 25 services under `ownership`, the deepest three failing
+/// now and then (S23, S24 5%, S25 20%).
+pub fn deep_chain() -> Snapshot {
+    let services: Vec<ServiceView> = (0..25)
+        .map(|i| {
+            let mut v = svc(&format!("S{:02}", i + 1), i, 200.0);
+            v.history = step(60, 0, 1.0, 1.0);
+            if i < 22 {
+                v.error_rate = 0.142;
+                v.state = ServiceState::Propagating;
+                v.claims_returned = [0, 4260, 0];
+                v.claims_seen = [0, 4260, 0];
+                v.retries_suppressed = if i == 21 { 4260 } else { 0 };
+            }
+            v
+        })
+        .collect();
+    let mut s = base("deep-chain", 30.0, Preset::Ownership, services);
+    let own = [
+        (22usize, 0.05, 1.0, 0.190),
+        (23, 0.05, 1.05, 0.151),
+        (24, 0.2, 1.2, 0.2),
+    ];
+    for (i, rate, amp, err) in own {
+        let v = &mut s.services[i];
+        v.fault = Fault {
+            error_rate: rate,
+            ..Fault::default()
+        };
+        v.amplification = Some(amp + 0.003);
+        v.model_amplification = amp;
+        v.rps = 200.0 * (amp + 0.003);
+        v.error_rate = err;
+        v.state = ServiceState::Owner;
+        v.history = step(30, 0, amp, amp);
+    }
+    s.services[23].retries_sent = 1800;
+    s.services[23].budget_denied = 600;
+    s.services[23].retry_rps = 40.0;
+    s.services[24].claims_returned = [1200, 0, 0];
+    s.edges = chain_edges(25, &[], &[]);
+    s.edges[22].retry_rps = 10.0;
+    s.edges[23].retry_rps = 40.0;
+    s.root = root(0.858, 2.4, 9.8, 6000, 852);
+    s.root.availability_history = step(30, 0, 0.858, 0.858);
+    s.root.rps_history = step(30, 0, 200.0, 200.0);
+    s.radius_max = 1;
+    s.radius_mean = 1.0;
+    s.radius_model = 1;
+    s.radius_static = 1;
+    s.spurious_avoided = 4260;
+    s
+}
+
+/// fanout: a DAG with a sequential caller, a parallel fan-out and a
+/// fail-open dependency; shard2 failing under `ownership`.
+pub fn fanout() -> Snapshot {
+    let spec: [(&str, usize, f64); 9] = [
+        ("gateway", 0, 200.0),
+        ("auth", 1, 200.0),
+        ("cart", 1, 400.0),
+        ("inventory", 2, 400.0),
+        ("recs", 2, 400.0),
+        ("search", 1, 200.0),
+        ("shard1", 2, 200.0),
+        ("shard2", 2, 220.0),
+        ("shard3", 2, 200.0),
+    ];
+    let services: Vec<ServiceView> = spec
+        .iter()
+        .map(|&(n, d, rps)| {
+            let mut v = svc(n, d, rps);
+            v.baseline_rps = if rps == 220.0 { 200.0 } else { rps };
+            v.amplification = Some(rps / v.baseline_rps);
+            v.model_amplification = if rps == 220.0 { 1.1 } else { 1.0 };
+            v
+        })
+        .collect();
+    let mut s = base("fanout", 20.0, Preset::Ownership, services);
+    let edges = [
+        (0, 1),
+        (0, 2),
+        (0, 5),
+        (2, 3),
+        (2, 4),
+        (5, 6),
+        (5, 7),
+        (5, 8),
+    ];
+    s.edges = edges
+        .iter()
+        .map(|&(from, to)| EdgeView {
+            from,
+            to,
+            attempt_rps: s.services[to].rps,
+            retry_rps: if to == 7 { 20.0 } else { 0.0 },
+        })
+        .collect();
+    s.services[4].fault = Fault {
+        error_rate: 0.2,
+        ..Fault::default()
+    };
+    s.services[4].error_rate = 0.2;
+    s.services[4].state = ServiceState::Owner;
+    s.services[7].fault = d_fault();
+    s.services[7].error_rate = 1.0;
+    s.services[7].state = ServiceState::Owner;
+    s.services[5].error_rate = 1.0;
+    s.services[5].state = ServiceState::Propagating;
+    s.services[5].retries_sent = 400;
+    s.services[5].retry_rps = 20.0;
+    s.services[0].error_rate = 1.0;
+    s.services[0].state = ServiceState::Propagating;
+    s.services[0].retries_suppressed = 4000;
+    s.services[2].context_dropped = true;
+    s.services[2].state = ServiceState::ContextDropped;
+    s.root = root(0.0, 4.2, 11.0, 4000, 4000);
+    s
+}

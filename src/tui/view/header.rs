@@ -1,0 +1,239 @@
+//! The header: what is running and how the end user is doing, in chips
+//! that wrap between figures (never inside one) when the terminal is
+//! narrow, with shorter labels first.
+
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::format;
+use super::theme;
+use crate::scenario::Snapshot;
+use crate::tui::state::Controls;
+
+/// One figure with its label, long and short.
+struct Chip {
+    long: Vec<Span<'static>>,
+    short: Vec<Span<'static>>,
+}
+
+fn chip(long: Vec<Span<'static>>, short: Vec<Span<'static>>) -> Chip {
+    Chip { long, short }
+}
+
+fn l(s: impl Into<String>) -> Span<'static> {
+    Span::styled(s.into(), theme::label())
+}
+
+fn v(s: impl Into<String>) -> Span<'static> {
+    Span::styled(s.into(), theme::figure())
+}
+
+fn on_off(b: bool) -> Span<'static> {
+    if b {
+        Span::styled("on", theme::figure())
+    } else {
+        Span::styled("off", theme::label())
+    }
+}
+
+/// The header's lines for a terminal `width` columns wide.
+pub fn lines(s: &Snapshot, c: &Controls, width: u16) -> Vec<Line<'static>> {
+    let p = &c.policy;
+    let budget = match (p.budget_on, p.budget) {
+        (true, Some(b)) => v(format!("{b}")),
+        _ => Span::styled("off", theme::label()),
+    };
+    let status = if c.paused {
+        Span::styled(" PAUSED ", theme::warn().add_modifier(Modifier::REVERSED))
+    } else {
+        Span::styled("● running", theme::good())
+    };
+    let title = vec![
+        Span::styled(
+            " chaoslab ",
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        ),
+        Span::raw(" "),
+        v(s.topology.clone()),
+    ];
+    let attempts = if p.retries {
+        vec![l("R="), v(p.attempts.to_string())]
+    } else {
+        vec![l("retries "), on_off(false)]
+    };
+    let policy_name = Span::styled(
+        format!(" {} ", p.mode_name().to_uppercase()),
+        theme::policy(p),
+    );
+    let policy = vec![l("policy "), policy_name.clone()];
+    let run = vec![status, Span::raw("  "), v(format::uptime(s.t))];
+    let first = vec![
+        chip(title.clone(), title),
+        chip(policy, vec![policy_name]),
+        chip(attempts.clone(), attempts),
+        chip(vec![l("budget "), budget.clone()], vec![l("B "), budget]),
+        chip(
+            vec![l("ownership "), on_off(p.ownership)],
+            vec![l("own "), on_off(p.ownership)],
+        ),
+        chip(
+            vec![l("at-least-once "), on_off(c.at_least_once)],
+            vec![l("ALO "), on_off(c.at_least_once)],
+        ),
+        chip(
+            vec![l("attribution "), v(c.attribution.name())],
+            vec![l("attr "), v(c.attribution.name())],
+        ),
+        chip(run.clone(), run),
+    ];
+    let r = &s.root;
+    let avail = Span::styled(
+        format::availability(r.availability),
+        theme::availability(r.availability),
+    );
+    let radius_style = if s.radius_max > 1 {
+        theme::alarm()
+    } else {
+        theme::figure()
+    };
+    let second = vec![
+        chip(
+            vec![
+                l("entry "),
+                v(format!("{:.0}", c.rps)),
+                l(" rps offered · "),
+                v(format!("{:.0}", r.rps)),
+                l(" achieved"),
+            ],
+            vec![
+                l("entry "),
+                v(format!("{:.0}", c.rps)),
+                l("/"),
+                v(format!("{:.0}", r.rps)),
+                l(" rps"),
+            ],
+        ),
+        chip(
+            vec![l("availability "), avail.clone()],
+            vec![l("avail "), avail],
+        ),
+        chip(
+            vec![
+                l("p50 "),
+                v(format::ms(r.p50_ms)),
+                l(" · p99 "),
+                v(format::ms(r.p99_ms)),
+            ],
+            if r.p99_ms < 999.95 {
+                vec![
+                    l("p50/p99 "),
+                    v(format!("{:.1}/{:.1}", r.p50_ms, r.p99_ms)),
+                    l(" ms"),
+                ]
+            } else {
+                vec![
+                    l("p50 "),
+                    v(format::ms(r.p50_ms)),
+                    l(" p99 "),
+                    v(format::ms(r.p99_ms)),
+                ]
+            },
+        ),
+        chip(
+            vec![
+                l("storm radius "),
+                Span::styled(s.radius_max.to_string(), radius_style),
+                l(" max · "),
+                v(format!("{:.2}", s.radius_mean)),
+                l(" mean · static "),
+                v(s.radius_static.to_string()),
+            ],
+            vec![
+                l("radius "),
+                Span::styled(s.radius_max.to_string(), radius_style),
+                l("/"),
+                v(format!("{:.2}", s.radius_mean)),
+                l(" static "),
+                v(s.radius_static.to_string()),
+            ],
+        ),
+        chip(
+            vec![
+                l("spurious requests avoided "),
+                v(s.spurious_avoided.to_string()),
+            ],
+            vec![l("spurious avoided "), v(s.spurious_avoided.to_string())],
+        ),
+    ];
+    layout(&[first, second], width)
+}
+
+const SEP: &str = "   ";
+
+fn width_of(spans: &[Span]) -> usize {
+    spans.iter().map(|s| s.width()).sum()
+}
+
+/// Lays the groups of chips out: each group on one line, with long
+/// labels where they fit (chips turn short from the right); if a group
+/// cannot fit on one line even short, everything flows short, wrapping
+/// between chips.
+fn layout(groups: &[Vec<Chip>], width: u16) -> Vec<Line<'static>> {
+    let w = width as usize;
+    let mut lines = vec![];
+    for g in groups {
+        let mut short = vec![false; g.len()];
+        let fits = |short: &[bool]| {
+            1 + g
+                .iter()
+                .zip(short)
+                .map(|(c, s)| width_of(if *s { &c.short } else { &c.long }))
+                .sum::<usize>()
+                + SEP.len() * g.len().saturating_sub(1)
+                <= w
+        };
+        let mut i = g.len();
+        while !fits(&short) && i > 0 {
+            i -= 1;
+            short[i] = true;
+        }
+        if !fits(&short) {
+            let all: Vec<&Chip> = groups.iter().flatten().collect();
+            return flow(&all, w, "  ");
+        }
+        let mut spans = vec![Span::raw(" ")];
+        for (k, (c, s)) in g.iter().zip(&short).enumerate() {
+            if k > 0 {
+                spans.push(Span::raw(SEP));
+            }
+            spans.extend(if *s { c.short.clone() } else { c.long.clone() });
+        }
+        lines.push(Line::from(spans));
+    }
+    lines
+}
+
+/// Short chips on as few lines as they take, wrapping between chips.
+fn flow(chips: &[&Chip], w: usize, sep: &str) -> Vec<Line<'static>> {
+    let mut lines = vec![];
+    let mut cur: Vec<Span<'static>> = vec![Span::raw(" ")];
+    let mut used = 1;
+    for c in chips {
+        let spans = c.short.clone();
+        let cw = width_of(&spans);
+        if used > 1 && used + sep.len() + cw > w {
+            lines.push(Line::from(std::mem::take(&mut cur)));
+            cur.push(Span::raw(" "));
+            used = 1;
+        } else if used > 1 {
+            cur.push(Span::raw(sep.to_string()));
+            used += sep.len();
+        }
+        used += cw;
+        cur.extend(spans);
+    }
+    if used > 1 {
+        lines.push(Line::from(cur));
+    }
+    lines
+}

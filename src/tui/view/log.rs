@@ -1,0 +1,127 @@
+//! The event log: every action applied to the lab, with its time, newest
+//! at the bottom, so a presenter can point back at "here is where I
+//! turned ownership on".
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
+
+use super::theme;
+use crate::scenario::{Action, Snapshot};
+use crate::tui::state::{Focus, State};
+
+fn style(a: &Action) -> Style {
+    match a {
+        Action::SetFault { fault, .. } if fault.is_active() => theme::alarm(),
+        Action::SetFault { .. } => theme::good(),
+        Action::Policy(_) | Action::Mode { .. } => theme::warn(),
+        _ => Style::new(),
+    }
+}
+
+/// Splits `text` into lines of at most `w` columns, between words when
+/// it can (a word longer than a line is cut).
+fn wrap(text: &str, w: usize) -> Vec<String> {
+    let w = w.max(1);
+    let mut out = vec![];
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let add = if cur.is_empty() { 0 } else { 1 } + word.chars().count();
+        if !cur.is_empty() && cur.chars().count() + add > w {
+            out.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+        while cur.chars().count() > w {
+            let head: String = cur.chars().take(w).collect();
+            cur = cur.chars().skip(w).collect();
+            out.push(head);
+        }
+    }
+    if !cur.is_empty() || out.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Draws the log: the newest events at the bottom, long ones wrapped
+/// under their text (never cut at the panel's edge).
+pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
+    let inner_h = area.height.saturating_sub(2) as usize;
+    let inner_w = area.width.saturating_sub(2) as usize;
+    let n = s.events.len();
+    let scroll = state.log_scroll.min(n.saturating_sub(1));
+    let mut title = vec![Span::styled(
+        " events ",
+        Style::new().add_modifier(Modifier::BOLD),
+    )];
+    if scroll > 0 {
+        title.push(Span::styled(
+            format!("· {scroll} newer below "),
+            theme::label(),
+        ));
+    }
+    const TIME_W: usize = 9;
+    let lines: Vec<Line> = if n == 0 {
+        vec![Line::from(Span::styled(
+            " nothing yet: press f, 1-4, c … and each change appears here",
+            theme::label(),
+        ))]
+    } else {
+        // Newest first, until the panel is full; then put them in order.
+        let mut rev: Vec<Line> = vec![];
+        for e in s.events[..n - scroll].iter().rev() {
+            let parts = wrap(&e.text, inner_w.saturating_sub(TIME_W));
+            let mut block: Vec<Line> = parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let time = if i == 0 {
+                        format!("{:>7.1}s ", e.t.as_secs_f64())
+                    } else {
+                        " ".repeat(TIME_W)
+                    };
+                    Line::from(vec![
+                        Span::styled(time, theme::label()),
+                        Span::styled(t, style(&e.action)),
+                    ])
+                })
+                .collect();
+            block.reverse();
+            rev.extend(block);
+            if rev.len() >= inner_h {
+                break;
+            }
+        }
+        rev.truncate(inner_h.max(1));
+        rev.reverse();
+        rev
+    };
+    Paragraph::new(lines)
+        .block(
+            Block::bordered()
+                .border_type(BorderType::Rounded)
+                .border_style(theme::border(state.focus == Focus::Log))
+                .title(Line::from(title)),
+        )
+        .render(area, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn wraps_between_words_and_cuts_only_overlong_words() {
+        assert_eq!(
+            wrap("D fails 100% (after its calls, status 500)", 16),
+            ["D fails 100%", "(after its", "calls, status", "500)"]
+        );
+        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("", 4), [""]);
+    }
+}

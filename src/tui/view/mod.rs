@@ -1,0 +1,134 @@
+//! Drawing: a pure function of the dashboard's state and the latest
+//! snapshot. Nothing here reads the clock, the terminal or the fleet, so
+//! every screen is tested as text with ratatui's `TestBackend`.
+//!
+//! Layout, top to bottom: header; topology; service table; charts beside
+//! the event log; footer. Each panel asks for the lines it needs and the
+//! charts take what is left; on a small terminal the topology turns
+//! compact and scrolls, the table scrolls, and the charts shrink to
+//! sparklines before anything is cut.
+
+pub mod charts;
+pub mod footer;
+pub mod format;
+pub mod header;
+pub mod help;
+pub mod log;
+pub mod table;
+pub mod theme;
+pub mod topology;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
+use ratatui::Frame;
+
+use super::state::{Focus, State};
+use crate::scenario::Snapshot;
+
+/// Lines the charts and log want at least, when there is room.
+const BOTTOM_MIN: u16 = 9;
+
+/// Draws one frame. With `color` off, every cell loses its colours but
+/// keeps its glyphs and its bold / reverse / dim attributes.
+pub fn draw(state: &State, s: &Snapshot, frame: &mut Frame, color: bool) {
+    let area = frame.area();
+    render(state, s, area, frame.buffer_mut());
+    if !color {
+        strip_colors(frame.buffer_mut(), area);
+    }
+}
+
+/// Draws the whole screen into `buf`.
+pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
+    if area.width < 20 || area.height < 6 {
+        Paragraph::new("chaoslab: the terminal is too small (q quits)").render(area, buf);
+        return;
+    }
+    let controls = state.controls(s);
+    let head = header::lines(s, &controls, area.width);
+    let head_h = (head.len() as u16).min(area.height / 3);
+    let rest = area.height - head_h - 1;
+    let inner_w = area.width.saturating_sub(2);
+
+    let table_want = table::height(s);
+    let tall = topology::Plan::new(s, inner_w, true);
+    let compact = topology::Plan::new(s, inner_w, false);
+    let plan = if tall.height() + 2 + table_want + BOTTOM_MIN + 3 <= rest {
+        tall
+    } else {
+        compact
+    };
+    let topo_h = (plan.height() + 2).min((rest / 3).max(3));
+    // The table comes first (every service, if it can), then the charts.
+    let bottom_min = if rest >= 30 { BOTTOM_MIN } else { 5 };
+    let mut table_h = table_want
+        .min(rest.saturating_sub(topo_h + bottom_min))
+        .max(table_want.min(5))
+        .min(rest.saturating_sub(topo_h));
+    let mut bottom_h = rest - topo_h - table_h;
+    if bottom_h < 4 {
+        table_h += bottom_h;
+        bottom_h = 0;
+    }
+
+    let [head_a, topo_a, table_a, bottom_a, foot_a] = Layout::vertical([
+        Constraint::Length(head_h),
+        Constraint::Length(topo_h),
+        Constraint::Length(table_h),
+        Constraint::Length(bottom_h),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+
+    Paragraph::new(head).render(head_a, buf);
+
+    let topo_block = Block::bordered()
+        .border_type(BorderType::Rounded)
+        .border_style(theme::border(state.focus == Focus::Topology))
+        .title(Line::from(Span::styled(
+            " topology ",
+            Style::new().add_modifier(Modifier::BOLD),
+        )))
+        .title_bottom(topology::legend(s));
+    let topo_inner = topo_block.inner(topo_a);
+    topo_block.render(topo_a, buf);
+    plan.render(s, state.selected, topo_inner, buf);
+
+    table::render(state, s, table_a, buf);
+
+    if bottom_h > 0 {
+        let split = if area.width >= 120 { 58 } else { 55 };
+        let [charts_a, log_a] = Layout::horizontal([
+            Constraint::Percentage(split),
+            Constraint::Percentage(100 - split),
+        ])
+        .areas(bottom_a);
+        charts::render(state, s, charts_a, buf);
+        log::render(state, s, log_a, buf);
+    }
+
+    footer::line(area.width).render(foot_a, buf);
+
+    if state.help {
+        help::render(area, buf);
+    }
+}
+
+/// Removes every colour, keeping symbols and attributes.
+pub fn strip_colors(buf: &mut Buffer, area: Rect) {
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            if let Some(c) = buf.cell_mut((x, y)) {
+                c.fg = Color::Reset;
+                c.bg = Color::Reset;
+                c.underline_color = Color::Reset;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

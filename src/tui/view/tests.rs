@@ -1,0 +1,168 @@
+//! Whole screens as text: insta snapshots of `TestBackend` frames drawn
+//! from hand-built snapshots (see `tui::fixtures`). Review a changed
+//! `.snap` as a person would: figures whole, nothing overlapping.
+
+use ratatui::backend::TestBackend;
+use ratatui::style::{Color, Modifier};
+use ratatui::Terminal;
+
+use super::draw;
+use crate::scenario::Snapshot;
+use crate::tui::fixtures;
+use crate::tui::keys::Msg;
+use crate::tui::state::State;
+use crate::tui::update::update;
+
+fn screen(state: &State, s: &Snapshot, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("a test terminal");
+    t.draw(|f| draw(state, s, f, true)).expect("draws");
+    t
+}
+
+fn select(s: &Snapshot, name: &str) -> State {
+    let mut st = State::new();
+    st.selected = s
+        .services
+        .iter()
+        .position(|v| v.name == name)
+        .expect("the service exists");
+    st
+}
+
+fn text(t: &Terminal<TestBackend>) -> String {
+    t.backend().to_string()
+}
+
+#[test]
+fn uber_chain_healthy() {
+    let s = fixtures::uber_chain_healthy();
+    let t = screen(&State::new(), &s, 160, 45);
+    insta::assert_snapshot!("uber_chain_healthy_160x45", t.backend());
+}
+
+#[test]
+fn uber_chain_storm_under_retry() {
+    let s = fixtures::uber_chain_retry();
+    let t = screen(&select(&s, "D"), &s, 160, 45);
+    let out = text(&t);
+    for fig in ["1.00×", "2.00×", "4.00×", "8.00×", "↻800/s", "RETRY"] {
+        assert!(out.contains(fig), "{fig} missing");
+    }
+    insta::assert_snapshot!("uber_chain_retry_160x45", t.backend());
+}
+
+#[test]
+fn uber_chain_under_ownership() {
+    let s = fixtures::uber_chain_ownership();
+    let t = screen(&select(&s, "D"), &s, 160, 45);
+    let out = text(&t);
+    assert!(out.contains("1.10×") && out.contains("OWNERSHIP") && out.contains("↻20/s"));
+    insta::assert_snapshot!("uber_chain_ownership_160x45", t.backend());
+}
+
+#[test]
+fn help_overlay() {
+    let s = fixtures::uber_chain_retry();
+    let mut st = State::new();
+    update(&mut st, &s, Msg::Help);
+    let t = screen(&st, &s, 160, 45);
+    insta::assert_snapshot!("help_160x45", t.backend());
+}
+
+#[test]
+fn deep_chain_of_25() {
+    let s = fixtures::deep_chain();
+    let t = screen(&select(&s, "S25"), &s, 160, 45);
+    let out = text(&t);
+    for v in &s.services {
+        assert!(out.contains(&v.name), "{} missing", v.name);
+    }
+    insta::assert_snapshot!("deep_chain_160x45", t.backend());
+}
+
+#[test]
+fn fanout_dag() {
+    let s = fixtures::fanout();
+    let t = screen(&select(&s, "shard2"), &s, 160, 45);
+    insta::assert_snapshot!("fanout_160x45", t.backend());
+}
+
+#[test]
+fn small_terminal_80x24() {
+    let s = fixtures::uber_chain_retry();
+    let t = screen(&select(&s, "D"), &s, 80, 24);
+    let out = text(&t);
+    for name in ["A", "B", "C", "D", "E", "F", "G"] {
+        assert!(out.contains(&format!("{name} ")), "{name} missing");
+    }
+    assert!(out.contains("8.00×"));
+    insta::assert_snapshot!("uber_chain_retry_80x24", t.backend());
+}
+
+#[test]
+fn small_terminal_help_80x24() {
+    let s = fixtures::uber_chain_retry();
+    let mut st = State::new();
+    update(&mut st, &s, Msg::Help);
+    let t = screen(&st, &s, 80, 24);
+    insta::assert_snapshot!("help_80x24", t.backend());
+}
+
+#[test]
+fn deep_chain_80x24() {
+    let s = fixtures::deep_chain();
+    let t = screen(&select(&s, "S25"), &s, 80, 24);
+    assert!(
+        text(&t).contains("S25"),
+        "the selected service stays in sight"
+    );
+    insta::assert_snapshot!("deep_chain_80x24", t.backend());
+}
+
+#[test]
+fn tiny_terminals_do_not_panic() {
+    let s = fixtures::deep_chain();
+    for (w, h) in [(1, 1), (10, 3), (20, 6), (40, 10), (60, 15), (200, 60)] {
+        let _ = screen(&select(&s, "S13"), &s, w, h);
+    }
+}
+
+#[test]
+fn colours_follow_state_and_no_color_removes_them() {
+    let s = fixtures::uber_chain_retry();
+    let st = select(&s, "A");
+    let t = screen(&st, &s, 160, 45);
+    let buf = t.backend().buffer();
+    // Find D's pill in the topology view: red, the owner.
+    let (x, y) = find(buf, "✗ D").expect("D's pill");
+    assert_eq!(buf[(x, y)].bg, Color::Red);
+    let mut t2 = Terminal::new(TestBackend::new(160, 45)).unwrap();
+    t2.draw(|f| draw(&st, &s, f, false)).unwrap();
+    let buf2 = t2.backend().buffer();
+    assert_eq!(text(&t), text(&t2), "the same text either way");
+    assert!(buf2
+        .content()
+        .iter()
+        .all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
+    // The selection still shows, by reverse video.
+    let (x, y) = find(buf2, "↑ A").expect("A's pill");
+    assert!(buf2[(x, y)].modifier.contains(Modifier::REVERSED));
+}
+
+fn find(buf: &ratatui::buffer::Buffer, needle: &str) -> Option<(u16, u16)> {
+    let first = needle.chars().next()?;
+    let n = needle.chars().count() as u16;
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width.saturating_sub(n) {
+            if buf[(x, y)].symbol().starts_with(first) {
+                let s: String = (0..n)
+                    .map(|i| buf[(x + i, y)].symbol().to_string())
+                    .collect();
+                if s == needle {
+                    return Some((x, y));
+                }
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,147 @@
+//! Colours and glyphs. Every state has a glyph as well as a colour, so
+//! the screen still reads with `--no-color`, `NO_COLOR`, or a
+//! colour-blind viewer. Colours are the 16 ANSI ones, which terminals
+//! adapt to their dark or light theme; text on a coloured background is
+//! black or white, chosen for contrast with that background.
+
+use ratatui::style::{Color, Modifier, Style};
+
+use crate::scenario::snapshot::ServiceState;
+use crate::topology::Policy;
+
+/// The glyph that marks a state.
+pub fn glyph(s: ServiceState) -> &'static str {
+    match s {
+        ServiceState::Healthy => "✓",
+        ServiceState::Owner => "✗",
+        ServiceState::Propagating => "↑",
+        ServiceState::ContextDropped => "⊘",
+        ServiceState::Down => "▼",
+        ServiceState::Shedding => "≋",
+        ServiceState::Idle => "·",
+    }
+}
+
+/// What a state means, for the legend.
+pub fn meaning(s: ServiceState) -> &'static str {
+    match s {
+        ServiceState::Healthy => "healthy",
+        ServiceState::Owner => "failing, claims its errors",
+        ServiceState::Propagating => "passes unclaimed errors up",
+        ServiceState::ContextDropped => "context dropped",
+        ServiceState::Down => "down",
+        ServiceState::Shedding => "shedding over capacity",
+        ServiceState::Idle => "idle",
+    }
+}
+
+/// Every state, in legend order.
+pub const STATES: [ServiceState; 7] = [
+    ServiceState::Healthy,
+    ServiceState::Owner,
+    ServiceState::Propagating,
+    ServiceState::ContextDropped,
+    ServiceState::Down,
+    ServiceState::Shedding,
+    ServiceState::Idle,
+];
+
+/// A service's pill in the topology view.
+pub fn pill(s: ServiceState) -> Style {
+    let (bg, fg) = match s {
+        ServiceState::Healthy => (Color::Green, Color::Black),
+        ServiceState::Owner => (Color::Red, Color::White),
+        ServiceState::Propagating => (Color::Yellow, Color::Black),
+        ServiceState::ContextDropped => (Color::Magenta, Color::White),
+        ServiceState::Down => (Color::DarkGray, Color::White),
+        ServiceState::Shedding => (Color::Cyan, Color::Black),
+        ServiceState::Idle => return Style::new().add_modifier(Modifier::DIM),
+    };
+    Style::new().bg(bg).fg(fg)
+}
+
+/// A state's colour as text on the terminal's own background.
+pub fn text(s: ServiceState) -> Style {
+    let c = match s {
+        ServiceState::Healthy => Color::Green,
+        ServiceState::Owner => Color::Red,
+        ServiceState::Propagating => Color::Yellow,
+        ServiceState::ContextDropped => Color::Magenta,
+        ServiceState::Down => Color::DarkGray,
+        ServiceState::Shedding => Color::Cyan,
+        ServiceState::Idle => return Style::new().add_modifier(Modifier::DIM),
+    };
+    Style::new().fg(c)
+}
+
+/// The policy's name, coloured by how dangerous the mode is.
+pub fn policy(p: &Policy) -> Style {
+    let c = match (p.retries, p.budget_on, p.ownership) {
+        (false, _, _) => Color::Blue,
+        (true, false, false) => Color::Red,
+        (true, true, false) => Color::Yellow,
+        (true, _, true) => Color::Green,
+    };
+    Style::new()
+        .fg(c)
+        .add_modifier(Modifier::BOLD | Modifier::REVERSED)
+}
+
+/// Labels ("policy", "entry", ...).
+pub fn label() -> Style {
+    Style::new().add_modifier(Modifier::DIM)
+}
+
+/// Figures.
+pub fn figure() -> Style {
+    Style::new().add_modifier(Modifier::BOLD)
+}
+
+/// Something going wrong (retries on the wire, a low availability).
+pub fn alarm() -> Style {
+    Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
+}
+
+/// Something worth a look (a disagreement with the model).
+pub fn warn() -> Style {
+    Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)
+}
+
+/// Something good.
+pub fn good() -> Style {
+    Style::new().fg(Color::Green).add_modifier(Modifier::BOLD)
+}
+
+/// A panel's border: brighter when it has focus.
+pub fn border(focused: bool) -> Style {
+    if focused {
+        Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    } else {
+        Style::new().fg(Color::DarkGray)
+    }
+}
+
+/// The selected row or node.
+pub fn selected() -> Style {
+    Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+}
+
+/// Availability's colour: green at three nines, yellow at two, red below.
+pub fn availability(a: f64) -> Style {
+    if a >= 0.999 {
+        good()
+    } else if a >= 0.99 {
+        warn()
+    } else {
+        alarm()
+    }
+}
+
+/// Whether a measured amplification disagrees with the model by more
+/// than 5%.
+pub fn disagrees(measured: Option<f64>, model: f64) -> bool {
+    match measured {
+        Some(m) if model > 0.0 => (m / model - 1.0).abs() > 0.05,
+        _ => false,
+    }
+}

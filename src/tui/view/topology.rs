@@ -1,0 +1,671 @@
+//! The topology view: services laid out by depth, left to right, edges
+//! drawn between them, each service a coloured pill, each retrying edge
+//! labelled with its retries per second.
+//!
+//! Layout: a depth-first walk from the entry gives every service a row; a
+//! service's first callee shares its row, every further callee opens a
+//! new row below everything placed so far. Columns are depths. So a chain
+//! is one row, a tree never crosses itself, and each caller's branching
+//! line (its *lane*, one column right of it) only ever passes its own
+//! callees. A callee reached a second time (a DAG that joins again) is
+//! drawn once; the second caller points at a dim `↪ name` reference.
+//!
+//! When the columns do not fit the width they wrap into *bands* stacked
+//! downwards (a chain snakes back to the left margin), and when the bands
+//! do not fit the height the view scrolls to keep the selected service in
+//! sight. Text never overlaps: every label has its own cells.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::format;
+use super::theme;
+use crate::scenario::snapshot::ServiceState;
+use crate::scenario::Snapshot;
+
+/// Longest name shown in a pill.
+const MAX_NAME: usize = 12;
+/// Columns between two depths, compact (label inline, 5 wide).
+const GAP_COMPACT: u16 = 8;
+/// Columns between two depths, tall (label above the line, 7 wide).
+const GAP_TALL: u16 = 10;
+
+/// What sits at a place in the grid.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    /// A service.
+    Node(usize),
+    /// A second arrow to a service drawn elsewhere.
+    Ref(usize),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    kind: Kind,
+    col: usize,
+    row: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct GEdge {
+    from: usize,
+    to: usize,
+    retry_rps: f64,
+}
+
+/// The graph placed on a grid of (depth, row).
+#[derive(Debug, Clone)]
+struct Grid {
+    items: Vec<Item>,
+    edges: Vec<GEdge>,
+    cols: usize,
+}
+
+fn grid(s: &Snapshot) -> Grid {
+    let n = s.services.len();
+    // Callees in call order, duplicates merged.
+    let mut calls: Vec<Vec<(usize, f64)>> = vec![vec![]; n];
+    let mut called = vec![false; n];
+    for e in &s.edges {
+        if e.from >= n || e.to >= n {
+            continue;
+        }
+        called[e.to] = true;
+        match calls[e.from].iter_mut().find(|(t, _)| *t == e.to) {
+            Some((_, r)) => *r += e.retry_rps,
+            None => calls[e.from].push((e.to, e.retry_rps)),
+        }
+    }
+    let mut roots: Vec<usize> = (0..n).filter(|&i| !called[i]).collect();
+    roots.sort_by_key(|&i| (s.services[i].depth, i));
+    let mut g = Walk {
+        s,
+        calls: &calls,
+        placed: vec![None; n],
+        items: vec![],
+        edges: vec![],
+        rows: 0,
+    };
+    for r in roots {
+        if g.placed[r].is_none() {
+            let row = g.alloc();
+            g.visit(r, 0, row);
+        }
+    }
+    // Anything unreachable (not expected from a validated topology).
+    for i in 0..n {
+        if g.placed[i].is_none() {
+            let row = g.alloc();
+            g.visit(i, 0, row);
+        }
+    }
+    let cols = g.items.iter().map(|it| it.col + 1).max().unwrap_or(0);
+    Grid {
+        items: g.items,
+        edges: g.edges,
+        cols,
+    }
+}
+
+struct Walk<'a> {
+    s: &'a Snapshot,
+    calls: &'a [Vec<(usize, f64)>],
+    placed: Vec<Option<usize>>,
+    items: Vec<Item>,
+    edges: Vec<GEdge>,
+    rows: usize,
+}
+
+impl Walk<'_> {
+    fn alloc(&mut self) -> usize {
+        self.rows += 1;
+        self.rows - 1
+    }
+
+    fn visit(&mut self, id: usize, min_col: usize, row: usize) -> usize {
+        let col = self.s.services[id].depth.max(min_col);
+        let me = self.items.len();
+        self.items.push(Item {
+            kind: Kind::Node(id),
+            col,
+            row,
+        });
+        self.placed[id] = Some(me);
+        for (k, &(to, retry_rps)) in self.calls[id].iter().enumerate() {
+            let r = if k == 0 { row } else { self.alloc() };
+            let target = if self.placed[to].is_some() || self.s.services[to].depth <= col {
+                let it = self.items.len();
+                self.items.push(Item {
+                    kind: Kind::Ref(to),
+                    col: col + 1,
+                    row: r,
+                });
+                it
+            } else {
+                self.visit(to, col + 1, r)
+            };
+            self.edges.push(GEdge {
+                from: me,
+                to: target,
+                retry_rps,
+            });
+        }
+        me
+    }
+}
+
+/// The topology laid out for one width: ready to measure and to draw.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    grid: Grid,
+    tall: bool,
+    node_w: u16,
+    name_w: usize,
+    gap: u16,
+    /// Columns per band.
+    per_band: usize,
+    /// Per band: its distinct rows in order.
+    band_rows: Vec<Vec<usize>>,
+    /// Per band: its first line.
+    band_top: Vec<u16>,
+    /// Lines in all.
+    height: u16,
+    /// Columns left blank to centre a single band.
+    left: u16,
+}
+
+impl Plan {
+    /// Lays out `s` for `width` columns, compact (one line per service)
+    /// or tall (three lines per service: name, amplification, rate).
+    pub fn new(s: &Snapshot, width: u16, tall: bool) -> Plan {
+        let grid = grid(s);
+        let name_w = s
+            .services
+            .iter()
+            .map(|v| v.name.chars().count())
+            .max()
+            .unwrap_or(1)
+            .clamp(1, MAX_NAME);
+        let (node_w, gap) = if tall {
+            (name_w.max(7) as u16 + 4, GAP_TALL)
+        } else {
+            (name_w as u16 + 10, GAP_COMPACT)
+        };
+        let cols = grid.cols.max(1);
+        let one_band = cols as u16 * node_w + (cols as u16 - 1) * gap;
+        let (per_band, left) = if one_band <= width {
+            (cols, (width - one_band) / 2)
+        } else {
+            // Later bands start after a gutter of one gap, and each band
+            // ends with a two-column exit stub.
+            let fit = (width.saturating_sub(gap + 2) + gap) / (node_w + gap);
+            ((fit as usize).clamp(1, cols), 0)
+        };
+        let bands = cols.div_ceil(per_band);
+        let mut band_rows = vec![vec![]; bands];
+        for it in &grid.items {
+            band_rows[it.col / per_band].push(it.row);
+        }
+        for r in &mut band_rows {
+            r.sort_unstable();
+            r.dedup();
+        }
+        let pitch: u16 = if tall { 4 } else { 1 };
+        let lines = |rows: usize| -> u16 {
+            if rows == 0 {
+                0
+            } else if tall {
+                rows as u16 * pitch - 1
+            } else {
+                rows as u16
+            }
+        };
+        let mut band_top = vec![];
+        let mut y = 0u16;
+        for r in &band_rows {
+            band_top.push(y);
+            y += lines(r.len()) + 1;
+        }
+        Plan {
+            grid,
+            tall,
+            node_w,
+            name_w,
+            gap,
+            per_band,
+            band_rows,
+            band_top,
+            height: y.saturating_sub(1),
+            left,
+        }
+    }
+
+    /// Lines the drawing takes.
+    pub fn height(&self) -> u16 {
+        self.height
+    }
+
+    fn band(&self, col: usize) -> usize {
+        col / self.per_band
+    }
+
+    fn x(&self, col: usize) -> u16 {
+        let b = self.band(col);
+        let lc = (col % self.per_band) as u16;
+        self.left + (if b > 0 { self.gap } else { 0 }) + lc * (self.node_w + self.gap)
+    }
+
+    /// The line an item's edges attach to.
+    fn y(&self, it: &Item) -> u16 {
+        let b = self.band(it.col);
+        let local = self.band_rows[b]
+            .iter()
+            .position(|&r| r == it.row)
+            .unwrap_or(0) as u16;
+        self.band_top[b] + local * if self.tall { 4 } else { 1 } + u16::from(self.tall)
+    }
+
+    /// The first column right of a band's widest column.
+    fn band_right(&self, b: usize) -> u16 {
+        let last = ((b + 1) * self.per_band).min(self.grid.cols.max(1)) - 1;
+        self.x(last) + self.node_w + 1
+    }
+
+    /// The line under a band (where a chain snakes back).
+    fn band_bottom(&self, b: usize) -> u16 {
+        self.band_top.get(b + 1).map_or(self.height, |t| t - 1)
+    }
+
+    /// The line of `service`'s pill, for scrolling it into sight.
+    fn line_of(&self, service: usize) -> Option<(u16, u16)> {
+        self.grid
+            .items
+            .iter()
+            .find(|it| it.kind == Kind::Node(service))
+            .map(|it| {
+                let y = self.y(it);
+                if self.tall {
+                    (y - 1, 3)
+                } else {
+                    (y, 1)
+                }
+            })
+    }
+
+    /// Draws into `area`, scrolled so that `selected` is in sight.
+    pub fn render(&self, s: &Snapshot, selected: usize, area: Rect, buf: &mut Buffer) {
+        if area.is_empty() {
+            return;
+        }
+        let mut c = Canvas::new(area.width, self.height.max(1));
+        self.draw_edges(s, &mut c);
+        self.draw_nodes(s, selected, &mut c);
+        let scroll = match self.line_of(selected) {
+            Some((y, h)) if self.height > area.height => {
+                let want = (y + h).saturating_sub(area.height.saturating_sub(1));
+                want.min(y).min(self.height - area.height)
+            }
+            _ => 0,
+        };
+        c.blit(buf, area, scroll);
+    }
+
+    fn draw_edges(&self, s: &Snapshot, c: &mut Canvas) {
+        let bands = self.band_rows.len();
+        // Edges that cross from one band to the next: a lone one snakes.
+        let mut crossing = vec![0usize; bands];
+        for e in &self.grid.edges {
+            let (a, b) = (&self.grid.items[e.from], &self.grid.items[e.to]);
+            if self.band(a.col) != self.band(b.col) {
+                crossing[self.band(a.col)] += 1;
+            }
+        }
+        let mut order: Vec<&GEdge> = self.grid.edges.iter().collect();
+        // Retrying edges last, so their colour wins on shared lines.
+        order.sort_by_key(|e| e.retry_rps > 0.0);
+        for e in order {
+            let (a, b) = (&self.grid.items[e.from], &self.grid.items[e.to]);
+            let retrying = e.retry_rps >= 0.05;
+            let style = if retrying {
+                theme::alarm()
+            } else {
+                Style::new()
+            };
+            let (sb, tb) = (self.band(a.col), self.band(b.col));
+            let sx = self.x(a.col) + self.node_w;
+            let sy = self.y(a);
+            let tx = self.x(b.col);
+            let ty = self.y(b);
+            if sb == tb {
+                let lane = sx + 1;
+                if sy == ty {
+                    c.h(sy, sx, tx - 1, style);
+                } else {
+                    c.h(sy, sx, lane, style);
+                    c.v(lane, sy, ty, style);
+                    c.h(ty, lane, tx - 1, style);
+                }
+            } else if tb == sb + 1 && crossing[sb] == 1 {
+                let right = self.band_right(sb);
+                let under = self.band_bottom(sb);
+                c.h(sy, sx, right, style);
+                c.v(right, sy, under, style);
+                c.h(under, 0, right, style);
+                c.v(0, under, ty, style);
+                c.h(ty, 0, tx - 1, style);
+            } else {
+                let right = self.band_right(sb);
+                c.h(sy, sx, right - 1, style);
+                c.text(right, sy, "…", style);
+                c.text(0, ty, "…", style);
+                c.h(ty, 1, tx - 1, style);
+            }
+            c.text(tx - 1, ty, "▶", style);
+            if retrying {
+                let rate = format::rate_short(e.retry_rps);
+                let (label, y) = if self.tall {
+                    (format!("↻{rate}/s"), ty - 1)
+                } else {
+                    (format!("↻{rate}"), ty)
+                };
+                let w = label.chars().count() as u16;
+                c.text(tx - 1 - w, y, &label, style);
+            }
+        }
+        let _ = s;
+    }
+
+    fn draw_nodes(&self, s: &Snapshot, selected: usize, c: &mut Canvas) {
+        let w = self.node_w as usize;
+        for it in &self.grid.items {
+            let x = self.x(it.col);
+            let y = self.y(it);
+            match it.kind {
+                Kind::Ref(id) => {
+                    let name = truncate(&s.services[id].name, self.name_w);
+                    let text = pad(&format!(" ↪ {name}"), w);
+                    c.text(x, y, &text, Style::new().add_modifier(Modifier::DIM));
+                }
+                Kind::Node(id) => {
+                    let v = &s.services[id];
+                    let mut style = theme::pill(v.state);
+                    if id == selected {
+                        style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
+                    }
+                    let g = theme::glyph(v.state);
+                    let name = truncate(&v.name, self.name_w);
+                    let amp = format::amp(v.amplification);
+                    if self.tall {
+                        let nw = w - 4;
+                        c.text(x, y - 1, &pad(&format!(" {g} {name:<nw$}"), w), style);
+                        c.text(
+                            x,
+                            y,
+                            &pad(&format!("   {amp:>5}"), w),
+                            style.add_modifier(Modifier::BOLD),
+                        );
+                        let rps = format!("{}/s", format::rate_short(v.rps));
+                        c.text(x, y + 1, &pad(&format!("   {rps:>5}"), w), style);
+                    } else {
+                        let nw = self.name_w;
+                        c.text(x, y, &format!(" {g} {name:<nw$} {amp:>5} "), style);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The legend: the states on screen now, and the retry label.
+pub fn legend(s: &Snapshot) -> Line<'static> {
+    let mut spans = vec![Span::raw(" ")];
+    for st in theme::STATES {
+        if st == ServiceState::Healthy || s.services.iter().any(|v| v.state == st) {
+            spans.push(Span::styled(
+                format!(" {} ", theme::glyph(st)),
+                theme::pill(st),
+            ));
+            spans.push(Span::raw(format!(" {}  ", theme::meaning(st))));
+        }
+    }
+    spans.push(Span::styled("↻", theme::alarm()));
+    spans.push(Span::raw(" retries/s "));
+    Line::from(spans)
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn pad(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n >= w {
+        s.chars().take(w).collect()
+    } else {
+        format!("{s}{}", " ".repeat(w - n))
+    }
+}
+
+const UP: u8 = 1;
+const DOWN: u8 = 2;
+const LEFT: u8 = 4;
+const RIGHT: u8 = 8;
+
+#[derive(Debug, Clone, Default)]
+struct CanvasCell {
+    bits: u8,
+    text: Option<char>,
+    style: Style,
+}
+
+/// A grid of line bits and text, turned into box-drawing characters.
+struct Canvas {
+    w: u16,
+    h: u16,
+    cells: Vec<CanvasCell>,
+}
+
+impl Canvas {
+    fn new(w: u16, h: u16) -> Canvas {
+        Canvas {
+            w,
+            h,
+            cells: vec![CanvasCell::default(); w as usize * h as usize],
+        }
+    }
+
+    fn cell(&mut self, x: u16, y: u16) -> Option<&mut CanvasCell> {
+        (x < self.w && y < self.h)
+            .then(|| &mut self.cells[y as usize * self.w as usize + x as usize])
+    }
+
+    fn h(&mut self, y: u16, x0: u16, x1: u16, style: Style) {
+        let (a, b) = (x0.min(x1), x0.max(x1));
+        for x in a..=b {
+            if let Some(c) = self.cell(x, y) {
+                if x > a || a == b {
+                    c.bits |= LEFT;
+                }
+                if x < b || a == b {
+                    c.bits |= RIGHT;
+                }
+                c.style = style;
+            }
+        }
+    }
+
+    fn v(&mut self, x: u16, y0: u16, y1: u16, style: Style) {
+        let (a, b) = (y0.min(y1), y0.max(y1));
+        for y in a..=b {
+            if let Some(c) = self.cell(x, y) {
+                if y > a {
+                    c.bits |= UP;
+                }
+                if y < b {
+                    c.bits |= DOWN;
+                }
+                c.style = style;
+            }
+        }
+    }
+
+    fn text(&mut self, x: u16, y: u16, s: &str, style: Style) {
+        for (i, ch) in s.chars().enumerate() {
+            if let Some(c) = self.cell(x + i as u16, y) {
+                c.text = Some(ch);
+                c.style = style;
+            }
+        }
+    }
+
+    fn blit(&self, buf: &mut Buffer, area: Rect, scroll: u16) {
+        for row in 0..area.height {
+            let y = row + scroll;
+            if y >= self.h {
+                break;
+            }
+            for x in 0..area.width.min(self.w) {
+                let c = &self.cells[y as usize * self.w as usize + x as usize];
+                let ch = match c.text {
+                    Some(t) => t,
+                    None => match box_char(c.bits) {
+                        Some(b) => b,
+                        None => continue,
+                    },
+                };
+                let mut tmp = [0u8; 4];
+                if let Some(cell) = buf.cell_mut((area.x + x, area.y + row)) {
+                    cell.set_symbol(ch.encode_utf8(&mut tmp));
+                    cell.set_style(c.style);
+                }
+            }
+        }
+    }
+}
+
+fn box_char(bits: u8) -> Option<char> {
+    Some(match bits {
+        0 => return None,
+        b if b == LEFT || b == RIGHT || b == LEFT | RIGHT => '─',
+        b if b == UP || b == DOWN || b == UP | DOWN => '│',
+        b if b == DOWN | RIGHT => '┌',
+        b if b == DOWN | LEFT => '┐',
+        b if b == UP | RIGHT => '└',
+        b if b == UP | LEFT => '┘',
+        b if b == UP | DOWN | RIGHT => '├',
+        b if b == UP | DOWN | LEFT => '┤',
+        b if b == LEFT | RIGHT | DOWN => '┬',
+        b if b == LEFT | RIGHT | UP => '┴',
+        _ => '┼',
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixtures;
+
+    fn draw(s: &Snapshot, w: u16, tall: bool, selected: usize) -> Vec<String> {
+        let plan = Plan::new(s, w, tall);
+        let area = Rect::new(0, 0, w, plan.height());
+        let mut buf = Buffer::empty(area);
+        plan.render(s, selected, area, &mut buf);
+        (0..area.height)
+            .map(|y| {
+                (0..w)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_chain_is_one_row_when_it_fits() {
+        let s = fixtures::uber_chain_retry();
+        let lines = draw(&s, 150, false, 99);
+        assert_eq!(lines.len(), 1);
+        let l = &lines[0];
+        for (name, amp) in [
+            ("A", "1.00×"),
+            ("B", "2.00×"),
+            ("C", "4.00×"),
+            ("D", "8.00×"),
+        ] {
+            assert!(l.contains(&format!("{name} {amp}")), "{l}");
+        }
+        assert!(
+            l.contains("↻200▶") && l.contains("↻400▶") && l.contains("↻800▶"),
+            "{l}"
+        );
+    }
+
+    #[test]
+    fn a_deep_chain_snakes_and_nothing_overlaps() {
+        let s = fixtures::deep_chain();
+        let lines = draw(&s, 78, false, 0);
+        // Every service appears once, whole.
+        for v in &s.services {
+            let n = lines
+                .iter()
+                .filter(|l| l.contains(&format!(" {} ", v.name)))
+                .count();
+            assert_eq!(n, 1, "{} in {lines:#?}", v.name);
+        }
+        assert!(lines.len() > 3);
+        assert!(lines.iter().any(|l| l.starts_with('┌')), "{lines:#?}");
+    }
+
+    #[test]
+    fn a_tree_branches_without_crossing() {
+        let s = fixtures::fanout();
+        let lines = draw(&s, 120, false, 0);
+        assert!(
+            lines[0].contains("gateway") && lines[0].contains("auth"),
+            "{lines:#?}"
+        );
+        assert!(lines.iter().any(|l| l.contains("├") || l.contains("└")));
+        assert_eq!(lines.len(), 6, "{lines:#?}");
+        assert!(!lines.iter().any(|l| l.contains('┼')), "{lines:#?}");
+    }
+
+    #[test]
+    fn the_view_scrolls_to_the_selected_service() {
+        let s = fixtures::deep_chain();
+        let plan = Plan::new(&s, 60, false);
+        assert!(plan.height() > 4);
+        let area = Rect::new(0, 0, 60, 3);
+        let mut buf = Buffer::empty(area);
+        plan.render(&s, 24, area, &mut buf);
+        let text: String = (0..3)
+            .flat_map(|y| (0..60).map(move |x| (x, y)))
+            .map(|p| buf[p].symbol().to_string())
+            .collect();
+        assert!(text.contains("S25"), "{text}");
+    }
+
+    #[test]
+    fn a_joining_dag_points_back_instead_of_crossing() {
+        let mut s = fixtures::fanout();
+        // auth also calls inventory: inventory is drawn once.
+        s.edges.push(crate::scenario::snapshot::EdgeView {
+            from: 1,
+            to: 3,
+            attempt_rps: 200.0,
+            retry_rps: 0.0,
+        });
+        let lines = draw(&s, 120, false, 0);
+        let all = lines.join("\n");
+        assert_eq!(all.matches("inventory").count(), 2, "{all}");
+        assert!(all.contains("↪ inventory"), "{all}");
+    }
+}

@@ -1,0 +1,218 @@
+//! The dashboard end to end: the real binary in a real terminal (tmux),
+//! driven by keys, read back from the screen.
+//!
+//! uber-chain under naive retries: D's amplification must reach about 8×
+//! (1, 2, 4, 8 down the chain); selecting D and pressing `4` (ownership)
+//! must bring it down to about 1.1×; `x` must take D down; `q` must leave
+//! the normal screen behind with the summary printed, and the report
+//! written.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::common;
+
+/// A private tmux server with one 160×45 session, killed on drop (also
+/// when an assertion fails).
+struct Tmux {
+    socket: String,
+    session: &'static str,
+}
+
+impl Tmux {
+    fn start() -> Tmux {
+        let found = Command::new("tmux").arg("-V").output();
+        assert!(
+            found.as_ref().is_ok_and(|o| o.status.success()),
+            "tmux is not installed, and the dashboard's end-to-end test drives the real \
+             binary in tmux: install it (`apt-get install tmux`), or run scripts/test, \
+             which installs it"
+        );
+        let t = Tmux {
+            socket: format!("chaoslab-test-{}", std::process::id()),
+            session: "tui",
+        };
+        let o = t.tmux(&[
+            "new-session",
+            "-d",
+            "-x",
+            "160",
+            "-y",
+            "45",
+            "-s",
+            t.session,
+            "env -u NO_COLOR PS1='test$ ' bash --norc --noprofile",
+        ]);
+        assert!(o.status.success(), "tmux new-session: {o:?}");
+        t
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("run tmux")
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", self.session];
+        args.extend_from_slice(keys);
+        let o = self.tmux(&args);
+        assert!(o.status.success(), "tmux send-keys: {o:?}");
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .tmux(&["capture-pane", "-p", "-t", self.session])
+                .stdout,
+        )
+        .into_owned()
+    }
+
+    fn alternate_on(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .tmux(&["display", "-p", "-t", self.session, "#{alternate_on}"])
+                .stdout,
+        )
+        .trim()
+        .to_string()
+    }
+
+    /// Polls the screen until `ok` holds, or fails after `limit` with the
+    /// last screen shown.
+    fn wait_for(&self, what: &str, limit: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "waited {limit:?} for {what}; the screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+/// A service's row in the dashboard's table: (selected, fields after the
+/// state glyph: name, depth, rps, amp, model, err%, ...).
+fn row(screen: &str, name: &str) -> Option<(bool, Vec<String>)> {
+    screen.lines().find_map(|l| {
+        let l = l.trim_start_matches('│');
+        let selected = l.starts_with('▶');
+        let fields: Vec<String> = l
+            .trim_start_matches('▶')
+            .trim_end_matches('│')
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        // glyph, name, depth, rps, amp, model
+        (fields.len() > 6 && fields[1] == name && fields[4].trim_end_matches('*').ends_with('×'))
+            .then(|| (selected, fields[1..].to_vec()))
+    })
+}
+
+fn amp(screen: &str, name: &str) -> Option<f64> {
+    row(screen, name)?
+        .1
+        .get(3)?
+        .trim_end_matches(['×', '*'])
+        .parse()
+        .ok()
+}
+
+fn near(screen: &str, name: &str, want: f64, tolerance: f64) -> bool {
+    amp(screen, name).is_some_and(|a| (a / want - 1.0).abs() <= tolerance)
+}
+
+#[test]
+fn storm_then_ownership_in_a_real_terminal() {
+    let _fleet = common::fleet_lock();
+    let topology = common::root().join("topologies/uber-chain.yaml");
+    assert!(
+        topology.exists(),
+        "{} is missing (SPEC section 3's example)",
+        topology.display()
+    );
+    let dir = std::env::temp_dir().join(format!("chaoslab-tui-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let report: PathBuf = dir.join("report.json");
+    let _ = std::fs::remove_file(&report);
+
+    let t = Tmux::start();
+    t.wait_for("the shell", Duration::from_secs(10), |s| {
+        s.contains("test$")
+    });
+    let cmd = format!(
+        "{} {} --policy retry --report {}",
+        env!("CARGO_BIN_EXE_chaoslab"),
+        topology.display(),
+        report.display()
+    );
+    t.keys(&[&cmd, "Enter"]);
+
+    // The storm: 1, 2, 4, 8 down the chain.
+    let s = t.wait_for("D at about 8× under retry", Duration::from_secs(20), |s| {
+        near(s, "D", 8.0, 0.05)
+    });
+    assert!(s.contains("RETRY"), "{s}");
+    assert!(near(&s, "B", 2.0, 0.05) && near(&s, "C", 4.0, 0.05), "{s}");
+    assert_eq!(
+        t.alternate_on(),
+        "1",
+        "the dashboard uses the alternate screen"
+    );
+
+    // Select D: the entry is selected first; three rows down.
+    t.keys(&["j", "j", "j"]);
+    t.wait_for("D selected", Duration::from_secs(5), |s| {
+        row(s, "D").is_some_and(|(sel, _)| sel)
+    });
+
+    // Ownership: only C retries D, within the budget.
+    t.keys(&["4"]);
+    let s = t.wait_for(
+        "D at about 1.1× under ownership",
+        Duration::from_secs(20),
+        |s| near(s, "D", 1.1, 0.05) && s.contains("OWNERSHIP"),
+    );
+    assert!(near(&s, "B", 1.0, 0.05) && near(&s, "C", 1.0, 0.05), "{s}");
+    assert!(
+        s.contains("policy ownership"),
+        "the event log shows the switch:\n{s}"
+    );
+
+    // Inject a fault on the selected service: down.
+    t.keys(&["x"]);
+    t.wait_for("D down", Duration::from_secs(10), |s| {
+        s.contains("D down (connection refused)")
+            && row(s, "D").is_some_and(|(_, f)| f.iter().any(|x| x == "down"))
+    });
+
+    // Quit: the normal screen again, with the summary.
+    t.keys(&["q"]);
+    let s = t.wait_for(
+        "the summary on the normal screen",
+        Duration::from_secs(15),
+        |s| s.contains("chaoslab dashboard closed") && s.trim_end().ends_with("test$"),
+    );
+    assert!(s.contains("storm radius:"), "{s}");
+    assert_eq!(t.alternate_on(), "0", "the alternate screen is left:\n{s}");
+    let json = std::fs::read_to_string(&report).expect("the report is written on quit");
+    assert!(json.contains("\"topology\": \"uber-chain\""), "{json}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
