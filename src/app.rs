@@ -148,6 +148,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
                 report: args.report.clone(),
                 seed: args.seed.unwrap_or(1),
                 warmup: args.warmup.unwrap_or(DEFAULT_WARMUP),
+                record: args.record.clone(),
             },
         );
     }

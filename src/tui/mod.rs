@@ -46,8 +46,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::report::Report;
-use crate::scenario::{drive, Action, Lab, LabOptions, Plan, Snapshot};
-use crate::topology::Topology;
+use crate::scenario::{drive, record, Action, Event, Lab, LabOptions, Plan, Snapshot};
+use crate::topology::{BudgetSetting, PolicyFields, Topology};
 use crate::RunError;
 
 /// How to run the dashboard.
@@ -63,6 +63,8 @@ pub struct Options {
     pub seed: u64,
     /// Leading time the report on quit leaves out.
     pub warmup: Duration,
+    /// Save the session's actions as a scenario file here on quit.
+    pub record: Option<PathBuf>,
 }
 
 impl Options {
@@ -73,11 +75,58 @@ impl Options {
     }
 }
 
+/// The actions that put a fleet of `t`'s shape into the state `t` holds
+/// now (policy mode and numbers, faults, dropped contexts, attribution,
+/// rate), as events at time zero.
+fn starting_state(t: &Topology) -> Vec<Event> {
+    let p = &t.policy;
+    let mut actions = vec![
+        Action::Policy(PolicyFields {
+            attempts: Some(p.attempts),
+            budget: Some(p.budget.map_or(BudgetSetting::Off, BudgetSetting::Ratio)),
+            ..PolicyFields::default()
+        }),
+        Action::Mode {
+            retries: Some(p.retries),
+            budget: Some(p.budget_on),
+            ownership: Some(p.ownership),
+        },
+        Action::SetAttribution(t.ownership.attribution),
+        Action::SetAtLeastOnce(t.ownership.at_least_once),
+        Action::SetRps(t.load.rps),
+    ];
+    for (i, s) in t.services.iter().enumerate() {
+        if s.fault.is_active() {
+            actions.push(Action::SetFault {
+                service: i,
+                fault: s.fault.clone(),
+            });
+        }
+        if s.context_dropped {
+            actions.push(Action::SetContextDropped {
+                service: i,
+                dropped: true,
+            });
+        }
+    }
+    actions
+        .into_iter()
+        .map(|action| Event {
+            t: Duration::ZERO,
+            text: action.describe(t),
+            action,
+        })
+        .collect()
+}
+
 /// Runs the dashboard until the user quits, then prints a summary and
 /// writes the report if asked. The caller has checked for a terminal.
 pub fn run(topology: Topology, opts: Options) -> Result<(), RunError> {
     let color = opts.color();
     let fps = opts.fps.clamp(1, 60);
+    // What the session starts from, so a recording replays from the same
+    // state whatever flags the replay is given.
+    let initial = starting_state(&topology);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -128,6 +177,11 @@ pub fn run(topology: Topology, opts: Options) -> Result<(), RunError> {
     let report = Report::measure(&lab, opts.warmup, Duration::MAX);
     let events: Vec<String> = lab.events().iter().map(|e| e.to_string()).collect();
     let uptime = lab.elapsed();
+    let recording = opts.record.as_ref().map(|p| {
+        let mut all = initial;
+        all.extend(lab.events().iter().cloned());
+        (p, record::to_scenario_yaml(lab.topology(), &all, uptime))
+    });
     rt.block_on(lab.stop());
     outcome?;
     if let Some(p) = &opts.report {
@@ -135,11 +189,24 @@ pub fn run(topology: Topology, opts: Options) -> Result<(), RunError> {
             RunError::BadInput(format!("writing the report to {}: {e}", p.display()))
         })?;
     }
+    if let Some((p, yaml)) = &recording {
+        std::fs::write(p, yaml).map_err(|e| {
+            RunError::BadInput(format!("writing the recording to {}: {e}", p.display()))
+        })?;
+    }
     // Not `print!`: after a hang-up there is no terminal to print to.
     let mut out = io::stdout().lock();
     let _ = write!(out, "{}", summary(&report, &events, uptime));
     if let Some(p) = &opts.report {
         let _ = writeln!(out, "report written to {}", p.display());
+    }
+    if let Some((p, _)) = &recording {
+        let _ = writeln!(
+            out,
+            "session recorded to {} (replay: chaoslab run TOPOLOGY --headless --scenario {})",
+            p.display(),
+            p.display()
+        );
     }
     let _ = out.flush();
     Ok(())

@@ -152,16 +152,19 @@ fn storm_then_ownership_in_a_real_terminal() {
     std::fs::create_dir_all(&dir).unwrap();
     let report: PathBuf = dir.join("report.json");
     let _ = std::fs::remove_file(&report);
+    let recording: PathBuf = dir.join("session.yaml");
+    let _ = std::fs::remove_file(&recording);
 
     let t = Tmux::start();
     t.wait_for("the shell", Duration::from_secs(10), |s| {
         s.contains("test$")
     });
     let cmd = format!(
-        "{} {} --policy retry --report {}",
+        "{} {} --policy retry --report {} --record {}",
         env!("CARGO_BIN_EXE_chaoslab"),
         topology.display(),
-        report.display()
+        report.display(),
+        recording.display()
     );
     t.keys(&[&cmd, "Enter"]);
 
@@ -214,5 +217,48 @@ fn storm_then_ownership_in_a_real_terminal() {
     assert_eq!(t.alternate_on(), "0", "the alternate screen is left:\n{s}");
     let json = std::fs::read_to_string(&report).expect("the report is written on quit");
     assert!(json.contains("\"topology\": \"uber-chain\""), "{json}");
+
+    // The session, recorded, replays headless as a scenario: it starts
+    // from naive retries (the flag given to the dashboard, not to the
+    // replay), switches to ownership and takes D down at the recorded times.
+    drop(t);
+    let yaml = std::fs::read_to_string(&recording).expect("the session is recorded on quit");
+    assert!(yaml.contains("policy: ownership"), "{yaml}");
+    assert!(
+        yaml.contains("down: true") || yaml.contains("down: D"),
+        "{yaml}"
+    );
+    let replay_report = dir.join("replay.json");
+    let out = common::chaoslab(&[
+        "run",
+        topology.to_str().unwrap(),
+        "--headless",
+        "--scenario",
+        recording.to_str().unwrap(),
+        "--report",
+        replay_report.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = common::text(&out);
+    assert!(
+        out.status.success(),
+        "replay failed:\n{stdout}\n{stderr}\n{yaml}"
+    );
+    let replay: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&replay_report).unwrap()).unwrap();
+    assert_eq!(
+        replay["policy"], "ownership",
+        "the replay ends where the session did"
+    );
+    let retried = replay["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "B")
+        .map(|n| n["retries_sent"].as_u64().unwrap())
+        .unwrap();
+    assert!(
+        retried > 0,
+        "the replay began under naive retries: B retried"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
