@@ -18,6 +18,10 @@ use std::time::Duration;
 use chaoslab::fleet::{Fleet, FleetOptions};
 use chaoslab::topology::Topology;
 
+/// The same allocator as the `chaoslab` binary.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const CHAIN: &str = r#"
 name: bench-chain
 description: seven services, no faults

@@ -4,6 +4,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// A thread-caching allocator: the fleet allocates on every hop from two
+/// runtime threads, and glibc's arena locks showed up as futex waits.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let opts = match chaoslab::cli::Opts::try_parse() {
         Ok(o) => o,

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::middleware::client::{EdgeState, RetryClient};
-use crate::middleware::context::{RequestContext, Trace};
+use crate::middleware::context::{self, Trace};
 use crate::middleware::server::{OwnershipLayer, ServerConfig};
 use crate::ownership::DependencyMode;
 use crate::topology::{Fault, Phase, Service};
@@ -243,18 +243,10 @@ fn status(code: u16) -> StatusCode {
 }
 
 async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response {
-    if let Some(http) = &rt.plain {
-        if !rt.work.is_zero() {
-            tokio::time::sleep(rt.work).await;
-        }
-        return if rt.run_calls_plain(http).await {
-            (StatusCode::OK, "ok\n").into_response()
-        } else {
-            (StatusCode::INTERNAL_SERVER_ERROR, "dependency failed\n").into_response()
-        };
-    }
-    let ctx = req.extensions().get::<Arc<RequestContext>>().cloned();
     drop(req);
+    // The server layer made this request's context the task's current one
+    // (none in the plain baseline, which runs no layer).
+    let ctx = context::current();
     let trace = ctx.as_ref().map(|c| c.trace);
     let own = |code: u16, why: &'static str| {
         if let Some(c) = &ctx {
@@ -275,7 +267,10 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response
     if fault.phase == Phase::Before && rt.roll(fault.error_rate) {
         return own(fault.status, "injected fault\n");
     }
-    let ok = if rt.context_dropped() {
+    let ok = if let Some(http) = &rt.plain {
+        // The baseline: the same service, its calls made with bare reqwest.
+        rt.run_calls_plain(http).await
+    } else if rt.context_dropped() {
         // Lose the context the way real services do: do the outbound work
         // on a task that does not carry it. The lab's trace still rides
         // along explicitly, as a mesh sidecar's would.

@@ -16,13 +16,13 @@ use rand::{RngExt, SeedableRng};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::context::{self, Trace, DEPTH_HEADER, ROOT_HEADER};
+use super::context::{self, Trace, DEPTH, ROOT};
 use super::server::BadHeaderName;
 use super::{Attempted, CallFailed, Observer, RetrySent};
 use crate::ownership::budget::RetryBudget;
 use crate::ownership::claim::Outbound;
 use crate::ownership::retry::{self, RetryVerdict, StopReason};
-use crate::ownership::{backoff, Classified, DependencyMode};
+use crate::ownership::{backoff, is_error_status, Claim, Classified, DependencyMode};
 use crate::topology::EdgePolicy;
 
 /// One edge's runtime state: where it goes, its policy, its budget.
@@ -164,34 +164,43 @@ impl RetryClient {
         trace: Option<Trace>,
         timeout: Duration,
     ) -> Classified {
-        let started = Instant::now();
-        let Ok(Ok(_slot)) = tokio::time::timeout(timeout, edge.slots.acquire()).await else {
-            return Classified::NoResponse;
-        };
-        let timeout = timeout.saturating_sub(started.elapsed());
-        if timeout.is_zero() {
-            return Classified::NoResponse;
-        }
-        let mut req = self.http.get(&edge.url).timeout(timeout);
-        if let Some(t) = trace {
-            req = req
-                .header(ROOT_HEADER, t.root)
-                .header(DEPTH_HEADER, t.depth);
-        }
-        match req.send().await {
-            Ok(res) => {
-                let status = res.status().as_u16();
-                let claim = res
-                    .headers()
-                    .get(&self.header)
-                    .map(|v| v.as_bytes().to_vec());
-                // Drain the body so the connection goes back to the pool.
-                if res.bytes().await.is_err() {
+        // A free slot is taken at once; only a full edge waits (and only
+        // then pays for a timer).
+        let (_slot, timeout) = match edge.slots.try_acquire() {
+            Ok(slot) => (slot, timeout),
+            Err(_) => {
+                let started = Instant::now();
+                let Ok(Ok(slot)) = tokio::time::timeout(timeout, edge.slots.acquire()).await else {
+                    return Classified::NoResponse;
+                };
+                let left = timeout.saturating_sub(started.elapsed());
+                if left.is_zero() {
                     return Classified::NoResponse;
                 }
-                Classified::from_response(status, claim.as_deref())
+                (slot, left)
             }
-            Err(_) => Classified::NoResponse,
+        };
+        let mut req = self.http.get(&edge.url);
+        if let Some(t) = trace {
+            req = req.header(&ROOT, t.root).header(&DEPTH, t.depth);
+        }
+        // One timer for the whole attempt, held in place (reqwest's own
+        // per-request timeout boxes one).
+        let attempt = async {
+            let res = req.send().await.ok()?;
+            let status = res.status().as_u16();
+            let claim = Claim::parse(res.headers().get(&self.header).map(|v| v.as_bytes()));
+            // Drain the body so the connection goes back to the pool.
+            res.bytes().await.ok()?;
+            Some(if is_error_status(status) {
+                Classified::Error { claim }
+            } else {
+                Classified::Success
+            })
+        };
+        match tokio::time::timeout(timeout, attempt).await {
+            Ok(Some(c)) => c,
+            Ok(None) | Err(_) => Classified::NoResponse,
         }
     }
 
@@ -261,9 +270,7 @@ impl RetryClient {
                 tokio::time::sleep(backoff::delay(policy.backoff, attempt, u)).await;
             }
         };
-        if let Some(ctx) = context::current() {
-            ctx.record_outbound(outbound);
-        }
+        context::record_current(outbound);
         outbound
     }
 }

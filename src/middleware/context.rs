@@ -15,12 +15,20 @@
 
 use std::sync::{Arc, Mutex};
 
+use smallvec::SmallVec;
+use tokio::task::futures::TaskLocalFuture;
+
 use crate::ownership::claim::Outbound;
 
 /// Header carrying the root request's id down the call tree.
 pub const ROOT_HEADER: &str = "x-chaoslab-root";
 /// Header carrying the hop depth (the entry is 0).
 pub const DEPTH_HEADER: &str = "x-chaoslab-depth";
+
+/// [`ROOT_HEADER`] as a ready header name (no parsing per request).
+pub static ROOT: http::HeaderName = http::HeaderName::from_static(ROOT_HEADER);
+/// [`DEPTH_HEADER`] as a ready header name.
+pub static DEPTH: http::HeaderName = http::HeaderName::from_static(DEPTH_HEADER);
 
 /// Where a request sits in its root request's call tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,15 +51,9 @@ impl Trace {
     /// Reads the trace headers. A missing or malformed header yields
     /// `None`: a peer's bad header never fails a request.
     pub fn from_headers(headers: &http::HeaderMap) -> Option<Trace> {
-        let root = headers
-            .get(ROOT_HEADER)?
-            .to_str()
-            .ok()?
-            .trim()
-            .parse()
-            .ok()?;
+        let root = headers.get(&ROOT)?.to_str().ok()?.trim().parse().ok()?;
         let depth = headers
-            .get(DEPTH_HEADER)
+            .get(&DEPTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0);
@@ -59,11 +61,14 @@ impl Trace {
     }
 }
 
+/// Outbound calls a record holds without a heap allocation.
+const INLINE_CALLS: usize = 4;
+
 /// What the record holds for one inbound request.
 #[derive(Debug, Default, Clone)]
 pub struct Record {
     /// Every outbound call made for this request, as it ended.
-    pub outbound: Vec<Outbound>,
+    pub outbound: SmallVec<[Outbound; INLINE_CALLS]>,
     /// Ground truth: the service's own fault produced the response's error.
     pub own_fault: bool,
 }
@@ -119,14 +124,23 @@ tokio::task_local! {
     static CURRENT: Arc<RequestContext>;
 }
 
+/// Records an outbound call into the current task's request context, if it
+/// carries one (no reference count is taken).
+pub fn record_current(o: Outbound) {
+    let _ = CURRENT.try_with(|c| c.record_outbound(o));
+}
+
 /// The current task's request context, if it carries one.
 pub fn current() -> Option<Arc<RequestContext>> {
     CURRENT.try_with(Arc::clone).ok()
 }
 
 /// Runs `fut` with `ctx` as the current request context.
-pub async fn scope<F: std::future::Future>(ctx: Arc<RequestContext>, fut: F) -> F::Output {
-    CURRENT.scope(ctx, fut).await
+pub fn scope<F: std::future::Future>(
+    ctx: Arc<RequestContext>,
+    fut: F,
+) -> TaskLocalFuture<Arc<RequestContext>, F> {
+    CURRENT.scope(ctx, fut)
 }
 
 #[cfg(test)]

@@ -11,9 +11,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
+use std::task::ready;
 use std::task::{Context, Poll};
 
 use http::{HeaderName, HeaderValue, Request, Response};
+use pin_project_lite::pin_project;
+use tokio::task::futures::TaskLocalFuture;
 use tower::{Layer, Service};
 
 use super::context::{self, RequestContext, Trace};
@@ -178,7 +181,67 @@ pub struct Ownership<S> {
     config: Arc<ServerConfig>,
 }
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+pin_project! {
+    /// The future of an [`Ownership`] service: the inner service's future
+    /// run inside the request context, then the claim decision.
+    pub struct OwnershipFuture<F> {
+        #[pin]
+        inner: TaskLocalFuture<Arc<RequestContext>, F>,
+        ctx: Arc<RequestContext>,
+        cfg: Arc<ServerConfig>,
+    }
+}
+
+impl<F, R, E> Future for OwnershipFuture<F>
+where
+    F: Future<Output = Result<Response<R>, E>>,
+{
+    type Output = Result<Response<R>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut res = ready!(this.inner.poll(cx))?;
+        finish(this.cfg, this.ctx, &mut res);
+        Poll::Ready(Ok(res))
+    }
+}
+
+/// On the way out: decide and write the claim, feed the learner, report.
+fn finish<R>(cfg: &ServerConfig, ctx: &RequestContext, res: &mut Response<R>) {
+    let record = ctx.take();
+    let status = res.status().as_u16();
+    let dependency_failed = record.outbound.iter().any(|o| o.failed);
+    let error = is_error_status(status);
+    if error {
+        cfg.learner.observe(&record.outbound, true);
+    } else if dependency_failed {
+        cfg.learner.observe(&record.outbound, false);
+    }
+    let claim = if error && cfg.enabled() {
+        let d = claim::decide(
+            &record.outbound,
+            cfg.control.attribution(),
+            cfg.control.at_least_once(),
+            |o| cfg.learner.mode(o.dependency),
+        );
+        res.headers_mut().insert(
+            cfg.header.clone(),
+            HeaderValue::from_static(Claim::wire_value(d.claimed)),
+        );
+        Some((d.claimed, d.reason))
+    } else {
+        None
+    };
+    cfg.observer.served(&Served {
+        service: cfg.service,
+        trace: ctx.trace,
+        is_root: ctx.is_root,
+        status,
+        claim,
+        own_fault: error && record.own_fault,
+        dependency_failed,
+    });
+}
 
 impl<S, B, R> Service<Request<B>> for Ownership<S>
 where
@@ -189,13 +252,13 @@ where
 {
     type Response = Response<R>;
     type Error = S::Error;
-    type Future = BoxFuture<Result<Response<R>, S::Error>>;
+    type Future = OwnershipFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+    fn call(&mut self, req: Request<B>) -> Self::Future {
         let cfg = self.config.clone();
         let (trace, is_root) = match Trace::from_headers(req.headers()) {
             Some(t) => (t, false),
@@ -208,46 +271,13 @@ where
             ),
         };
         let ctx = Arc::new(RequestContext::new(trace, is_root));
-        req.extensions_mut().insert(ctx.clone());
         // The clone that was made ready is the one to call.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        Box::pin(async move {
-            let mut res = context::scope(ctx.clone(), inner.call(req)).await?;
-            let record = ctx.take();
-            let status = res.status().as_u16();
-            let dependency_failed = record.outbound.iter().any(|o| o.failed);
-            let error = is_error_status(status);
-            if error {
-                cfg.learner.observe(&record.outbound, true);
-            } else if dependency_failed {
-                cfg.learner.observe(&record.outbound, false);
-            }
-            let claim = if error && cfg.enabled() {
-                let d = claim::decide(
-                    &record.outbound,
-                    cfg.control.attribution(),
-                    cfg.control.at_least_once(),
-                    |o| cfg.learner.mode(o.dependency),
-                );
-                res.headers_mut().insert(
-                    cfg.header.clone(),
-                    HeaderValue::from_static(Claim::wire_value(d.claimed)),
-                );
-                Some((d.claimed, d.reason))
-            } else {
-                None
-            };
-            cfg.observer.served(&Served {
-                service: cfg.service,
-                trace,
-                is_root,
-                status,
-                claim,
-                own_fault: error && record.own_fault,
-                dependency_failed,
-            });
-            Ok(res)
-        })
+        OwnershipFuture {
+            inner: context::scope(ctx.clone(), inner.call(req)),
+            ctx,
+            cfg,
+        }
     }
 }
