@@ -140,3 +140,46 @@ fn three_node_retries_once_and_unclaims() {
         "only A suppresses"
     );
 }
+
+/// `chaoslab compare` reproduces the three tables in one command, each
+/// policy on a fresh fleet, at its default settings.
+#[test]
+fn compare_reproduces_the_three_tables() {
+    let _fleet = fleet_lock();
+    let path = std::env::temp_dir().join(format!("chaoslab-{}-compare.json", std::process::id()));
+    let out = chaoslab(&[
+        "compare",
+        "topologies/uber-chain.yaml",
+        "--fail",
+        "D",
+        "--model",
+        "--report",
+        path.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let runs = c["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for ((policy, seed), run) in SEED.iter().zip(runs) {
+        assert_eq!(run["policy"], *policy);
+        for (i, name) in ["A", "B", "C", "D", "E", "F", "G"].iter().enumerate() {
+            let n = node(&run["report"], name);
+            let measured = num(n, "amplification");
+            assert!(
+                (measured - seed[i]).abs() <= 0.03 * seed[i],
+                "compare {policy}: {name} measured {measured:.4}, seed {}",
+                seed[i]
+            );
+        }
+    }
+    // The printed table has a row per policy and the model under each.
+    for policy in ["retry", "budget", "ownership"] {
+        assert!(stdout.lines().any(|l| l.starts_with(policy)), "{stdout}");
+    }
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("  model")).count(),
+        3
+    );
+}
