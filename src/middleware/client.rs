@@ -7,7 +7,9 @@
 //! were satisfied — into the current request's context, where the server
 //! layer will find it.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 use std::time::Duration;
 
 use http::HeaderName;
@@ -35,7 +37,9 @@ pub struct EdgeState {
     /// Fail-close or fail-open.
     pub mode: DependencyMode,
     url: String,
-    policy: RwLock<Arc<EdgePolicy>>,
+    /// Read on every call from every worker thread: an `ArcSwap` reads
+    /// without writing to a shared cache line.
+    policy: ArcSwap<EdgePolicy>,
     budget: Mutex<Option<RetryBudget>>,
     /// Attempts in flight on this edge, like a client's connection pool.
     slots: Semaphore,
@@ -62,7 +66,7 @@ impl EdgeState {
             dependency,
             mode,
             url: url.into(),
-            policy: RwLock::new(Arc::new(policy)),
+            policy: ArcSwap::from_pointee(policy),
             budget: Mutex::new(budget),
             slots: Semaphore::new(MAX_IN_FLIGHT_PER_EDGE),
         }
@@ -75,10 +79,7 @@ impl EdgeState {
 
     /// The policy in force.
     pub fn policy(&self) -> Arc<EdgePolicy> {
-        self.policy
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.policy.load_full()
     }
 
     /// Changes the policy. The budget keeps its tokens unless its ratio,
@@ -91,7 +92,7 @@ impl EdgeState {
         {
             *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = make_budget(&policy);
         }
-        *self.policy.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(policy);
+        self.policy.store(Arc::new(policy));
     }
 
     fn with_budget<T>(&self, f: impl FnOnce(&mut RetryBudget) -> T) -> Option<T> {
@@ -209,7 +210,8 @@ impl RetryClient {
     /// outcome is recorded into the current request context, if the task
     /// has one, and returned.
     pub async fn call(&self, edge: &EdgeState, trace: Option<Trace>) -> Outbound {
-        let policy = edge.policy();
+        // A copy: no guard or reference count held across the call.
+        let policy: EdgePolicy = **edge.policy.load();
         let child = trace.map(Trace::child);
         let mut attempt = 0u32;
         let outbound = loop {

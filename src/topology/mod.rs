@@ -310,7 +310,7 @@ impl Policy {
 }
 
 /// The policy in force on one edge.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EdgePolicy {
     /// Attempts per call (1: no retries).
     pub attempts: u32,
