@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use crate::cli::RunArgs;
-use crate::report::{Report, TimeSeries};
-use crate::scenario::{drive, expect, Action, Lab, LabOptions, Plan, Scenario, Snapshot};
+use crate::report::{expect, Report, TimeSeries};
+use crate::scenario::{drive, Action, Lab, LabOptions, Plan, Scenario, Snapshot};
 use crate::topology::{Preset, Topology};
 use crate::RunError;
 

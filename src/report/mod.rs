@@ -2,6 +2,7 @@
 //! computed from measured counters over a window of the run; the JUnit
 //! XML of a scenario's expectations lives in [`junit`].
 
+pub mod expect;
 pub mod junit;
 
 use std::fmt::Write as _;

@@ -3,7 +3,6 @@
 //! on a clock with expectations over windows of the run.
 
 pub mod action;
-pub mod expect;
 pub mod lab;
 pub mod record;
 pub mod runner;

@@ -15,10 +15,9 @@
 
 use std::time::Duration;
 
-use super::action::Action;
-use super::lab::Lab;
-use super::spec::{Expectation, Figure, Window};
-use crate::report::{ExpectationReport, Latency, Report, WindowFigures};
+use super::{ExpectationReport, Latency, Report, WindowFigures};
+use crate::scenario::spec::{Expectation, Figure, Window};
+use crate::scenario::{Action, Lab};
 use crate::topology::model;
 use crate::topology::{ServiceId, Topology};
 
