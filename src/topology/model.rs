@@ -391,8 +391,8 @@ impl<'a> Model<'a> {
         let n = t.services.len();
         // A validated topology is acyclic; a hand-built cyclic one gets file
         // order, which is wrong but finite.
-        let order = super::validate::topological_order(&t.services, &t.edges)
-            .unwrap_or_else(|_| (0..n).collect());
+        let order =
+            super::topological_order(&t.services, &t.edges).unwrap_or_else(|_| (0..n).collect());
         Model {
             t,
             policies: t.edges.iter().map(|e| policy.for_edge(&e.policy)).collect(),

@@ -388,7 +388,7 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
         });
     }
 
-    let order = topological_order(&services, &edges).map_err(|cycle| {
+    let order = super::topological_order(&services, &edges).map_err(|cycle| {
         let service = services[cycle[0]].name.clone();
         let spelled: Vec<&str> = cycle
             .iter()
@@ -485,58 +485,6 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
         edges,
         scenario: spec.scenario,
     })
-}
-
-/// Kahn's algorithm. On a cycle, returns one cycle (service ids in call
-/// order, starting from the one listed first in the file).
-pub(crate) fn topological_order(
-    services: &[Service],
-    edges: &[Edge],
-) -> Result<Vec<ServiceId>, Vec<ServiceId>> {
-    let n = services.len();
-    let mut indegree = vec![0usize; n];
-    for e in edges {
-        indegree[e.to] += 1;
-    }
-    let mut order: Vec<ServiceId> = (0..n).filter(|&i| indegree[i] == 0).collect();
-    let mut next = 0;
-    while next < order.len() {
-        let v = order[next];
-        next += 1;
-        for &e in &services[v].calls {
-            let w = edges[e].to;
-            indegree[w] -= 1;
-            if indegree[w] == 0 {
-                order.push(w);
-            }
-        }
-    }
-    if order.len() == n {
-        return Ok(order);
-    }
-    // Every service left has a caller that is also left: walk callers
-    // backwards until one repeats; that stretch is a cycle.
-    let left: Vec<bool> = indegree.iter().map(|&d| d > 0).collect();
-    let mut caller_of = vec![usize::MAX; n];
-    for e in edges {
-        if left[e.from] && left[e.to] && caller_of[e.to] == usize::MAX {
-            caller_of[e.to] = e.from;
-        }
-    }
-    let start = (0..n).find(|&i| left[i]).unwrap_or(0);
-    let mut seen = vec![usize::MAX; n];
-    let mut walk = Vec::new();
-    let mut v = start;
-    while seen[v] == usize::MAX {
-        seen[v] = walk.len();
-        walk.push(v);
-        v = caller_of[v];
-    }
-    let mut cycle: Vec<ServiceId> = walk[seen[v]..].to_vec();
-    cycle.reverse(); // callers were walked backwards
-    let first = (0..cycle.len()).min_by_key(|&i| cycle[i]).unwrap_or(0);
-    cycle.rotate_left(first);
-    Err(cycle)
 }
 
 /// " (did you mean "D"?)" for a near miss, else empty.
@@ -1063,7 +1011,10 @@ mod tests {
             policy: PolicyFields::default(),
         });
         services[1].calls.push(1);
-        assert_eq!(topological_order(&services, &edges), Err(vec![0, 1]));
+        assert_eq!(
+            super::super::topological_order(&services, &edges),
+            Err(vec![0, 1])
+        );
     }
 
     #[test]
