@@ -9,10 +9,10 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use crate::cli::RunArgs;
+use crate::error::RunError;
 use crate::report::{expect, Report, TimeSeries};
 use crate::scenario::{drive, Action, Lab, LabOptions, Plan, Scenario, Snapshot};
 use crate::topology::{Preset, Topology};
-use crate::RunError;
 
 /// Default measured duration of a headless run.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(20);

@@ -10,10 +10,10 @@ use tokio::sync::{mpsc, watch};
 
 use crate::app::{apply_to_topology, parse_policy, runtime, startup_actions};
 use crate::cli::{CompareArgs, ModelArgs, ServeArgs};
+use crate::error::RunError;
 use crate::report::Report;
 use crate::scenario::{drive, Lab, LabOptions, Plan};
 use crate::topology::{model, Preset, Topology};
-use crate::RunError;
 
 /// Default measured time of each `compare` run.
 pub const COMPARE_DURATION: Duration = Duration::from_secs(8);

@@ -45,10 +45,10 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::error::RunError;
 use crate::report::Report;
 use crate::scenario::{drive, record, Action, Event, Lab, LabOptions, Plan, Snapshot};
 use crate::topology::{BudgetSetting, PolicyFields, Topology};
-use crate::RunError;
 
 /// How to run the dashboard.
 #[derive(Debug, Clone)]
