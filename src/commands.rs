@@ -203,9 +203,15 @@ pub async fn run_for(
     duration: Option<Duration>,
 ) -> Result<Report, RunError> {
     let lab = Lab::start(topology, opts).await.map_err(RunError::Other)?;
+    Ok(measure_run(lab, warmup, duration.map(|d| warmup + d)).await)
+}
+
+/// Drives a started lab until `until` (or Ctrl-C), then measures the time
+/// after `warmup` and stops the lab.
+async fn measure_run(lab: Lab, warmup: Duration, until: Option<Duration>) -> Report {
     let plan = Plan {
         warmup,
-        until: duration.map(|d| warmup + d),
+        until,
         steps: vec![],
     };
     let (_actions_tx, actions) = mpsc::channel(1);
@@ -219,7 +225,7 @@ pub async fn run_for(
     let lab = drive(lab, plan, actions, snapshots, stop, |_| {}).await;
     let report = Report::measure(&lab, warmup, Duration::MAX);
     lab.stop().await;
-    Ok(report)
+    report
 }
 
 /// `chaoslab serve`: the fleet with no internal load.
@@ -257,22 +263,7 @@ pub fn serve(args: ServeArgs) -> Result<(), RunError> {
             );
             let _ = out.flush();
         }
-        let plan = Plan {
-            warmup: Duration::ZERO,
-            until: args.duration,
-            steps: vec![],
-        };
-        let (_actions_tx, actions) = mpsc::channel(1);
-        let (snapshots, _) = watch::channel(Arc::new(lab.snapshot()));
-        let (stop_tx, stop) = watch::channel(false);
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = stop_tx.send(true);
-            }
-        });
-        let lab = drive(lab, plan, actions, snapshots, stop, |_| {}).await;
-        let report = Report::measure(&lab, Duration::ZERO, Duration::MAX);
-        lab.stop().await;
+        let report = measure_run(lab, Duration::ZERO, args.duration).await;
         Ok::<_, RunError>(report)
     })?;
     if args.headless || args.duration.is_some() {
