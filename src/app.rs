@@ -174,15 +174,15 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     ))?;
     print!("{}", report.table());
     if let Some(p) = &args.report {
-        std::fs::write(p, report.to_json()).map_err(|e| {
-            RunError::BadInput(format!("writing the report to {}: {e}", p.display()))
-        })?;
+        crate::error::write_output(p, &report.to_json(), "report")?;
     }
     if let Some(p) = &args.junit {
         let file = (!scenario.origin.is_empty()).then_some(scenario.origin.as_str());
-        std::fs::write(p, crate::report::junit::to_junit(&report, file)).map_err(|e| {
-            RunError::BadInput(format!("writing the JUnit report to {}: {e}", p.display()))
-        })?;
+        crate::error::write_output(
+            p,
+            &crate::report::junit::to_junit(&report, file),
+            "JUnit report",
+        )?;
     }
     let failed: Vec<String> = report
         .expectations

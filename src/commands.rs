@@ -138,9 +138,7 @@ pub fn compare(args: CompareArgs) -> Result<(), RunError> {
     print!("{}", compare_table(&cmp, args.model));
     if let Some(p) = &args.report {
         let json = serde_json::to_string_pretty(&cmp).expect("a comparison serialises");
-        std::fs::write(p, json).map_err(|e| {
-            RunError::BadInput(format!("writing the report to {}: {e}", p.display()))
-        })?;
+        crate::error::write_output(p, &json, "report")?;
     }
     Ok(())
 }
@@ -270,9 +268,7 @@ pub fn serve(args: ServeArgs) -> Result<(), RunError> {
         print!("{}", report.table());
     }
     if let Some(p) = &args.report {
-        std::fs::write(p, report.to_json()).map_err(|e| {
-            RunError::BadInput(format!("writing the report to {}: {e}", p.display()))
-        })?;
+        crate::error::write_output(p, &report.to_json(), "report")?;
     }
     Ok(())
 }

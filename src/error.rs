@@ -40,3 +40,11 @@ impl RunError {
         }
     }
 }
+
+/// Writes an output file the user asked for (`what` names it in the
+/// message: "report", "JUnit report", "recording"); a path that cannot be
+/// written is bad input.
+pub fn write_output(path: &std::path::Path, contents: &str, what: &str) -> Result<(), RunError> {
+    std::fs::write(path, contents)
+        .map_err(|e| RunError::BadInput(format!("writing the {what} to {}: {e}", path.display())))
+}

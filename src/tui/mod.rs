@@ -185,14 +185,10 @@ pub fn run(topology: Topology, opts: Options) -> Result<(), RunError> {
     rt.block_on(lab.stop());
     outcome?;
     if let Some(p) = &opts.report {
-        std::fs::write(p, report.to_json()).map_err(|e| {
-            RunError::BadInput(format!("writing the report to {}: {e}", p.display()))
-        })?;
+        crate::error::write_output(p, &report.to_json(), "report")?;
     }
     if let Some((p, yaml)) = &recording {
-        std::fs::write(p, yaml).map_err(|e| {
-            RunError::BadInput(format!("writing the recording to {}: {e}", p.display()))
-        })?;
+        crate::error::write_output(p, yaml, "recording")?;
     }
     // Not `print!`: after a hang-up there is no terminal to print to.
     let mut out = io::stdout().lock();
