@@ -18,8 +18,9 @@ use rand::{RngExt, SeedableRng};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::context::{self, Trace, DEPTH, ROOT};
+use super::context::{self, Trace, TRACE};
 use super::server::BadHeaderName;
+use super::slots::Slots;
 use super::{Attempted, CallFailed, Observer, RetrySent};
 use crate::ownership::budget::RetryBudget;
 use crate::ownership::claim::Outbound;
@@ -183,7 +184,7 @@ impl RetryClient {
         };
         let mut req = self.http.get(&edge.url);
         if let Some(t) = trace {
-            req = req.header(&ROOT, t.root).header(&DEPTH, t.depth);
+            req = req.header(&TRACE, t.header_value());
         }
         // One timer for the whole attempt, held in place (reqwest's own
         // per-request timeout boxes one).

@@ -20,15 +20,14 @@ use tokio::task::futures::TaskLocalFuture;
 
 use crate::ownership::claim::Outbound;
 
-/// Header carrying the root request's id down the call tree.
-pub const ROOT_HEADER: &str = "x-chaoslab-root";
-/// Header carrying the hop depth (the entry is 0).
-pub const DEPTH_HEADER: &str = "x-chaoslab-depth";
+/// Header carrying the trace down the call tree: the root request's id and
+/// the hop depth (the entry is 0), as `<root>-<depth>`, e.g. `8812-3`. One
+/// header rather than two: every extra header costs an allocation on both
+/// sides of every hop.
+pub const TRACE_HEADER: &str = "x-chaoslab-trace";
 
-/// [`ROOT_HEADER`] as a ready header name (no parsing per request).
-pub static ROOT: http::HeaderName = http::HeaderName::from_static(ROOT_HEADER);
-/// [`DEPTH_HEADER`] as a ready header name.
-pub static DEPTH: http::HeaderName = http::HeaderName::from_static(DEPTH_HEADER);
+/// [`TRACE_HEADER`] as a ready header name (no parsing per request).
+pub static TRACE: http::HeaderName = http::HeaderName::from_static(TRACE_HEADER);
 
 /// Where a request sits in its root request's call tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,16 +47,28 @@ impl Trace {
         }
     }
 
-    /// Reads the trace headers. A missing or malformed header yields
-    /// `None`: a peer's bad header never fails a request.
+    /// Reads the trace header. A missing or malformed root yields `None`
+    /// (the request opens a new root); a missing or malformed depth reads
+    /// as 0. A peer's bad header never fails a request.
     pub fn from_headers(headers: &http::HeaderMap) -> Option<Trace> {
-        let root = headers.get(&ROOT)?.to_str().ok()?.trim().parse().ok()?;
-        let depth = headers
-            .get(&DEPTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        Some(Trace { root, depth })
+        let v = headers.get(&TRACE)?.to_str().ok()?.trim();
+        let (root, depth) = v.split_once('-').unwrap_or((v, ""));
+        Some(Trace {
+            root: root.parse().ok()?,
+            depth: depth.parse().unwrap_or(0),
+        })
+    }
+
+    /// The header value that carries this trace.
+    pub fn header_value(self) -> http::HeaderValue {
+        use std::io::Write;
+        // u64::MAX and u32::MAX with the dash fit in 31 bytes.
+        let mut buf = [0u8; 32];
+        let mut w = &mut buf[..];
+        let _ = write!(w, "{}-{}", self.root, self.depth);
+        let n = 32 - w.len();
+        http::HeaderValue::from_bytes(&buf[..n])
+            .expect("digits and a dash are a valid header value")
     }
 }
 
@@ -151,13 +162,37 @@ mod tests {
     fn malformed_trace_headers_are_ignored() {
         let mut h = http::HeaderMap::new();
         assert_eq!(Trace::from_headers(&h), None);
-        h.insert(ROOT_HEADER, "not-a-number".parse().unwrap());
-        assert_eq!(Trace::from_headers(&h), None);
-        h.insert(ROOT_HEADER, "42".parse().unwrap());
-        h.insert(DEPTH_HEADER, "-3".parse().unwrap());
-        assert_eq!(Trace::from_headers(&h), Some(Trace { root: 42, depth: 0 }));
-        h.insert(DEPTH_HEADER, "3".parse().unwrap());
-        assert_eq!(Trace::from_headers(&h), Some(Trace { root: 42, depth: 3 }));
+        for bad in ["not-a-number", "-3", "", "4 2-1"] {
+            h.insert(TRACE_HEADER, bad.parse().unwrap());
+            assert_eq!(Trace::from_headers(&h), None, "{bad:?}");
+        }
+        for (v, depth) in [("42", 0), ("42--3", 0), ("42-x", 0), ("42-3", 3)] {
+            h.insert(TRACE_HEADER, v.parse().unwrap());
+            assert_eq!(
+                Trace::from_headers(&h),
+                Some(Trace { root: 42, depth }),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn trace_round_trips_through_its_header() {
+        for t in [
+            Trace { root: 0, depth: 0 },
+            Trace {
+                root: 8812,
+                depth: 3,
+            },
+            Trace {
+                root: u64::MAX,
+                depth: u32::MAX,
+            },
+        ] {
+            let mut h = http::HeaderMap::new();
+            h.insert(&TRACE, t.header_value());
+            assert_eq!(Trace::from_headers(&h), Some(t));
+        }
     }
 
     #[tokio::test]
