@@ -16,6 +16,7 @@ use rand::{RngExt, SeedableRng};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tower::Layer;
 
 use crate::middleware::client::{EdgeState, RetryClient};
 use crate::middleware::context::{self, Trace};
@@ -291,12 +292,8 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response
 }
 
 /// The service's router: any method, any path.
-pub fn router(rt: Arc<ServiceRuntime>, layer: Option<OwnershipLayer>) -> Router {
-    let r = Router::new().fallback(handle).with_state(rt);
-    match layer {
-        Some(l) => r.layer(l),
-        None => r,
-    }
+pub fn router(rt: Arc<ServiceRuntime>) -> Router {
+    Router::new().fallback(handle).with_state(rt)
 }
 
 /// Serves until shutdown; while the service is down its listener is
@@ -305,9 +302,31 @@ pub(super) async fn serve(
     rt: Arc<ServiceRuntime>,
     listener: TcpListener,
     layer: OwnershipLayer,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    let app = router(rt.clone(), rt.plain.is_none().then_some(layer));
+    let app = router(rt.clone());
+    // The layer wraps the whole router, as middleware that sees every
+    // request does, rather than being boxed into each route.
+    if rt.plain.is_some() {
+        serve_with(rt, listener, app, shutdown).await;
+    } else {
+        serve_with(rt, listener, layer.layer(app), shutdown).await;
+    }
+}
+
+async fn serve_with<S>(
+    rt: Arc<ServiceRuntime>,
+    listener: TcpListener,
+    app: S,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    S: tower::Service<Request, Response = Response, Error = std::convert::Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+{
     let addr = rt.addr;
     let mut listener = Some(listener);
     let mut down = rt.down.subscribe();
@@ -348,9 +367,8 @@ pub(super) async fn serve(
                 }
             }
         };
-        let _ = axum::serve(l, app.clone())
-            .with_graceful_shutdown(signal)
-            .await;
+        let make = axum::ServiceExt::<Request>::into_make_service(app.clone());
+        let _ = axum::serve(l, make).with_graceful_shutdown(signal).await;
     }
 }
 

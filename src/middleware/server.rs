@@ -245,7 +245,7 @@ fn finish<R>(cfg: &ServerConfig, ctx: &RequestContext, res: &mut Response<R>) {
 
 impl<S, B, R> Service<Request<B>> for Ownership<S>
 where
-    S: Service<Request<B>, Response = Response<R>> + Clone + Send + 'static,
+    S: Service<Request<B>, Response = Response<R>> + Send + 'static,
     S::Future: Send,
     B: Send + 'static,
     R: Send + 'static,
@@ -271,11 +271,10 @@ where
             ),
         };
         let ctx = Arc::new(RequestContext::new(trace, is_root));
-        // The clone that was made ready is the one to call.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        // The inner future owns what it needs, so the service that was
+        // made ready is called in place: no clone per request.
         OwnershipFuture {
-            inner: context::scope(ctx.clone(), inner.call(req)),
+            inner: context::scope(ctx.clone(), self.inner.call(req)),
             ctx,
             cfg,
         }
