@@ -15,7 +15,6 @@ use std::time::Duration;
 use http::HeaderName;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::context::{self, Trace, TRACE};
@@ -43,7 +42,7 @@ pub struct EdgeState {
     policy: ArcSwap<EdgePolicy>,
     budget: Mutex<Option<RetryBudget>>,
     /// Attempts in flight on this edge, like a client's connection pool.
-    slots: Semaphore,
+    slots: Slots,
 }
 
 /// Attempts one edge keeps in flight at most. An attempt that cannot get a
@@ -69,7 +68,7 @@ impl EdgeState {
             url: url.into(),
             policy: ArcSwap::from_pointee(policy),
             budget: Mutex::new(budget),
-            slots: Semaphore::new(MAX_IN_FLIGHT_PER_EDGE),
+            slots: Slots::new(MAX_IN_FLIGHT_PER_EDGE),
         }
     }
 
@@ -168,11 +167,11 @@ impl RetryClient {
     ) -> Classified {
         // A free slot is taken at once; only a full edge waits (and only
         // then pays for a timer).
-        let (_slot, timeout) = match edge.slots.try_acquire() {
-            Ok(slot) => (slot, timeout),
-            Err(_) => {
+        let (_slot, timeout) = match edge.slots.try_take() {
+            Some(slot) => (slot, timeout),
+            None => {
                 let started = Instant::now();
-                let Ok(Ok(slot)) = tokio::time::timeout(timeout, edge.slots.acquire()).await else {
+                let Ok(slot) = tokio::time::timeout(timeout, edge.slots.take()).await else {
                     return Classified::NoResponse;
                 };
                 let left = timeout.saturating_sub(started.elapsed());

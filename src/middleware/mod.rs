@@ -39,6 +39,7 @@
 pub mod client;
 pub mod context;
 pub mod server;
+mod slots;
 
 use crate::ownership::claim::ClaimReason;
 use crate::ownership::retry::StopReason;
