@@ -1,0 +1,197 @@
+//! Does a long run keep a fixed memory?
+//!
+//! Runs `chaoslab run topologies/uber-chain.yaml --headless --rps 500` in
+//! this process (ownership, D failing) and samples two figures while it
+//! runs:
+//!
+//! - the **live heap**: bytes allocated and not yet freed, counted by a
+//!   wrapper around the same allocator the binary uses (mimalloc). This is
+//!   what the program holds; a leak or an unbounded queue shows here.
+//! - the **resident set** (VmRSS), which also holds what the allocator
+//!   keeps for reuse after a free, so it moves in steps of its own.
+//!
+//! After the first minute the live heap must stay flat: the median of the
+//! last window may exceed the median of the first by at most 1 MiB.
+//!
+//! `cargo bench --bench soak` runs 5 minutes; `-- --minutes 30` runs the
+//! half hour the README quotes. Under `cargo test` it runs 25 seconds and
+//! compares the window after the warm-up with the last one, so a leak of
+//! more than about 25 bytes per request fails it.
+
+use std::time::Duration;
+
+use stats_alloc::StatsAlloc;
+use tokio::time::Instant;
+
+#[global_allocator]
+static ALLOC: StatsAlloc<mimalloc::MiMalloc> = StatsAlloc::new(mimalloc::MiMalloc);
+
+/// Live heap growth allowed between the two windows.
+const TOLERANCE: i64 = 1 << 20;
+
+fn live_bytes() -> i64 {
+    // A realloc is already counted in `bytes_allocated` or
+    // `bytes_deallocated` (by its difference) as well as in
+    // `bytes_reallocated`, so the last is left out.
+    let s = ALLOC.stats();
+    s.bytes_allocated as i64 - s.bytes_deallocated as i64
+}
+
+fn rss_bytes() -> Option<i64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: i64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+fn mib(b: i64) -> f64 {
+    b as f64 / (1024.0 * 1024.0)
+}
+
+fn median(mut v: Vec<i64>) -> i64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+struct Point {
+    t: Duration,
+    live: i64,
+    rss: Option<i64>,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let bench = args.iter().any(|a| a == "--bench");
+    let minutes: u64 = args
+        .iter()
+        .position(|a| a == "--minutes")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(5);
+    // Under `cargo test`: 25 s, windows [8 s, 13 s) and [20 s, 25 s).
+    // Under `cargo bench`: the windows are the minute after the first
+    // minute and the last minute.
+    let (total, every, first, window) = if bench {
+        let total = Duration::from_secs(60 * minutes.max(3));
+        (
+            total,
+            Duration::from_secs(5),
+            Duration::from_secs(60),
+            Duration::from_secs(60),
+        )
+    } else {
+        (
+            Duration::from_secs(25),
+            Duration::from_millis(250),
+            Duration::from_secs(8),
+            Duration::from_secs(5),
+        )
+    };
+    let topology = concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/uber-chain.yaml");
+    let duration = format!("{}s", total.as_secs());
+    let opts = <chaoslab::cli::Opts as clap::Parser>::try_parse_from([
+        "chaoslab",
+        "run",
+        topology,
+        "--headless",
+        "--rps",
+        "500",
+        "--duration",
+        &duration,
+        "--warmup",
+        "0s",
+    ])
+    .expect("valid arguments");
+    println!(
+        "soak: {topology} at 500 rps for {} s, sampling every {:?}",
+        total.as_secs(),
+        every
+    );
+    let run = std::thread::spawn(move || chaoslab::run(opts));
+    let start = Instant::now();
+    let mut points = vec![];
+    let mut next_print = Duration::ZERO;
+    while !run.is_finished() {
+        std::thread::sleep(every);
+        let t = start.elapsed();
+        if t > total {
+            break;
+        }
+        let p = Point {
+            t,
+            live: live_bytes(),
+            rss: rss_bytes(),
+        };
+        if bench && t >= next_print {
+            println!(
+                "t={:>5} s  live heap {:>6.1} MiB  rss {}",
+                t.as_secs(),
+                mib(p.live),
+                p.rss.map_or("n/a".into(), |r| format!("{:.1} MiB", mib(r)))
+            );
+            next_print += Duration::from_secs(60);
+        }
+        points.push(p);
+    }
+    run.join()
+        .expect("the run does not panic")
+        .expect("the run succeeds");
+
+    let in_window = |from: Duration, to: Duration| -> Vec<&Point> {
+        points.iter().filter(|p| p.t >= from && p.t < to).collect()
+    };
+    let early = in_window(first, first + window);
+    let end = total.saturating_sub(Duration::from_millis(500));
+    let late = in_window(end.saturating_sub(window), end);
+    assert!(
+        early.len() >= 5 && late.len() >= 5,
+        "too few samples: {} early, {} late",
+        early.len(),
+        late.len()
+    );
+    let early_live = median(early.iter().map(|p| p.live).collect());
+    let late_live = median(late.iter().map(|p| p.live).collect());
+    let after_first = in_window(first, end);
+    let (lo, hi) = after_first
+        .iter()
+        .fold((i64::MAX, i64::MIN), |(lo, hi), p| {
+            (lo.min(p.live), hi.max(p.live))
+        });
+    let rss: Vec<i64> = after_first.iter().filter_map(|p| p.rss).collect();
+    println!(
+        "live heap after {} s: {:.2} MiB (median of {} samples); at the end: {:.2} MiB; \
+         range {:.2}..{:.2} MiB",
+        first.as_secs(),
+        mib(early_live),
+        early.len(),
+        mib(late_live),
+        mib(lo),
+        mib(hi)
+    );
+    if let (Some(rlo), Some(rhi)) = (rss.iter().min(), rss.iter().max()) {
+        println!(
+            "resident set after {} s: {:.1}..{:.1} MiB (allocator's reuse pool included)",
+            first.as_secs(),
+            mib(*rlo),
+            mib(*rhi)
+        );
+    }
+    let growth = late_live - early_live;
+    println!(
+        "live heap growth: {:+.2} MiB (allowed {:.0} MiB)",
+        mib(growth),
+        mib(TOLERANCE)
+    );
+    assert!(
+        growth <= TOLERANCE,
+        "the live heap grew by {:.2} MiB between {:?} and the end",
+        mib(growth),
+        first
+    );
+}
