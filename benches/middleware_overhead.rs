@@ -7,7 +7,7 @@
 //! installed (a separate process, closed loop), otherwise from an
 //! in-process closed-loop driver. Prints each round and the median ratio.
 //!
-//! `cargo bench --bench middleware_overhead` runs 3 rounds of 5 s each;
+//! `cargo bench --bench middleware_overhead` runs 5 rounds of 5 s each;
 //! under `cargo test` it runs one short round as a smoke test.
 
 use std::process::Command;
@@ -102,7 +102,7 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
-    let (rounds, secs) = if bench { (3, 5) } else { (1, 1) };
+    let (rounds, secs) = if bench { (5, 5) } else { (1, 1) };
     let use_wrk = wrk_available();
     let topology = Arc::new(Topology::from_yaml(CHAIN, "bench-chain").expect("valid chain"));
     let rt = tokio::runtime::Builder::new_multi_thread()
