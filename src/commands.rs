@@ -162,30 +162,38 @@ pub fn compare_table(c: &Comparison, with_model: bool) -> String {
         let _ = write!(out, " {n:>w$}");
     }
     let _ = writeln!(out, " {:>8} {:>6} {:>10}", "avail", "radius", "suppressed");
+    // One row: a label, a figure per service, then availability, radius
+    // and suppressed retries.
+    let row = |out: &mut String,
+               label: &str,
+               amps: Vec<f64>,
+               avail: f64,
+               radius: u64,
+               suppressed: String| {
+        let _ = write!(out, "{label:<10}");
+        for a in amps {
+            let _ = write!(out, " {a:>w$.2}");
+        }
+        let _ = writeln!(out, " {:>7.2}% {radius:>6} {suppressed:>10}", avail * 100.0);
+    };
     for run in &c.runs {
         let r = &run.report;
-        let _ = write!(out, "{:<10}", run.policy);
-        for n in &r.nodes {
-            let _ = write!(out, " {:>w$.2}", n.amplification);
-        }
-        let _ = writeln!(
-            out,
-            " {:>7.2}% {:>6} {:>10}",
-            r.root.availability * 100.0,
+        row(
+            &mut out,
+            &run.policy.to_string(),
+            r.nodes.iter().map(|n| n.amplification).collect(),
+            r.root.availability,
             r.storm_radius.max,
-            r.spurious_avoided
+            r.spurious_avoided.to_string(),
         );
         if with_model {
-            let _ = write!(out, "{:<10}", "  model");
-            for n in &r.nodes {
-                let _ = write!(out, " {:>w$.2}", n.model_amplification);
-            }
-            let _ = writeln!(
-                out,
-                " {:>7.2}% {:>6} {:>10}",
-                r.root.model_availability * 100.0,
-                r.storm_radius.model,
-                "-"
+            row(
+                &mut out,
+                "  model",
+                r.nodes.iter().map(|n| n.model_amplification).collect(),
+                r.root.model_availability,
+                r.storm_radius.model as u64,
+                "-".to_string(),
             );
         }
     }
