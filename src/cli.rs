@@ -1,9 +1,14 @@
 //! The command line (SPEC section 4).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+
+use crate::error::RunError;
+use crate::scenario::Scenario;
+use crate::session::{Action, Setup};
+use crate::topology::{PolicyFields, Preset, Topology};
 
 /// A terminal lab for retry storms: real services, real numbers.
 #[derive(Debug, Parser)]
@@ -57,24 +62,15 @@ pub struct RunArgs {
     /// Run without the dashboard: progress on stderr, a table on stdout.
     #[arg(long)]
     pub headless: bool,
-    /// How long to run (headless; e.g. 20s, 1m).
-    #[arg(long, value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// Leading time not counted in the report.
-    #[arg(long, value_parser = parse_duration)]
-    pub warmup: Option<Duration>,
-    /// Root requests per second into the entry (overrides `load.rps`).
-    #[arg(long)]
-    pub rps: Option<f64>,
-    /// Policy preset: none, retry, budget, ownership.
-    #[arg(long)]
-    pub policy: Option<String>,
-    /// Make a service fail: `D` (every request) or `D=0.3`.
-    #[arg(long = "fail", value_name = "SERVICE[=RATE]")]
-    pub fail: Vec<String>,
-    /// Seed for every random choice (faults, arrivals, jitter).
-    #[arg(long)]
-    pub seed: Option<u64>,
+    /// How long to run and how much of it to leave out.
+    #[command(flatten)]
+    pub clock: Clock,
+    /// The rate and the seed.
+    #[command(flatten)]
+    pub load: Load,
+    /// The policy and faults to start in.
+    #[command(flatten)]
+    pub start: Start,
     /// Attribution mode: simple, declared, learned (overrides the topology).
     #[arg(long, value_parser = parse_attribution)]
     pub attribution: Option<crate::ownership::Attribution>,
@@ -101,6 +97,57 @@ pub struct RunArgs {
     pub record: Option<PathBuf>,
 }
 
+/// Default measured duration of a headless run.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(20);
+/// Default warm-up of a run.
+pub const DEFAULT_WARMUP: Duration = Duration::from_secs(2);
+
+impl RunArgs {
+    /// The topology file, or a usage error pointing at an example.
+    pub fn topology_path(&self) -> Result<&Path, RunError> {
+        self.topology.as_deref().ok_or_else(|| {
+            RunError::Usage(
+                "no topology given: try `chaoslab topologies/uber-chain.yaml` (see --help)".into(),
+            )
+        })
+    }
+
+    /// The session this command line asks for: `topology` with every
+    /// override as an action at time zero, then `scenario`'s steps (its
+    /// steps at 0 s start the run; the rest come after the warm-up). A run
+    /// without `duration` lasts until it is stopped.
+    pub fn setup(
+        &self,
+        topology: Topology,
+        scenario: &Scenario,
+        duration: Option<Duration>,
+    ) -> Result<Setup, RunError> {
+        let mut initial = self.start.actions(&topology)?;
+        initial.extend(self.load.actions()?);
+        if let Some(a) = self.attribution {
+            initial.push(Action::SetAttribution(a));
+        }
+        if let Some(on) = self.at_least_once {
+            initial.push(Action::SetAtLeastOnce(on));
+        }
+        initial.extend(scenario.initial_actions());
+        let warmup = self
+            .clock
+            .warmup
+            .or(scenario.warmup)
+            .unwrap_or(DEFAULT_WARMUP);
+        Ok(Setup {
+            topology,
+            initial,
+            seed: self.load.seed.unwrap_or(1),
+            load: true,
+            warmup,
+            until: duration.map(|d| warmup + d),
+            steps: scenario.plan_steps(warmup),
+        })
+    }
+}
+
 /// `chaoslab compare`.
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
@@ -112,21 +159,15 @@ pub struct CompareArgs {
     /// Policies to compare, comma-separated.
     #[arg(long, default_value = "retry,budget,ownership")]
     pub policies: String,
-    /// How long each policy runs.
-    #[arg(long, value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// Leading time of each run not counted.
-    #[arg(long, value_parser = parse_duration)]
-    pub warmup: Option<Duration>,
-    /// Root requests per second.
-    #[arg(long)]
-    pub rps: Option<f64>,
+    /// How long each policy runs and how much of it to leave out.
+    #[command(flatten)]
+    pub clock: Clock,
+    /// The rate and the seed.
+    #[command(flatten)]
+    pub load: Load,
     /// Show the model's prediction under each measured figure.
     #[arg(long)]
     pub model: bool,
-    /// Seed.
-    #[arg(long)]
-    pub seed: Option<u64>,
     /// Write the comparison as JSON here.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -137,12 +178,9 @@ pub struct CompareArgs {
 pub struct ModelArgs {
     /// The topology file.
     pub topology: PathBuf,
-    /// The service(s) to fail: `D` or `D=0.3`.
-    #[arg(long = "fail", value_name = "SERVICE[=RATE]")]
-    pub fail: Vec<String>,
-    /// Policy preset (default: the topology's).
-    #[arg(long)]
-    pub policy: Option<String>,
+    /// The policy and faults to model.
+    #[command(flatten)]
+    pub start: Start,
 }
 
 /// `chaoslab check`.
@@ -163,18 +201,132 @@ pub struct ServeArgs {
     /// Print the table at the end (with --duration).
     #[arg(long)]
     pub headless: bool,
-    /// Policy preset.
-    #[arg(long)]
-    pub policy: Option<String>,
-    /// Make a service fail: `D` or `D=0.3`.
-    #[arg(long = "fail", value_name = "SERVICE[=RATE]")]
-    pub fail: Vec<String>,
-    /// Seed.
+    /// The policy and faults to start in.
+    #[command(flatten)]
+    pub start: Start,
+    /// Seed for every random choice (faults, jitter).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Write the JSON report here at the end.
     #[arg(long)]
     pub report: Option<PathBuf>,
+}
+
+/// How long a run lasts, and the leading part its report leaves out.
+#[derive(Debug, Args, Default, Clone)]
+pub struct Clock {
+    /// How long to run after the warm-up (e.g. 20s, 1m).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Leading time not counted in the report.
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+}
+
+/// The load into the entry.
+#[derive(Debug, Args, Default, Clone)]
+pub struct Load {
+    /// Root requests per second into the entry (overrides `load.rps`).
+    #[arg(long)]
+    pub rps: Option<f64>,
+    /// Seed for every random choice (faults, arrivals, jitter).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// The policy and the faults a run (or the model) starts in: actions at
+/// time zero.
+#[derive(Debug, Args, Default, Clone)]
+pub struct Start {
+    /// Policy preset: none, retry, budget, ownership.
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Make a service fail: `D` (every request) or `D=0.3`.
+    #[arg(long = "fail", value_name = "SERVICE[=RATE]")]
+    pub fail: Vec<String>,
+}
+
+impl Start {
+    /// The actions these flags ask for at time zero.
+    pub fn actions(&self, t: &Topology) -> Result<Vec<Action>, RunError> {
+        let mut actions = vec![];
+        if let Some(p) = &self.policy {
+            actions.push(Action::Policy(PolicyFields {
+                preset: Some(parse_policy(p)?),
+                ..Default::default()
+            }));
+        }
+        actions.extend(fail_actions(t, &self.fail)?);
+        Ok(actions)
+    }
+}
+
+impl Load {
+    /// The rate action `--rps` asks for, if any.
+    pub fn actions(&self) -> Result<Vec<Action>, RunError> {
+        match self.rps {
+            Some(r) if !r.is_finite() || r <= 0.0 => Err(RunError::Usage(format!(
+                "--rps {r}: the rate must be a positive number"
+            ))),
+            Some(r) => Ok(vec![Action::SetRps(r)]),
+            None => Ok(vec![]),
+        }
+    }
+}
+
+/// The fault actions of `--fail SERVICE[=RATE]` flags.
+pub fn fail_actions(t: &Topology, fails: &[String]) -> Result<Vec<Action>, RunError> {
+    fails
+        .iter()
+        .map(|f| {
+            let (id, rate) = parse_fail(t, f)?;
+            let mut fault = t.services[id].fault.clone();
+            fault.error_rate = rate;
+            fault.down = false;
+            Ok(Action::SetFault { service: id, fault })
+        })
+        .collect()
+}
+
+/// Parses `SERVICE` or `SERVICE=RATE` against a topology.
+pub fn parse_fail(t: &Topology, spec: &str) -> Result<(usize, f64), RunError> {
+    let (name, rate) = match spec.split_once('=') {
+        Some((n, r)) => {
+            let rate: f64 = r.trim().parse().map_err(|_| {
+                RunError::Usage(format!(
+                    "--fail {spec}: `{r}` is not a rate (write e.g. {n}=0.3)"
+                ))
+            })?;
+            (n.trim(), rate)
+        }
+        None => (spec.trim(), 1.0),
+    };
+    if !(0.0..=1.0).contains(&rate) {
+        return Err(RunError::Usage(format!(
+            "--fail {spec}: the rate must be between 0 and 1"
+        )));
+    }
+    let id = t.service_id(name).ok_or_else(|| {
+        RunError::Usage(format!(
+            "--fail {spec}: there is no service `{name}` in topology {} (services: {})",
+            t.name,
+            t.services
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    Ok((id, rate))
+}
+
+/// Parses a preset name.
+pub fn parse_policy(s: &str) -> Result<Preset, RunError> {
+    Preset::parse(s.trim()).ok_or_else(|| {
+        RunError::Usage(format!(
+            "--policy {s}: unknown policy (choose none, retry, budget or ownership)"
+        ))
+    })
 }
 
 /// Parses an attribution mode.

@@ -6,17 +6,20 @@
 //! service runs the error-ownership middleware of [`middleware`], whose
 //! decisions live, free of I/O, in [`ownership`].
 
-pub mod app;
 pub mod cli;
-pub mod commands;
+pub mod compare;
 pub mod error;
 pub mod fleet;
+pub mod headless;
+pub mod inspect;
 pub mod load;
 pub mod metrics;
 pub mod middleware;
 pub mod ownership;
 pub mod report;
 pub mod scenario;
+pub mod serve;
+pub mod session;
 pub mod topology;
 pub mod tui;
 pub mod yaml;
@@ -25,17 +28,15 @@ use cli::{Command, Opts};
 
 pub use error::{RunError, EXIT_BAD_INPUT, EXIT_EXPECTATION};
 
-/// Runs one command line.
+/// Runs one command line: each command is a front end over a session
+/// (`run`, `compare`, `serve`) or starts nothing (`check`, `model`).
 pub fn run(opts: Opts) -> Result<(), RunError> {
     match opts.into_command() {
-        Command::Check(args) => {
-            let t = topology::Topology::load(&args.topology)?;
-            print!("{}", topology::validate::render_check(&t));
-            Ok(())
-        }
-        Command::Run(args) => app::run(args),
-        Command::Model(args) => commands::model(args),
-        Command::Compare(args) => commands::compare(args),
-        Command::Serve(args) => commands::serve(args),
+        Command::Check(args) => inspect::check(args),
+        Command::Model(args) => inspect::model(args),
+        Command::Run(args) if args.headless => headless::run(args),
+        Command::Run(args) => tui::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }

@@ -1,140 +1,56 @@
 //! Expectations, judged over windows of a finished run.
 //!
-//! Each expectation's window is measured with [`Report::measure`] (the
-//! same arithmetic as the whole-run report, over the two samples nearest
-//! the window's ends), then its figure is read by name and checked against
-//! its bound. What was seen, where, and every figure of that window go into
-//! an [`ExpectationReport`], so a failing CI run says why without a rerun.
+//! Each expectation's window is measured from the two samples nearest its
+//! ends (the same arithmetic as the whole-run report, through the same
+//! catalogue), then its figure is read and checked against its bound. What
+//! was seen, where, and every figure of that window go into an
+//! [`ExpectationReport`], so a failing CI run says why without a rerun.
 //!
 //! Three figures need more than two samples: the storm radius (the largest
-//! and the mean over the samples inside the window) and the latency
+//! and the mean over the samples inside the window) and the root latency
 //! percentiles, read off the window's merged
 //! [`LatencySummary`](crate::metrics::LatencySummary) rather than the whole
 //! run's histogram. The model's figures are those of the state in force at
-//! the window's start (the topology with every step up to then applied).
+//! the window's start by the scenario's plan
+//! ([`Record::planned_state_at`]).
 
 use std::time::Duration;
 
-use super::{ExpectationReport, Latency, Report, WindowFigures};
-use crate::scenario::spec::{Expectation, Figure, Window};
-use crate::scenario::{Action, Lab};
-use crate::topology::model;
-use crate::topology::{ServiceId, Topology};
+use super::{node, samples_between, window, ExpectationReport, WindowFigures};
+use crate::scenario::spec::{self, Expectation};
+use crate::session::figures::{Figures, Scope};
+use crate::session::Record;
+use crate::topology::ServiceId;
 
-/// Judges every expectation of a finished run. `warmup` is where the
-/// scenario's clock starts on the lab's; `start` is the topology the run
-/// started from and `steps` the scenario's steps on the lab's clock (for the
-/// model's figures of each window).
-pub fn evaluate(
-    lab: &Lab,
-    warmup: Duration,
-    expectations: &[Expectation],
-    start: &Topology,
-    steps: &[(Duration, Action)],
-) -> Vec<ExpectationReport> {
+/// Judges every expectation of a finished run.
+pub fn evaluate(r: &Record, expectations: &[Expectation]) -> Vec<ExpectationReport> {
     expectations
         .iter()
-        .map(|e| {
-            let mut figures = measure_window(lab, warmup, e.window, e.service);
-            let state = state_at(start, steps, warmup + e.window.from);
-            apply_model(&mut figures, &state, e.service);
-            judge(e, figures)
-        })
+        .map(|e| judge(e, measure_window(r, e.window, e.service)))
         .collect()
 }
 
-/// Measures one window (on the scenario's clock: `warmup` is added).
-pub fn measure_window(
-    lab: &Lab,
-    warmup: Duration,
-    window: Window,
-    service: Option<ServiceId>,
-) -> WindowFigures {
+/// Measures one window (on the scenario's clock: the warm-up is added).
+pub fn measure_window(r: &Record, span: spec::Window, service: Option<ServiceId>) -> WindowFigures {
     // Samples come every tick; take the ones nearest the window's ends.
-    let slack = lab.tick_period() / 2;
-    let from = (warmup + window.from).saturating_sub(slack);
-    let to = warmup + window.to + slack;
-    let r = Report::measure(lab, from, to);
-    let series = lab.series();
-    let first = series.at_or_after(from).or_else(|| series.latest());
-    let (t0, t1) = match first {
-        Some(f) => {
-            let last = series
-                .at_or_before(to)
-                .filter(|s| s.t >= f.t)
-                .map_or(f.t, |s| s.t);
-            (f.t, last)
-        }
-        None => (from, from),
-    };
-    let latency = series.latency_between(t0, t1);
-    let mut root = r.root;
-    root.latency_ms = Latency {
-        p50: latency.quantile_ms(0.5).unwrap_or(0.0),
-        p99: latency.quantile_ms(0.99).unwrap_or(0.0),
-    };
-    let rel = |t: Duration| t.as_secs_f64() - warmup.as_secs_f64();
+    let slack = r.tick / 2;
+    let from = (r.warmup + span.from).saturating_sub(slack);
+    let to = r.warmup + span.to + slack;
+    let ends = samples_between(r, from, to);
+    let (t0, t1) = (ends.0.t, ends.1.t);
+    let latency = r.series.latency_between(t0, t1);
+    let latency_ms = (
+        latency.quantile_ms(0.5).unwrap_or(0.0),
+        latency.quantile_ms(0.99).unwrap_or(0.0),
+    );
+    let state = r.planned_state_at(r.warmup + span.from);
+    let (prediction, static_radius) = r.model_of(&state);
+    let w = window(r, ends, (&prediction, static_radius), latency_ms);
+    let rel = |t: Duration| t.as_secs_f64() - r.warmup.as_secs_f64();
     WindowFigures {
         measured_s: (rel(t0), rel(t1)),
-        root,
-        storm_radius: r.storm_radius,
-        spurious_avoided: r.spurious_avoided,
-        service: service.and_then(|i| r.nodes.get(i).cloned()),
-    }
-}
-
-/// Reads a figure from a window's figures (NaN when the figure is
-/// per-service and the window has no service).
-pub fn observe(f: &WindowFigures, figure: Figure) -> f64 {
-    let root = &f.root;
-    let fleet = match figure {
-        Figure::RootAvailability => Some(root.availability),
-        Figure::RootRps => Some(root.rps),
-        Figure::RootRequests => Some(root.requests as f64),
-        Figure::RootErrors => Some(root.errors as f64),
-        Figure::RootDropped => Some(root.dropped as f64),
-        Figure::LatencyP50 => Some(root.latency_ms.p50),
-        Figure::LatencyP99 => Some(root.latency_ms.p99),
-        Figure::StormRadius => Some(f.storm_radius.max as f64),
-        Figure::StormRadiusMean => Some(f.storm_radius.mean),
-        Figure::SpuriousAvoided => Some(f.spurious_avoided as f64),
-        _ => None,
-    };
-    if let Some(v) = fleet {
-        return v;
-    }
-    let Some(n) = &f.service else {
-        return f64::NAN;
-    };
-    match figure {
-        Figure::Rps => n.rps,
-        Figure::BaselineRps => n.baseline_rps,
-        Figure::Amplification => n.amplification,
-        Figure::ModelAmplification => n.model_amplification,
-        Figure::Requests => n.requests as f64,
-        Figure::Errors => n.errors as f64,
-        Figure::ErrorRate => {
-            if n.requests > 0 {
-                n.errors as f64 / n.requests as f64
-            } else {
-                0.0
-            }
-        }
-        Figure::ClaimsReturnedTrue => n.claims_returned.claimed as f64,
-        Figure::ClaimsReturnedFalse => n.claims_returned.unclaimed as f64,
-        Figure::ClaimsReturnedMissing => n.claims_returned.missing as f64,
-        Figure::ClaimsSeenTrue => n.claims_seen.claimed as f64,
-        Figure::ClaimsSeenFalse => n.claims_seen.unclaimed as f64,
-        Figure::ClaimsSeenMissing => n.claims_seen.missing as f64,
-        Figure::RetriesSent => n.retries_sent as f64,
-        Figure::RetriesSuppressed => n.retries_suppressed as f64,
-        Figure::BudgetDenied => n.budget_denied as f64,
-        Figure::OwnErrors => n.attribution.own_errors as f64,
-        Figure::WronglyUnclaimed => n.attribution.wrongly_unclaimed as f64,
-        Figure::WronglyClaimed => n.attribution.wrongly_claimed as f64,
-        Figure::AtLeastOnceClaims => n.at_least_once_claims as f64,
-        // Fleet figures were answered above.
-        _ => f64::NAN,
+        fleet: Figures::measure(&w, Scope::Fleet, 0),
+        service: service.map(|i| node(r, &w, i)),
     }
 }
 
@@ -142,7 +58,7 @@ pub fn observe(f: &WindowFigures, figure: Figure) -> f64 {
 pub fn judge(e: &Expectation, figures: WindowFigures) -> ExpectationReport {
     let (a, b) = figures.measured_s;
     let (observed, note) = if b > a {
-        (observe(&figures, e.figure), None)
+        (figures.get(e.figure), None)
     } else {
         (
             f64::NAN,
@@ -167,65 +83,16 @@ pub fn judge(e: &Expectation, figures: WindowFigures) -> ExpectationReport {
     }
 }
 
-/// The topology with every step up to `t` (the lab's clock) applied.
-fn state_at(start: &Topology, steps: &[(Duration, Action)], t: Duration) -> Topology {
-    let mut s = start.clone();
-    for (at, a) in steps {
-        if *at > t {
-            continue;
-        }
-        match a {
-            Action::SetFault { service, fault } => {
-                if let Some(x) = s.services.get_mut(*service) {
-                    x.fault = fault.clone();
-                }
-            }
-            Action::SetContextDropped { service, dropped } => {
-                if let Some(x) = s.services.get_mut(*service) {
-                    x.context_dropped = *dropped;
-                }
-            }
-            Action::Policy(f) => s.policy.apply_fields(f),
-            Action::Mode {
-                retries,
-                budget,
-                ownership,
-            } => {
-                let p = &mut s.policy;
-                p.retries = retries.unwrap_or(p.retries);
-                p.budget_on = budget.unwrap_or(p.budget_on);
-                p.ownership = ownership.unwrap_or(p.ownership);
-            }
-            Action::SetAtLeastOnce(on) => s.ownership.at_least_once = *on,
-            Action::SetAttribution(a) => s.ownership.attribution = *a,
-            Action::SetRps(r) => s.load.rps = *r,
-            Action::Pause(_) | Action::Reset => {}
-        }
-    }
-    s
-}
-
-/// Puts the model's figures for `state` into a window's figures.
-fn apply_model(f: &mut WindowFigures, state: &Topology, service: Option<ServiceId>) {
-    let p = model::predict(state, &state.policy);
-    f.root.model_availability = p.root_availability;
-    f.storm_radius.model = p.storm_radius;
-    f.storm_radius.static_radius = model::static_radius(state, &state.policy);
-    if let (Some(n), Some(i)) = (f.service.as_mut(), service) {
-        if let Some(m) = p.services.get(i) {
-            n.model_amplification = m.amplification;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::metrics::{Counts, LatencySummary, RadiusStats, Sample, Series, ServiceCounts};
-    use crate::report::{
-        AttributionCounts, ClaimCounts, NodeReport, RadiusReport, RootReport, TimeSeries,
-    };
+    use crate::report::{NodeReport, TimeSeries};
     use crate::scenario::spec::Scenario;
+    use crate::session::figures::Figure;
+    use crate::session::LabState;
+    use crate::topology::model;
+    use crate::topology::Topology;
 
     fn chain() -> Topology {
         Topology::from_yaml(
@@ -236,53 +103,27 @@ mod tests {
     }
 
     fn node(name: &str, rps: f64, baseline: f64, requests: u64, errors: u64) -> NodeReport {
+        let mut f = Figures::filled(Scope::Service, 0.0);
+        f.set(Figure::Rps, rps);
+        f.set(Figure::BaselineRps, baseline);
+        f.set(Figure::Amplification, rps / baseline);
+        f.set(Figure::Requests, requests as f64);
+        f.set(Figure::Errors, errors as f64);
         NodeReport {
             name: name.into(),
             depth: 1,
-            rps,
-            baseline_rps: baseline,
-            amplification: rps / baseline,
-            model_amplification: 1.0,
-            requests,
-            errors,
-            claims_returned: ClaimCounts {
-                claimed: 3,
-                unclaimed: 4,
-                missing: 5,
-            },
-            claims_seen: ClaimCounts::default(),
-            retries_sent: 7,
-            retries_suppressed: 8,
-            budget_denied: 9,
-            attribution: AttributionCounts {
-                own_errors: 10,
-                wrongly_unclaimed: 11,
-                wrongly_claimed: 12,
-            },
-            at_least_once_claims: 13,
+            figures: f,
             learned: vec![],
         }
     }
 
     fn figures(measured: (f64, f64), service: Option<NodeReport>) -> WindowFigures {
+        let mut fleet = Figures::filled(Scope::Fleet, 0.0);
+        fleet.set(Figure::StormRadius, 3.0);
+        fleet.set(Figure::RootAvailability, 0.99);
         WindowFigures {
             measured_s: measured,
-            root: RootReport {
-                rps: 100.0,
-                requests: 200,
-                errors: 2,
-                availability: 0.99,
-                model_availability: 1.0,
-                latency_ms: Latency { p50: 1.5, p99: 9.0 },
-                dropped: 0,
-            },
-            storm_radius: RadiusReport {
-                max: 3,
-                mean: 2.5,
-                static_radius: 3,
-                model: 3,
-            },
-            spurious_avoided: 42,
+            fleet,
             service,
         }
     }
@@ -294,47 +135,16 @@ mod tests {
     }
 
     #[test]
-    fn every_figure_reads_its_field() {
+    fn a_window_reads_fleet_and_service_figures_by_scope() {
         let f = figures((0.0, 2.0), Some(node("B", 220.0, 100.0, 440, 11)));
-        let cases = [
-            (Figure::Rps, 220.0),
-            (Figure::BaselineRps, 100.0),
-            (Figure::Amplification, 2.2),
-            (Figure::ModelAmplification, 1.0),
-            (Figure::Requests, 440.0),
-            (Figure::Errors, 11.0),
-            (Figure::ErrorRate, 0.025),
-            (Figure::ClaimsReturnedTrue, 3.0),
-            (Figure::ClaimsReturnedFalse, 4.0),
-            (Figure::ClaimsReturnedMissing, 5.0),
-            (Figure::ClaimsSeenTrue, 0.0),
-            (Figure::RetriesSent, 7.0),
-            (Figure::RetriesSuppressed, 8.0),
-            (Figure::BudgetDenied, 9.0),
-            (Figure::OwnErrors, 10.0),
-            (Figure::WronglyUnclaimed, 11.0),
-            (Figure::WronglyClaimed, 12.0),
-            (Figure::AtLeastOnceClaims, 13.0),
-            (Figure::RootAvailability, 0.99),
-            (Figure::RootRps, 100.0),
-            (Figure::RootRequests, 200.0),
-            (Figure::RootErrors, 2.0),
-            (Figure::RootDropped, 0.0),
-            (Figure::LatencyP50, 1.5),
-            (Figure::LatencyP99, 9.0),
-            (Figure::StormRadius, 3.0),
-            (Figure::StormRadiusMean, 2.5),
-            (Figure::SpuriousAvoided, 42.0),
-        ];
-        for (fig, want) in cases {
-            let got = observe(&f, fig);
-            assert!(
-                (got - want).abs() < 1e-12,
-                "{}: {got} != {want}",
-                fig.name()
-            );
-        }
-        assert!(observe(&figures((0.0, 2.0), None), Figure::Rps).is_nan());
+        assert_eq!(f.get(Figure::Amplification), 2.2);
+        assert_eq!(f.get(Figure::RootAvailability), 0.99);
+        assert!(figures((0.0, 2.0), None).get(Figure::Rps).is_nan());
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(v["root"]["availability"], 0.99);
+        assert_eq!(v["storm_radius"]["max"], 3);
+        assert_eq!(v["service"]["rps"], 220.0);
+        assert_eq!(v["service"]["name"], "B");
     }
 
     #[test]
@@ -458,6 +268,44 @@ mod tests {
         assert_eq!(r.max, 0);
     }
 
+    /// A finished run of the synthetic samples, its scenario's steps on
+    /// the lab's clock.
+    fn record(t: &Topology, steps: Vec<(Duration, crate::session::Action)>) -> Record {
+        let start = LabState::of(t);
+        Record {
+            state: start.clone(),
+            start,
+            topology: t.clone(),
+            series: synthetic(),
+            events: vec![],
+            steps,
+            prediction: model::predict(t, &t.policy),
+            static_radius: model::static_radius(t, &t.policy),
+            latency: hdrhistogram::Histogram::new_with_bounds(1, 60_000_000, 2).unwrap(),
+            learned: vec![vec![]; t.services.len()],
+            tick: Duration::from_millis(250),
+            warmup: Duration::ZERO,
+            uptime: Duration::from_secs(3),
+        }
+    }
+
+    #[test]
+    fn a_window_is_measured_from_its_own_samples() {
+        let t = chain();
+        let r = record(&t, vec![]);
+        let span = spec::Window::parse("1s..3s").unwrap();
+        let f = measure_window(&r, span, Some(2));
+        assert_eq!(f.measured_s, (1.0, 3.0));
+        let c = f.service.as_ref().unwrap();
+        // C: 50 per tick from 1.25 s on (B retries every call), 25 before.
+        assert_eq!(c.figures[Figure::Requests], 400.0);
+        assert_eq!(c.figures[Figure::Rps], 200.0);
+        assert_eq!(c.figures[Figure::Amplification], 2.0);
+        assert_eq!(f.get(Figure::RootRps), 100.0);
+        assert_eq!(f.get(Figure::StormRadius), 1.0);
+        assert!((f.get(Figure::LatencyP50) - 20.0).abs() < 1.3);
+    }
+
     #[test]
     fn the_model_follows_the_steps_to_the_window() {
         let t = Topology::from_yaml(
@@ -471,15 +319,15 @@ mod tests {
             &t,
         )
         .unwrap();
-        let steps = s.plan_steps(Duration::from_secs(1));
-        let during = state_at(&t, &steps, Duration::from_secs(4));
-        assert_eq!(during.services[2].fault.error_rate, 1.0);
-        let after = state_at(&t, &steps, Duration::from_secs(8));
-        assert_eq!(after.services[2].fault.error_rate, 0.0);
-        let mut f = figures((3.0, 5.0), Some(node("C", 400.0, 100.0, 800, 800)));
-        apply_model(&mut f, &during, Some(2));
-        assert_eq!(f.service.unwrap().model_amplification, 4.0);
-        assert_eq!(f.storm_radius.model, 2);
-        assert_eq!(f.root.model_availability, 0.0);
+        let r = record(&t, s.plan_steps(Duration::from_secs(1)));
+        let during = r.planned_state_at(Duration::from_secs(4));
+        assert_eq!(during.faults[2].error_rate, 1.0);
+        let after = r.planned_state_at(Duration::from_secs(8));
+        assert_eq!(after.faults[2].error_rate, 0.0);
+        let (p, radius) = r.model_of(&during);
+        assert_eq!(p.services[2].amplification, 4.0);
+        assert_eq!(p.storm_radius, 2);
+        assert_eq!(p.root_availability, 0.0);
+        assert_eq!(radius, 2);
     }
 }

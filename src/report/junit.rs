@@ -15,6 +15,7 @@
 use std::fmt::Write as _;
 
 use super::{ExpectationReport, Report};
+use crate::session::figures::Figure;
 use crate::topology::validate::fmt_num;
 
 /// Escapes text for an XML attribute or element: `& < > " '`, and control
@@ -134,26 +135,30 @@ pub fn to_junit(report: &Report, file: Option<&str>) -> String {
         if let Some(n) = &e.note {
             let _ = writeln!(body, "note: {n}");
         }
-        let r = &e.figures.root;
+        if let Some(f) = Figure::parse(&e.figure) {
+            let _ = writeln!(body, "{}: {} (unit: {})", f.name(), f.help(), f.unit());
+        }
+        let r = &e.figures.fleet;
         let _ = writeln!(
             body,
             "entry over the window: {:.1} rps, availability {:.2}%, storm radius max {} mean {:.2}",
-            r.rps,
-            r.availability * 100.0,
-            e.figures.storm_radius.max,
-            e.figures.storm_radius.mean
+            r[Figure::RootRps],
+            r[Figure::RootAvailability] * 100.0,
+            r.count(Figure::StormRadius),
+            r[Figure::StormRadiusMean]
         );
         if let Some(n) = &e.figures.service {
+            let f = &n.figures;
             let _ = writeln!(
                 body,
                 "{} over the window: {:.1} rps, amplification {:.3} (model {:.3}), retries {}, suppressed {}, budget denied {}",
                 n.name,
-                n.rps,
-                n.amplification,
-                n.model_amplification,
-                n.retries_sent,
-                n.retries_suppressed,
-                n.budget_denied
+                f[Figure::Rps],
+                f[Figure::Amplification],
+                f[Figure::ModelAmplification],
+                f.count(Figure::RetriesSent),
+                f.count(Figure::RetriesSuppressed),
+                f.count(Figure::BudgetDenied)
             );
         }
         let _ = writeln!(x, "    <testcase {attrs}>");
@@ -173,7 +178,8 @@ pub fn to_junit(report: &Report, file: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Latency, RadiusReport, RootReport, WindowFigures};
+    use crate::report::WindowFigures;
+    use crate::session::figures::{Figures, Scope};
 
     fn expectation(what: &str, passed: bool, observed: f64) -> ExpectationReport {
         ExpectationReport {
@@ -189,22 +195,7 @@ mod tests {
             note: None,
             figures: WindowFigures {
                 measured_s: (8.0, 10.0),
-                root: RootReport {
-                    rps: 200.0,
-                    requests: 400,
-                    errors: 0,
-                    availability: 1.0,
-                    model_availability: 1.0,
-                    latency_ms: Latency { p50: 1.0, p99: 2.0 },
-                    dropped: 0,
-                },
-                storm_radius: RadiusReport {
-                    max: 1,
-                    mean: 1.0,
-                    static_radius: 1,
-                    model: 1,
-                },
-                spurious_avoided: 3,
+                fleet: Figures::filled(Scope::Fleet, 1.0),
                 service: None,
             },
         }
@@ -219,9 +210,7 @@ mod tests {
             attribution: "declared".into(),
             at_least_once: true,
             duration_s: 20.0,
-            root: expectation("", true, 0.0).figures.root,
-            storm_radius: expectation("", true, 0.0).figures.storm_radius,
-            spurious_avoided: 0,
+            fleet: Figures::filled(Scope::Fleet, 0.0),
             nodes: vec![],
             edges: vec![],
             expectations,
@@ -250,6 +239,11 @@ mod tests {
         assert!(x.contains(
             r#"<failure message="D amplification ≈ 8 ± 5%: observed 1.1, expected ≈ 8 ± 5%" type="expectation">story &amp; co.yaml:42:5"#
         ));
+        // The figure's meaning and unit come from the catalogue.
+        assert!(x.contains(&format!(
+            "amplification: {} (unit: ×)",
+            escape(Figure::Amplification.help())
+        )));
         // Balanced.
         assert_eq!(x.matches("<testcase").count(), 2);
         assert_eq!(x.matches("</testcase>").count(), 1);

@@ -10,7 +10,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chaoslab::scenario::{record::to_scenario_yaml, Action, Event, Scenario};
+//! use chaoslab::scenario::{record::to_scenario_yaml, Scenario};
+//! use chaoslab::session::{Action, Event};
 //! use chaoslab::topology::{Preset, PolicyFields, Topology};
 //!
 //! let t = Topology::from_yaml("name: t\nservices:\n  A: { calls: [B] }\n  B:\n", "t.yaml").unwrap();
@@ -26,7 +27,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::action::{Action, Event};
+use crate::session::{Action, Event};
 use crate::topology::{BudgetSetting, Fault, Phase, PolicyFields, Topology};
 
 /// A scenario file that replays `events` at their times (to the ms) on

@@ -107,8 +107,8 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
-use super::action::Action;
 use crate::ownership::Attribution;
+use crate::session::Action;
 use crate::topology::spec::PolicySpec;
 use crate::topology::validate::{fmt_duration, fmt_num};
 use crate::topology::{Fault, Phase, PolicyFields, Preset, ServiceId, Topology};
@@ -160,8 +160,8 @@ pub enum ScenarioError {
     /// An expectation names a figure there is no such thing as.
     #[error(
         "{at}: {what}: unknown figure `{figure}`{hint}; per-service figures (with `service:`) are {}; fleet figures are {}",
-        Figure::list(true),
-        Figure::list(false)
+        Figure::list(Scope::Service),
+        Figure::list(Scope::Fleet)
     )]
     UnknownFigure {
         /// The figure's key.
@@ -317,114 +317,8 @@ impl Window {
     }
 }
 
-macro_rules! figures {
-    ($($(#[doc = $doc:literal])* $v:ident = $name:literal, $svc:literal;)*) => {
-        /// A figure an expectation can check: a per-service figure of the
-        /// report, or a fleet figure.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum Figure {
-            $($(#[doc = $doc])* $v,)*
-        }
-
-        impl Figure {
-            /// Every figure, per-service ones first.
-            pub const ALL: &'static [Figure] = &[$(Figure::$v,)*];
-
-            /// The name used in scenario files.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(Figure::$v => $name,)*
-                }
-            }
-
-            /// Whether it is measured per service (needs `service:`).
-            pub fn per_service(self) -> bool {
-                match self {
-                    $(Figure::$v => $svc,)*
-                }
-            }
-        }
-    };
-}
-
-figures! {
-    /// Requests per second.
-    Rps = "rps", true;
-    /// Entry rate × baseline multiplicity.
-    BaselineRps = "baseline_rps", true;
-    /// `rps / baseline_rps`.
-    Amplification = "amplification", true;
-    /// The model's amplification for the faults and policy at the end.
-    ModelAmplification = "model_amplification", true;
-    /// Requests answered.
-    Requests = "requests", true;
-    /// Errors answered.
-    Errors = "errors", true;
-    /// `errors / requests`.
-    ErrorRate = "error_rate", true;
-    /// Claims written: `true`.
-    ClaimsReturnedTrue = "claims_returned_true", true;
-    /// Claims written: `false`.
-    ClaimsReturnedFalse = "claims_returned_false", true;
-    /// Error responses with no claim.
-    ClaimsReturnedMissing = "claims_returned_missing", true;
-    /// Claims read: `true`.
-    ClaimsSeenTrue = "claims_seen_true", true;
-    /// Claims read: `false`.
-    ClaimsSeenFalse = "claims_seen_false", true;
-    /// Failed attempts with no claim.
-    ClaimsSeenMissing = "claims_seen_missing", true;
-    /// Retries sent.
-    RetriesSent = "retries_sent", true;
-    /// Retries suppressed (unclaimed errors).
-    RetriesSuppressed = "retries_suppressed", true;
-    /// Retries the budget refused.
-    BudgetDenied = "budget_denied", true;
-    /// Errors its own fault caused.
-    OwnErrors = "own_errors", true;
-    /// Own errors it unclaimed.
-    WronglyUnclaimed = "wrongly_unclaimed", true;
-    /// Errors from below it claimed.
-    WronglyClaimed = "wrongly_claimed", true;
-    /// Claims made by rule 5.
-    AtLeastOnceClaims = "at_least_once_claims", true;
-    /// Fraction of root requests that succeeded.
-    RootAvailability = "root_availability", false;
-    /// Root requests per second.
-    RootRps = "root_rps", false;
-    /// Root requests completed.
-    RootRequests = "root_requests", false;
-    /// Root requests failed.
-    RootErrors = "root_errors", false;
-    /// Root requests not sent (in-flight bound).
-    RootDropped = "root_dropped", false;
-    /// Median root latency, ms.
-    LatencyP50 = "latency_p50", false;
-    /// 99th percentile root latency, ms.
-    LatencyP99 = "latency_p99", false;
-    /// Largest storm radius of any root request.
-    StormRadius = "storm_radius", false;
-    /// Mean storm radius over root requests that saw a retry.
-    StormRadiusMean = "storm_radius_mean", false;
-    /// Retries suppressed, fleet-wide.
-    SpuriousAvoided = "spurious_avoided", false;
-}
-
-impl Figure {
-    /// Parses a figure's name.
-    pub fn parse(s: &str) -> Option<Figure> {
-        Figure::ALL.iter().copied().find(|f| f.name() == s)
-    }
-
-    fn list(per_service: bool) -> String {
-        Figure::ALL
-            .iter()
-            .filter(|f| f.per_service() == per_service)
-            .map(|f| f.name())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
+pub use crate::session::figures::Figure;
+use crate::session::figures::Scope;
 
 /// What a figure must be.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -930,8 +824,8 @@ impl<'de> Deserialize<'de> for ExpectSpec {
                 if figures.is_empty() {
                     return Err(de::Error::custom(format!(
                         "an expectation needs a figure with a bound, e.g. `amplification: {{ max: 1.15 }}` (per-service figures: {}; fleet figures: {})",
-                        Figure::list(true),
-                        Figure::list(false)
+                        Figure::list(Scope::Service),
+                        Figure::list(Scope::Fleet)
                     )));
                 }
                 Ok(ExpectSpec {
@@ -1162,7 +1056,7 @@ fn resolve(spec: ScenarioSpec, loc: &Locator, t: &Topology) -> Result<Scenario, 
                     figure: figure_name,
                 });
             };
-            match (&e.service, figure.per_service()) {
+            match (&e.service, figure.scope() == Scope::Service) {
                 (None, true) => {
                     return Err(ScenarioError::FigureNeedsService {
                         at: at(),
@@ -1546,7 +1440,10 @@ expect:                                  # checked over a window of the run
             "expect[0]: unknown figure `amplificaton` (did you mean `amplification`?); per-service figures",
         );
         assert!(m.starts_with("s.yaml:4:5:"), "{m}");
-        assert!(m.contains("fleet figures are root_availability"), "{m}");
+        assert!(
+            m.contains("fleet figures are root_rps, root_requests"),
+            "{m}"
+        );
         let m = err("expect:\n  - during: 1s..2s\n    happiness: { max: 1 }\n");
         at(&m, 3, "unknown figure `happiness`; per-service");
     }

@@ -5,35 +5,36 @@
 use std::time::Duration;
 
 use crate::ownership::Attribution;
-use crate::scenario::snapshot::{EdgeView, RootView, ServiceState, ServiceView};
-use crate::scenario::{Action, Event, Snapshot};
+use crate::session::figures::{Figure, Figures, Scope};
+use crate::session::snapshot::{EdgeView, RootView, ServiceState, ServiceView};
+use crate::session::{Action, Event, LabState, Snapshot};
 use crate::topology::{Fault, Policy, PolicyFields, Preset};
 
 /// A service at `depth`, healthy, seeing `rps` with amplification 1.
 fn svc(name: &str, depth: usize, rps: f64) -> ServiceView {
+    let mut live = Figures::filled(Scope::Service, 0.0);
+    live.set(Figure::Rps, rps);
+    live.set(Figure::BaselineRps, rps);
+    live.set(Figure::Amplification, 1.0);
+    live.set(Figure::ModelAmplification, 1.0);
     ServiceView {
         name: name.into(),
         depth,
-        rps,
-        baseline_rps: rps,
-        amplification: Some(1.0),
-        model_amplification: 1.0,
-        error_rate: 0.0,
-        claims_returned: [0; 3],
-        claims_seen: [0; 3],
-        retries_sent: 0,
-        retries_suppressed: 0,
-        budget_denied: 0,
+        live,
+        total: Figures::filled(Scope::Service, 0.0),
         retry_rps: 0.0,
-        attribution: (0, 0, 0),
-        at_least_once_claims: 0,
-        fault: Fault::default(),
-        context_dropped: false,
         ownership: true,
         outside: false,
         state: ServiceState::Healthy,
         learned: vec![],
         history: vec![1.0; 60],
+    }
+}
+
+/// Sets a count figure and the two after it (claims: true, false, missing).
+fn set3(f: &mut Figures, first: Figure, v: [u64; 3]) {
+    for (k, n) in v.into_iter().enumerate() {
+        f.set(Figure::ALL[first as usize + k], n as f64);
     }
 }
 
@@ -105,7 +106,6 @@ fn chain_edges(n: usize, retry: &[f64], attempts: &[f64]) -> Vec<EdgeView> {
 
 fn root(availability: f64, p50: f64, p99: f64, sent: u64, errors: u64) -> RootView {
     RootView {
-        offered_rps: 200.0,
         rps: 200.0,
         availability,
         p50_ms: p50,
@@ -122,11 +122,16 @@ fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snaps
     Snapshot {
         t: Duration::from_secs_f64(t),
         topology: name.into(),
-        policy: policy(preset),
-        attribution: Attribution::Declared,
-        at_least_once: true,
+        state: LabState {
+            policy: policy(preset),
+            attribution: Attribution::Declared,
+            at_least_once: true,
+            rps: 200.0,
+            paused: false,
+            faults: vec![Fault::default(); services.len()],
+            context_dropped: vec![false; services.len()],
+        },
         window: Duration::from_secs(2),
-        paused: false,
         root: root(1.0, 1.2, 3.9, 0, 0),
         radius_max: 0,
         radius_mean: 0.0,
@@ -168,10 +173,13 @@ pub fn uber_chain_retry() -> Snapshot {
         .enumerate()
         .map(|(d, n)| {
             let mut v = svc(n, d, rps[d]);
-            v.baseline_rps = 200.2;
-            v.amplification = Some(amps[d]);
-            v.model_amplification = [1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0][d];
-            v.history = step(60, 15, 1.0, v.model_amplification);
+            v.live.set(Figure::BaselineRps, 200.2);
+            v.live.set(Figure::Amplification, amps[d]);
+            v.live.set(
+                Figure::ModelAmplification,
+                [1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0][d],
+            );
+            v.history = step(60, 15, 1.0, v.live[Figure::ModelAmplification]);
             v
         })
         .collect();
@@ -182,24 +190,28 @@ pub fn uber_chain_retry() -> Snapshot {
         match i {
             0..=2 => {
                 let k = 1u64 << i; // calls per root into this service
-                v.error_rate = 1.0;
+                v.live.set(Figure::ErrorRate, 1.0);
                 v.state = ServiceState::Propagating;
-                v.claims_returned = [0, roots * k, 0];
-                v.claims_seen = [0, roots * 2 * k, 0];
-                v.retries_sent = roots * k;
+                set3(&mut v.total, Figure::ClaimsReturnedTrue, [0, roots * k, 0]);
+                set3(&mut v.total, Figure::ClaimsSeenTrue, [0, roots * 2 * k, 0]);
+                v.total.set(Figure::RetriesSent, (roots * k) as f64);
                 v.retry_rps = 200.0 * k as f64;
             }
             3 => {
-                v.error_rate = 1.0;
+                v.live.set(Figure::ErrorRate, 1.0);
                 v.state = ServiceState::Owner;
-                v.fault = d_fault();
-                v.claims_returned = [roots * 8, 0, 0];
-                v.attribution = (roots * 8, 0, 0);
+                set3(&mut v.total, Figure::ClaimsReturnedTrue, [roots * 8, 0, 0]);
+                set3(&mut v.total, Figure::OwnErrors, [roots * 8, 0, 0]);
             }
             _ => {}
         }
     }
-    s.services[2].claims_seen = [roots * 8, 0, 0];
+    s.state.faults[3] = d_fault();
+    set3(
+        &mut s.services[2].total,
+        Figure::ClaimsSeenTrue,
+        [roots * 8, 0, 0],
+    );
     s.edges = chain_edges(
         7,
         &[200.0, 400.0, 800.0],
@@ -221,34 +233,76 @@ pub fn uber_chain_retry() -> Snapshot {
 pub fn uber_chain_ownership() -> Snapshot {
     let mut s = uber_chain_retry();
     s.t = Duration::from_secs(60);
-    s.policy = policy(Preset::Ownership);
+    s.state.policy = policy(Preset::Ownership);
     let amps = [1.0, 1.0, 1.0, 1.1, 1.098, 1.098, 1.098];
     let models = [1.0, 1.0, 1.0, 1.1, 1.1, 1.1, 1.1];
     for (i, v) in s.services.iter_mut().enumerate() {
-        v.rps = 200.1 * amps[i];
-        v.baseline_rps = 200.1;
-        v.amplification = Some(amps[i]);
-        v.model_amplification = models[i];
+        v.live.set(Figure::Rps, 200.1 * amps[i]);
+        v.live.set(Figure::BaselineRps, 200.1);
+        v.live.set(Figure::Amplification, amps[i]);
+        v.live.set(Figure::ModelAmplification, models[i]);
         let storm = step(60, 0, 1.0, [1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0][i]);
         v.history = storm[..45].to_vec();
         v.history.extend(step(15, 0, 1.0, models[i]));
     }
     // Counters since the start: the storm's 30 s plus 15 s of ownership.
     let (roots, own) = (6000u64, 3000u64);
-    s.services[0].claims_returned = [0, roots + own, 0];
-    s.services[0].claims_seen = [0, 2 * roots + own, 0];
-    s.services[0].retries_sent = roots;
-    s.services[0].retries_suppressed = own;
-    s.services[1].claims_returned = [0, 2 * roots + own, 0];
-    s.services[1].claims_seen = [0, 4 * roots + own, 0];
-    s.services[1].retries_sent = 2 * roots;
-    s.services[1].retries_suppressed = own;
-    s.services[2].claims_returned = [0, 4 * roots + own, 0];
-    s.services[2].claims_seen = [8 * roots + own + 300, 0, 0];
-    s.services[2].retries_sent = 4 * roots + 300;
-    s.services[2].budget_denied = own - 300;
-    s.services[3].claims_returned = [8 * roots + own + 300, 0, 0];
-    s.services[3].attribution = (8 * roots + own + 300, 0, 0);
+    set3(
+        &mut s.services[0].total,
+        Figure::ClaimsReturnedTrue,
+        [0, roots + own, 0],
+    );
+    set3(
+        &mut s.services[0].total,
+        Figure::ClaimsSeenTrue,
+        [0, 2 * roots + own, 0],
+    );
+    s.services[0].total.set(Figure::RetriesSent, (roots) as f64);
+    s.services[0]
+        .total
+        .set(Figure::RetriesSuppressed, (own) as f64);
+    set3(
+        &mut s.services[1].total,
+        Figure::ClaimsReturnedTrue,
+        [0, 2 * roots + own, 0],
+    );
+    set3(
+        &mut s.services[1].total,
+        Figure::ClaimsSeenTrue,
+        [0, 4 * roots + own, 0],
+    );
+    s.services[1]
+        .total
+        .set(Figure::RetriesSent, (2 * roots) as f64);
+    s.services[1]
+        .total
+        .set(Figure::RetriesSuppressed, (own) as f64);
+    set3(
+        &mut s.services[2].total,
+        Figure::ClaimsReturnedTrue,
+        [0, 4 * roots + own, 0],
+    );
+    set3(
+        &mut s.services[2].total,
+        Figure::ClaimsSeenTrue,
+        [8 * roots + own + 300, 0, 0],
+    );
+    s.services[2]
+        .total
+        .set(Figure::RetriesSent, (4 * roots + 300) as f64);
+    s.services[2]
+        .total
+        .set(Figure::BudgetDenied, (own - 300) as f64);
+    set3(
+        &mut s.services[3].total,
+        Figure::ClaimsReturnedTrue,
+        [8 * roots + own + 300, 0, 0],
+    );
+    set3(
+        &mut s.services[3].total,
+        Figure::OwnErrors,
+        [8 * roots + own + 300, 0, 0],
+    );
     for v in &mut s.services {
         v.retry_rps = 0.0;
     }
@@ -278,11 +332,14 @@ pub fn deep_chain() -> Snapshot {
             let mut v = svc(&format!("S{:02}", i + 1), i, 200.0);
             v.history = step(60, 0, 1.0, 1.0);
             if i < 22 {
-                v.error_rate = 0.142;
+                v.live.set(Figure::ErrorRate, 0.142);
                 v.state = ServiceState::Propagating;
-                v.claims_returned = [0, 4260, 0];
-                v.claims_seen = [0, 4260, 0];
-                v.retries_suppressed = if i == 21 { 4260 } else { 0 };
+                set3(&mut v.total, Figure::ClaimsReturnedTrue, [0, 4260, 0]);
+                set3(&mut v.total, Figure::ClaimsSeenTrue, [0, 4260, 0]);
+                v.total.set(
+                    Figure::RetriesSuppressed,
+                    (if i == 21 { 4260 } else { 0 }) as f64,
+                );
             }
             v
         })
@@ -294,22 +351,26 @@ pub fn deep_chain() -> Snapshot {
         (24, 0.2, 1.2, 0.2),
     ];
     for (i, rate, amp, err) in own {
-        let v = &mut s.services[i];
-        v.fault = Fault {
+        s.state.faults[i] = Fault {
             error_rate: rate,
             ..Fault::default()
         };
-        v.amplification = Some(amp + 0.003);
-        v.model_amplification = amp;
-        v.rps = 200.0 * (amp + 0.003);
-        v.error_rate = err;
+        let v = &mut s.services[i];
+        v.live.set(Figure::Amplification, amp + 0.003);
+        v.live.set(Figure::ModelAmplification, amp);
+        v.live.set(Figure::Rps, 200.0 * (amp + 0.003));
+        v.live.set(Figure::ErrorRate, err);
         v.state = ServiceState::Owner;
         v.history = step(30, 0, amp, amp);
     }
-    s.services[23].retries_sent = 1800;
-    s.services[23].budget_denied = 600;
+    s.services[23].total.set(Figure::RetriesSent, (1800) as f64);
+    s.services[23].total.set(Figure::BudgetDenied, (600) as f64);
     s.services[23].retry_rps = 40.0;
-    s.services[24].claims_returned = [1200, 0, 0];
+    set3(
+        &mut s.services[24].total,
+        Figure::ClaimsReturnedTrue,
+        [1200, 0, 0],
+    );
     s.edges = chain_edges(25, &[], &[]);
     s.edges[22].retry_rps = 10.0;
     s.edges[23].retry_rps = 40.0;
@@ -342,9 +403,14 @@ pub fn fanout() -> Snapshot {
         .iter()
         .map(|&(n, d, rps)| {
             let mut v = svc(n, d, rps);
-            v.baseline_rps = if rps == 220.0 { 200.0 } else { rps };
-            v.amplification = Some(rps / v.baseline_rps);
-            v.model_amplification = if rps == 220.0 { 1.1 } else { 1.0 };
+            v.live
+                .set(Figure::BaselineRps, if rps == 220.0 { 200.0 } else { rps });
+            v.live
+                .set(Figure::Amplification, rps / v.live[Figure::BaselineRps]);
+            v.live.set(
+                Figure::ModelAmplification,
+                if rps == 220.0 { 1.1 } else { 1.0 },
+            );
             v
         })
         .collect();
@@ -364,27 +430,29 @@ pub fn fanout() -> Snapshot {
         .map(|&(from, to)| EdgeView {
             from,
             to,
-            attempt_rps: s.services[to].rps,
+            attempt_rps: s.services[to].live[Figure::Rps],
             retry_rps: if to == 7 { 20.0 } else { 0.0 },
         })
         .collect();
-    s.services[4].fault = Fault {
+    s.state.faults[4] = Fault {
         error_rate: 0.2,
         ..Fault::default()
     };
-    s.services[4].error_rate = 0.2;
+    s.services[4].live.set(Figure::ErrorRate, 0.2);
     s.services[4].state = ServiceState::Owner;
-    s.services[7].fault = d_fault();
-    s.services[7].error_rate = 1.0;
+    s.state.faults[7] = d_fault();
+    s.services[7].live.set(Figure::ErrorRate, 1.0);
     s.services[7].state = ServiceState::Owner;
-    s.services[5].error_rate = 1.0;
+    s.services[5].live.set(Figure::ErrorRate, 1.0);
     s.services[5].state = ServiceState::Propagating;
-    s.services[5].retries_sent = 400;
+    s.services[5].total.set(Figure::RetriesSent, (400) as f64);
     s.services[5].retry_rps = 20.0;
-    s.services[0].error_rate = 1.0;
+    s.services[0].live.set(Figure::ErrorRate, 1.0);
     s.services[0].state = ServiceState::Propagating;
-    s.services[0].retries_suppressed = 4000;
-    s.services[2].context_dropped = true;
+    s.services[0]
+        .total
+        .set(Figure::RetriesSuppressed, (4000) as f64);
+    s.state.context_dropped[2] = true;
     s.services[2].state = ServiceState::ContextDropped;
     s.root = root(0.0, 4.2, 11.0, 4000, 4000);
     s

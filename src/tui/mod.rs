@@ -1,9 +1,9 @@
 //! The live dashboard: `chaoslab topologies/uber-chain.yaml`.
 //!
-//! The dashboard is a front end over the same run loop as a headless run
-//! ([`crate::scenario::drive`]). The fleet, its load and the run loop live
+//! The dashboard is a front end over a [`Session`], like the headless
+//! runner beside it. The fleet, its load and the run loop live
 //! on the tokio runtime's worker threads; the dashboard lives on the main
-//! thread and only ever (a) reads the newest [`Snapshot`] from the watch
+//! thread and only ever (a) reads the newest [`Snapshot`](crate::session::Snapshot) from the watch
 //! channel the run loop publishes to, and (b) sends [`Action`]s, the same
 //! absolute actions a scenario step uses. So a slow terminal can delay a
 //! frame, never a request: drawing cannot change the measurements.
@@ -27,8 +27,7 @@ pub mod view;
 #[cfg(test)]
 mod fixtures;
 
-use std::io::{self, Stdout, Write};
-use std::path::PathBuf;
+use std::io::{self, IsTerminal, Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -41,30 +40,22 @@ use ratatui::crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
 use ratatui::Terminal;
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::error::RunError;
+use crate::cli::RunArgs;
+use crate::error::{write_output, RunError};
 use crate::report::Report;
-use crate::scenario::{drive, record, Action, Event, Lab, LabOptions, Plan, Snapshot};
-use crate::topology::{BudgetSetting, PolicyFields, Topology};
+use crate::scenario::{record, Scenario};
+use crate::session::{Event, Session};
+use crate::topology::Topology;
 
-/// How to run the dashboard.
+/// How to draw the dashboard.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Frames per second (clamped to 1..=60).
     pub fps: u32,
     /// `--no-color` (the `NO_COLOR` variable is honoured as well).
     pub no_color: bool,
-    /// Write the JSON report here on quit.
-    pub report: Option<PathBuf>,
-    /// Seed for every random choice.
-    pub seed: u64,
-    /// Leading time the report on quit leaves out.
-    pub warmup: Duration,
-    /// Save the session's actions as a scenario file here on quit.
-    pub record: Option<PathBuf>,
 }
 
 impl Options {
@@ -75,125 +66,58 @@ impl Options {
     }
 }
 
-/// The actions that put a fleet of `t`'s shape into the state `t` holds
-/// now (policy mode and numbers, faults, dropped contexts, attribution,
-/// rate), as events at time zero.
-fn starting_state(t: &Topology) -> Vec<Event> {
-    let p = &t.policy;
-    let mut actions = vec![
-        Action::Policy(PolicyFields {
-            attempts: Some(p.attempts),
-            budget: Some(p.budget.map_or(BudgetSetting::Off, BudgetSetting::Ratio)),
-            ..PolicyFields::default()
-        }),
-        Action::Mode {
-            retries: Some(p.retries),
-            budget: Some(p.budget_on),
-            ownership: Some(p.ownership),
-        },
-        Action::SetAttribution(t.ownership.attribution),
-        Action::SetAtLeastOnce(t.ownership.at_least_once),
-        Action::SetRps(t.load.rps),
-    ];
-    for (i, s) in t.services.iter().enumerate() {
-        if s.fault.is_active() {
-            actions.push(Action::SetFault {
-                service: i,
-                fault: s.fault.clone(),
-            });
-        }
-        if s.context_dropped {
-            actions.push(Action::SetContextDropped {
-                service: i,
-                dropped: true,
-            });
-        }
+/// `chaoslab TOPOLOGY`: starts a session for the command line, runs the
+/// dashboard over it until the user quits, then prints a summary and
+/// writes the report and the recording if asked.
+pub fn run(args: RunArgs) -> Result<(), RunError> {
+    let path = args.topology_path()?;
+    let topology = Topology::load(path)?;
+    if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
+        return Err(RunError::Usage(format!(
+            "the dashboard needs a terminal; for scripts and CI run `chaoslab run {} --headless`",
+            path.display()
+        )));
     }
-    actions
-        .into_iter()
-        .map(|action| Event {
-            t: Duration::ZERO,
-            text: action.describe(t),
-            action,
-        })
-        .collect()
-}
-
-/// Runs the dashboard until the user quits, then prints a summary and
-/// writes the report if asked. The caller has checked for a terminal.
-pub fn run(topology: Topology, opts: Options) -> Result<(), RunError> {
-    let color = opts.color();
-    let fps = opts.fps.clamp(1, 60);
-    // What the session starts from, so a recording replays from the same
-    // state whatever flags the replay is given.
-    let initial = starting_state(&topology);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| RunError::Other(anyhow::anyhow!("starting the async runtime: {e}")))?;
-    let lab = rt
-        .block_on(Lab::start(
-            topology,
-            LabOptions {
-                seed: opts.seed,
-                ..LabOptions::default()
-            },
-        ))
-        .map_err(RunError::Other)?;
-    let (actions_tx, actions_rx) = mpsc::channel::<Action>(256);
-    let (snaps_tx, snaps_rx) = watch::channel(Arc::new(lab.snapshot()));
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let plan = Plan {
-        warmup: opts.warmup,
-        until: None,
-        steps: vec![],
+    let setup = args.setup(topology, &Scenario::default(), None)?;
+    let session = Session::start(setup)?;
+    let opts = Options {
+        fps: args.fps,
+        no_color: args.no_color,
     };
-    let driver = rt.spawn(drive(lab, plan, actions_rx, snaps_tx, stop_rx, |_| {}));
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let ui_done = Arc::new(AtomicBool::new(false));
-    rt.spawn(watch_signals(interrupted.clone(), ui_done.clone()));
-
-    let outcome = match Guard::enter() {
-        Ok(mut guard) => ui_loop(
-            &mut guard.terminal,
-            snaps_rx,
-            &actions_tx,
-            &driver,
-            &interrupted,
-            fps,
-            color,
-        ),
-        Err(e) => Err(RunError::Other(anyhow::anyhow!(
-            "setting up the terminal: {e}"
-        ))),
-    };
-    // The guard is gone: the terminal is restored from here on.
-    ui_done.store(true, Ordering::SeqCst);
-    let _ = stop_tx.send(true);
-    drop(actions_tx);
-    let lab = rt
-        .block_on(driver)
-        .map_err(|e| RunError::Other(anyhow::anyhow!("the lab's run loop failed: {e}")))?;
-    let report = Report::measure(&lab, opts.warmup, Duration::MAX);
-    let events: Vec<String> = lab.events().iter().map(|e| e.to_string()).collect();
-    let uptime = lab.elapsed();
-    let recording = opts.record.as_ref().map(|p| {
-        let mut all = initial;
-        all.extend(lab.events().iter().cloned());
-        (p, record::to_scenario_yaml(lab.topology(), &all, uptime))
-    });
-    rt.block_on(lab.stop());
+    let outcome = dashboard(&session, &opts);
+    let record = session.finish()?;
     outcome?;
-    if let Some(p) = &opts.report {
-        crate::error::write_output(p, &report.to_json(), "report")?;
+    let report = Report::measure(&record, record.warmup, Duration::MAX);
+    if let Some(p) = &args.report {
+        write_output(p, &report.to_json(), "report")?;
     }
+    let recording = args.record.as_ref().map(|p| {
+        // From the state the session started in, so the recording replays
+        // the same whatever flags the replay is given.
+        let mut all: Vec<Event> = record
+            .start
+            .actions()
+            .into_iter()
+            .map(|action| Event {
+                t: Duration::ZERO,
+                text: action.describe(&record.topology),
+                action,
+            })
+            .collect();
+        all.extend(record.events.iter().cloned());
+        (
+            p,
+            record::to_scenario_yaml(&record.topology, &all, record.uptime),
+        )
+    });
     if let Some((p, yaml)) = &recording {
-        crate::error::write_output(p, yaml, "recording")?;
+        write_output(p, yaml, "recording")?;
     }
+    let events: Vec<String> = record.events.iter().map(|e| e.to_string()).collect();
     // Not `print!`: after a hang-up there is no terminal to print to.
     let mut out = io::stdout().lock();
-    let _ = write!(out, "{}", summary(&report, &events, uptime));
-    if let Some(p) = &opts.report {
+    let _ = write!(out, "{}", summary(&report, &events, record.uptime));
+    if let Some(p) = &args.report {
         let _ = writeln!(out, "report written to {}", p.display());
     }
     if let Some((p, _)) = &recording {
@@ -206,6 +130,29 @@ pub fn run(topology: Topology, opts: Options) -> Result<(), RunError> {
     }
     let _ = out.flush();
     Ok(())
+}
+
+/// Runs the dashboard over a session until the user quits, a signal
+/// arrives or the run loop ends. The terminal is restored on return.
+pub fn dashboard(session: &Session, opts: &Options) -> Result<(), RunError> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let ui_done = Arc::new(AtomicBool::new(false));
+    session
+        .handle()
+        .spawn(watch_signals(interrupted.clone(), ui_done.clone()));
+    let outcome = match Guard::enter() {
+        Ok(mut guard) => ui_loop(
+            &mut guard.terminal,
+            session,
+            &interrupted,
+            opts.fps.clamp(1, 60),
+            opts.color(),
+        ),
+        Err(e) => Err(RunError::Terminal(e)),
+    };
+    // The guard is gone: the terminal is restored from here on.
+    ui_done.store(true, Ordering::SeqCst);
+    outcome
 }
 
 /// The summary printed to the normal screen on quit.
@@ -273,19 +220,19 @@ async fn watch_signals(flag: Arc<AtomicBool>, ui_done: Arc<AtomicBool>) {
 }
 
 fn io_err(e: io::Error) -> RunError {
-    RunError::Other(anyhow::anyhow!("the terminal failed: {e}"))
+    RunError::Terminal(e)
 }
 
 /// The main thread's loop: draw at `fps`, turn keys into actions.
 fn ui_loop(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
-    mut snaps: watch::Receiver<Arc<Snapshot>>,
-    actions: &mpsc::Sender<Action>,
-    driver: &JoinHandle<Lab>,
+    session: &Session,
     interrupted: &AtomicBool,
     fps: u32,
     color: bool,
 ) -> Result<(), RunError> {
+    let mut snaps = session.snapshots();
+    let actions = session.actions();
     let frame = Duration::from_secs(1) / fps;
     let mut state = state::State::new();
     let mut snap = snaps.borrow_and_update().clone();
@@ -293,14 +240,14 @@ fn ui_loop(
     let mut dirty = true;
     loop {
         if !ACTIVE.load(Ordering::SeqCst) {
-            return Err(RunError::Other(anyhow::anyhow!(
-                "a panic ended the dashboard (its message is above)"
-            )));
+            return Err(RunError::Dashboard(
+                "a panic ended the dashboard (its message is above)",
+            ));
         }
-        if driver.is_finished() {
-            return Err(RunError::Other(anyhow::anyhow!(
-                "the lab's run loop stopped unexpectedly"
-            )));
+        if session.is_finished() {
+            return Err(RunError::Dashboard(
+                "the lab's run loop stopped unexpectedly",
+            ));
         }
         if interrupted.load(Ordering::SeqCst) || state.quit {
             return Ok(());

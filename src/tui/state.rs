@@ -1,15 +1,16 @@
 //! What the dashboard remembers between frames: the selection, the sort,
-//! the focused panel, the overlays, and the controls a key just changed
-//! (shown at once, before the runner's next snapshot confirms them).
+//! the focused panel, the overlays, and the lab's state as a key just
+//! changed it (folded by the lab's own [`apply`], shown at once, before the
+//! runner's next snapshot confirms it).
 //!
 //! Nothing here touches a terminal or the fleet; [`super::update`] changes
 //! it and [`super::view`] reads it.
 
 use std::time::Duration;
 
-use crate::ownership::Attribution;
-use crate::scenario::{Action, Snapshot};
-use crate::topology::{Fault, Policy, ServiceId};
+use crate::session::figures::Figure;
+use crate::session::{apply, Action, LabState, Snapshot};
+use crate::topology::ServiceId;
 
 /// How long a key's effect is trusted over the snapshots that follow it:
 /// the runner applies an action at once, but publishes it with its next
@@ -101,82 +102,11 @@ impl SortKey {
     }
 }
 
-/// The settings the keys change, as the dashboard believes them to be.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Controls {
-    /// The fleet-wide policy.
-    pub policy: Policy,
-    /// Rule 5.
-    pub at_least_once: bool,
-    /// The attribution mode.
-    pub attribution: Attribution,
-    /// The entry rate offered.
-    pub rps: f64,
-    /// Load paused.
-    pub paused: bool,
-    /// Each service's fault.
-    pub faults: Vec<Fault>,
-    /// Each service's context dropped.
-    pub context: Vec<bool>,
-}
-
-impl Controls {
-    /// The controls a snapshot shows.
-    pub fn of(s: &Snapshot) -> Controls {
-        Controls {
-            policy: s.policy.clone(),
-            at_least_once: s.at_least_once,
-            attribution: s.attribution,
-            rps: s.root.offered_rps,
-            paused: s.paused,
-            faults: s.services.iter().map(|v| v.fault.clone()).collect(),
-            context: s.services.iter().map(|v| v.context_dropped).collect(),
-        }
-    }
-
-    /// Applies an action the way the lab does (`Lab::apply`).
-    pub fn apply(&mut self, a: &Action) {
-        match a {
-            Action::SetFault { service, fault } => {
-                if let Some(f) = self.faults.get_mut(*service) {
-                    *f = fault.clone();
-                }
-            }
-            Action::SetContextDropped { service, dropped } => {
-                if let Some(c) = self.context.get_mut(*service) {
-                    *c = *dropped;
-                }
-            }
-            Action::Policy(fields) => self.policy.apply_fields(fields),
-            Action::Mode {
-                retries,
-                budget,
-                ownership,
-            } => {
-                if let Some(r) = retries {
-                    self.policy.retries = *r;
-                }
-                if let Some(b) = budget {
-                    self.policy.budget_on = *b;
-                }
-                if let Some(o) = ownership {
-                    self.policy.ownership = *o;
-                }
-            }
-            Action::SetAtLeastOnce(on) => self.at_least_once = *on,
-            Action::SetAttribution(m) => self.attribution = *m,
-            Action::SetRps(r) => self.rps = r.max(0.0),
-            Action::Pause(p) => self.paused = *p,
-            Action::Reset => {}
-        }
-    }
-}
-
 /// Controls changed by keys, trusted until a snapshot at `until` or later.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pending {
-    /// The controls after the keys.
-    pub controls: Controls,
+    /// The lab's state after the keys.
+    pub controls: LabState,
     /// Snapshot time from which the snapshots show them.
     pub until: Duration,
 }
@@ -233,10 +163,10 @@ impl State {
 
     /// The controls as the dashboard believes them: what keys just set,
     /// or else what the snapshot shows.
-    pub fn controls(&self, s: &Snapshot) -> Controls {
+    pub fn controls(&self, s: &Snapshot) -> LabState {
         match &self.pending {
             Some(p) if p.controls.faults.len() == s.services.len() => p.controls.clone(),
-            _ => Controls::of(s),
+            _ => s.state.clone(),
         }
     }
 
@@ -254,7 +184,9 @@ impl State {
     /// Records that an action was sent at snapshot time `t`.
     pub fn sent(&mut self, s: &Snapshot, a: &Action) {
         let mut c = self.controls(s);
-        c.apply(a);
+        // The fold the lab runs: a key's effect shows at once, and one the
+        // lab would refuse shows nothing.
+        let _ = apply(&mut c, a);
         self.pending = Some(Pending {
             controls: c,
             until: s.t + PENDING_FOR,
@@ -268,11 +200,11 @@ impl State {
             let v = &s.services[i];
             match self.sort {
                 SortKey::Depth => v.depth as f64,
-                SortKey::Rps => v.rps,
-                SortKey::Amplification => v.amplification.unwrap_or(0.0),
-                SortKey::Errors => v.error_rate,
-                SortKey::Retries => v.retries_sent as f64,
-                SortKey::Suppressed => v.retries_suppressed as f64,
+                SortKey::Rps => v.live[Figure::Rps],
+                SortKey::Amplification => v.amplification().unwrap_or(0.0),
+                SortKey::Errors => v.live[Figure::ErrorRate],
+                SortKey::Retries => v.total[Figure::RetriesSent],
+                SortKey::Suppressed => v.total[Figure::RetriesSuppressed],
             }
         };
         // A stable sort: ties keep the topology order.

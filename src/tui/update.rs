@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
-use crate::scenario::{Action, Snapshot};
+use crate::session::{Action, Snapshot};
 use crate::topology::{Fault, PolicyFields, Preset};
 
 use super::keys::Msg;
-use super::state::{Controls, State, WINDOWS};
+use super::state::{State, WINDOWS};
+use crate::session::LabState;
 
 /// The latency the fault cycle injects: past the default 1 s timeout, so
 /// callers see timeouts (errors with no claim).
@@ -83,10 +84,13 @@ pub fn update(state: &mut State, snap: &Snapshot, msg: Msg) -> Option<Action> {
             down: !f.down,
             ..f.clone()
         }),
-        Msg::ToggleContext => c.context.get(sel).map(|&d| Action::SetContextDropped {
-            service: sel,
-            dropped: !d,
-        }),
+        Msg::ToggleContext => c
+            .context_dropped
+            .get(sel)
+            .map(|&d| Action::SetContextDropped {
+                service: sel,
+                dropped: !d,
+            }),
         Msg::Preset(p) => Some(preset(p)),
         Msg::CyclePreset => Some(preset(next_preset(c.policy.preset()))),
         Msg::ToggleBudget => Some(Action::Mode {
@@ -153,7 +157,7 @@ fn navigate(state: &mut State, snap: &Snapshot, msg: Msg) {
     }
 }
 
-fn fault_action(c: &Controls, sel: usize, change: impl Fn(&Fault) -> Fault) -> Option<Action> {
+fn fault_action(c: &LabState, sel: usize, change: impl Fn(&Fault) -> Fault) -> Option<Action> {
     c.faults.get(sel).map(|f| Action::SetFault {
         service: sel,
         fault: change(f),
@@ -293,7 +297,10 @@ mod tests {
         assert!(st.descending);
         assert_eq!(st.selected, 1, "the selection is a service, not a row");
         let order = st.order(&snap);
-        assert_eq!(snap.services[order[0]].rps, 1600.8);
+        assert_eq!(
+            snap.services[order[0]].live[crate::session::figures::Figure::Rps],
+            1600.8
+        );
         assert_eq!(snap.services[*order.last().unwrap()].name, "A");
         update(&mut st, &snap, Msg::Home);
         assert_eq!(st.selected, order[0]);
@@ -404,7 +411,7 @@ mod tests {
     fn b_and_o_toggle_one_switch_and_keep_the_others() {
         let snap = fixtures::uber_chain_retry();
         let mut st = State::new();
-        assert!(!snap.policy.budget_on && !snap.policy.ownership);
+        assert!(!snap.state.policy.budget_on && !snap.state.policy.ownership);
         assert_eq!(
             update(&mut st, &snap, Msg::ToggleBudget),
             Some(Action::Mode {

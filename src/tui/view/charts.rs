@@ -11,7 +11,8 @@ use ratatui::widgets::{Axis, Block, BorderType, Chart, Dataset, GraphType, Spark
 
 use super::format;
 use super::theme;
-use crate::scenario::Snapshot;
+use crate::session::figures::Figure;
+use crate::session::Snapshot;
 use crate::tui::state::{Focus, State};
 
 /// Draws the charts panel.
@@ -20,7 +21,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     let Some(v) = s.services.get(state.selected) else {
         return;
     };
-    let model = format::amp(Some(v.model_amplification));
+    let model = format::amp(Some(v.live[Figure::ModelAmplification]));
     let title = if area.width >= 60 {
         Line::from(vec![
             Span::styled(
@@ -55,14 +56,14 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         Layout::vertical([Constraint::Min(1), Constraint::Length(spark_lines)]).areas(inner);
     let hist = tail(&v.history, window);
     if top.height >= 5 {
-        amp_chart(hist, v.model_amplification, window, top, buf);
+        amp_chart(hist, v.live[Figure::ModelAmplification], window, top, buf);
     } else {
         let data: Vec<u64> = hist.iter().map(|a| (a * 100.0).round() as u64).collect();
         spark_row(
             "amp",
             &data,
             None,
-            &format::amp(v.amplification),
+            &format::amp(v.amplification()),
             top,
             buf,
             Color::Red,

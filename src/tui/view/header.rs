@@ -7,8 +7,8 @@ use ratatui::text::{Line, Span};
 
 use super::format;
 use super::theme;
-use crate::scenario::Snapshot;
-use crate::tui::state::Controls;
+use crate::session::LabState;
+use crate::session::Snapshot;
 
 /// One figure with its label, long and short.
 struct Chip {
@@ -37,7 +37,7 @@ fn on_off(b: bool) -> Span<'static> {
 }
 
 /// The header's lines for a terminal `width` columns wide.
-pub fn lines(s: &Snapshot, c: &Controls, width: u16) -> Vec<Line<'static>> {
+pub fn lines(s: &Snapshot, c: &LabState, width: u16) -> Vec<Line<'static>> {
     let p = &c.policy;
     let budget = match (p.budget_on, p.budget) {
         (true, Some(b)) => v(format!("{b}")),

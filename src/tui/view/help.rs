@@ -8,17 +8,32 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget, Wrap};
 
 use super::theme;
+use crate::session::figures::Figure;
 use crate::tui::keys::HELP;
 
-/// What the figures mean.
-const GLOSSARY: &[(&str, &str)] = &[
-    ("amp", "requests per second ÷ baseline (entry rate × calls per root request with no faults or retries)"),
-    ("model", "the analytical prediction for the faults and policy in force; * marks a gap over 5%"),
-    ("t/f/-", "x-error-claim values returned / seen: true (claimed), false (unclaimed), missing"),
-    ("suppressed", "retries not sent because the callee's error came back unclaimed"),
-    ("denied", "retries the retry budget refused"),
-    ("storm radius", "consecutive hops that retried for one root request: max / mean over the window; static: the worst over every service failing"),
-    ("↻ N", "retries per second on that call"),
+/// What a glossary line explains: a figure of the catalogue (its
+/// one-line meaning is the catalogue's) or a mark only the dashboard draws.
+enum Gloss {
+    Figure(Figure),
+    Mark(&'static str),
+}
+
+/// What the figures on screen mean, by their labels.
+const GLOSSARY: &[(&str, Gloss)] = &[
+    ("rps", Gloss::Figure(Figure::Rps)),
+    ("amp", Gloss::Figure(Figure::Amplification)),
+    ("model", Gloss::Figure(Figure::ModelAmplification)),
+    (
+        "t/f/-",
+        Gloss::Mark(
+            "x-error-claim values returned / seen: true (claimed), false (unclaimed), missing",
+        ),
+    ),
+    ("suppressed", Gloss::Figure(Figure::RetriesSuppressed)),
+    ("denied", Gloss::Figure(Figure::BudgetDenied)),
+    ("storm radius", Gloss::Figure(Figure::StormRadius)),
+    ("static", Gloss::Figure(Figure::StormRadiusStatic)),
+    ("↻ N", Gloss::Mark("retries per second on that call")),
 ];
 
 fn group_lines(groups: &[&str], key_w: usize) -> Vec<Line<'static>> {
@@ -49,9 +64,13 @@ fn heading(s: &str) -> Line<'static> {
 fn glossary() -> Vec<Line<'static>> {
     let mut out = vec![heading("What the figures mean")];
     for (k, what) in GLOSSARY {
+        let text = match what {
+            Gloss::Figure(f) => f.help(),
+            Gloss::Mark(m) => m,
+        };
         out.push(Line::from(vec![
             Span::styled(format!("  {k:<12} "), theme::figure()),
-            Span::raw(*what),
+            Span::raw(text),
         ]));
     }
     out

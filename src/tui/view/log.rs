@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
 
 use super::theme;
-use crate::scenario::{Action, Snapshot};
+use crate::session::{Action, Snapshot};
 use crate::tui::state::{Focus, State};
 
 fn style(a: &Action) -> Style {

@@ -13,11 +13,21 @@ use ratatui::widgets::{
 
 use super::format;
 use super::theme;
-use crate::scenario::snapshot::ServiceView;
-use crate::scenario::Snapshot;
+use crate::session::figures::Figure;
+use crate::session::snapshot::{ServiceState, ServiceView};
+use crate::session::Snapshot;
+use crate::topology::Fault;
 use crate::tui::state::{Focus, State};
 
-type CellFn = fn(&ServiceView) -> (String, Style);
+/// What one row's cells read: the service's figures and its part of the
+/// lab's state.
+struct RowData<'a> {
+    v: &'a ServiceView,
+    fault: &'a Fault,
+    dropped: bool,
+}
+
+type CellFn = fn(&RowData<'_>) -> (String, Style);
 
 struct Col {
     title: &'static str,
@@ -33,27 +43,36 @@ fn plain(s: String) -> (String, Style) {
 
 #[rustfmt::skip]
 const COLS: &[Col] = &[
-    Col { title: "service", right: false, rank: 0, cell: |v| (format!("{} {}", theme::glyph(v.state), v.name), theme::text(v.state)) },
-    Col { title: "depth", right: true, rank: 6, cell: |v| plain(v.depth.to_string()) },
-    Col { title: "rps", right: true, rank: 1, cell: |v| plain(format::rps(v.rps)) },
+    Col { title: "service", right: false, rank: 0, cell: |r| (format!("{} {}", theme::glyph(r.v.state), r.v.name), theme::text(r.v.state)) },
+    Col { title: "depth", right: true, rank: 6, cell: |r| plain(r.v.depth.to_string()) },
+    Col { title: "rps", right: true, rank: 1, cell: |r| plain(format::rps(r.v.live[Figure::Rps])) },
     Col { title: "amp", right: true, rank: 0, cell: amp_cell },
-    Col { title: "model", right: true, rank: 0, cell: |v| (format::amp(Some(v.model_amplification)), theme::label()) },
-    Col { title: "err%", right: true, rank: 2, cell: |v| (format::pct1(v.error_rate), if v.error_rate >= 0.01 { theme::alarm() } else { Style::new() }) },
-    Col { title: "returned t/f/-", right: true, rank: 3, cell: |v| plain(format::claims(v.claims_returned)) },
-    Col { title: "seen t/f/-", right: true, rank: 7, cell: |v| plain(format::claims(v.claims_seen)) },
-    Col { title: "retries", right: true, rank: 2, cell: |v| (format::count(v.retries_sent), if v.retry_rps >= 0.05 { theme::alarm() } else { Style::new() }) },
-    Col { title: "suppressed", right: true, rank: 3, cell: |v| (format::count(v.retries_suppressed), if v.retries_suppressed > 0 { theme::good() } else { Style::new() }) },
-    Col { title: "denied", right: true, rank: 4, cell: |v| plain(format::count(v.budget_denied)) },
-    Col { title: "fault", right: false, rank: 4, cell: |v| (format::fault(&v.fault), if v.fault.is_active() { theme::alarm() } else { theme::label() }) },
-    Col { title: "context", right: false, rank: 5, cell: |v| if v.context_dropped { ("dropped".into(), theme::text(crate::scenario::snapshot::ServiceState::ContextDropped)) } else { ("kept".into(), theme::label()) } },
+    Col { title: "model", right: true, rank: 0, cell: |r| (format::amp(Some(r.v.live[Figure::ModelAmplification])), theme::label()) },
+    Col { title: "err%", right: true, rank: 2, cell: |r| { let e = r.v.live[Figure::ErrorRate]; (format::pct1(e), if e >= 0.01 { theme::alarm() } else { Style::new() }) } },
+    Col { title: "returned t/f/-", right: true, rank: 3, cell: |r| plain(format::claims(r.v.claims(Figure::ClaimsReturnedTrue))) },
+    Col { title: "seen t/f/-", right: true, rank: 7, cell: |r| plain(format::claims(r.v.claims(Figure::ClaimsSeenTrue))) },
+    Col { title: "retries", right: true, rank: 2, cell: |r| (format::count(r.v.total.count(Figure::RetriesSent)), if r.v.retry_rps >= 0.05 { theme::alarm() } else { Style::new() }) },
+    Col { title: "suppressed", right: true, rank: 3, cell: |r| { let n = r.v.total.count(Figure::RetriesSuppressed); (format::count(n), if n > 0 { theme::good() } else { Style::new() }) } },
+    Col { title: "denied", right: true, rank: 4, cell: |r| plain(format::count(r.v.total.count(Figure::BudgetDenied))) },
+    Col { title: "fault", right: false, rank: 4, cell: |r| (format::fault(r.fault), if r.fault.is_active() { theme::alarm() } else { theme::label() }) },
+    Col { title: "context", right: false, rank: 5, cell: |r| if r.dropped { ("dropped".into(), theme::text(ServiceState::ContextDropped)) } else { ("kept".into(), theme::label()) } },
 ];
 
-fn amp_cell(v: &ServiceView) -> (String, Style) {
-    let a = format::amp(v.amplification);
-    if theme::disagrees(v.amplification, v.model_amplification) {
+fn amp_cell(r: &RowData<'_>) -> (String, Style) {
+    let amp = r.v.amplification();
+    let a = format::amp(amp);
+    if theme::disagrees(amp, r.v.live[Figure::ModelAmplification]) {
         (format!("{a}*"), theme::warn())
     } else {
         (format!("{a} "), theme::figure())
+    }
+}
+
+fn row(s: &Snapshot, id: usize) -> RowData<'_> {
+    RowData {
+        v: &s.services[id],
+        fault: &s.state.faults[id],
+        dropped: s.state.context_dropped[id],
     }
 }
 
@@ -70,9 +89,8 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     let widths: Vec<usize> = COLS
         .iter()
         .map(|c| {
-            s.services
-                .iter()
-                .map(|v| (c.cell)(v).0.chars().count())
+            (0..s.services.len())
+                .map(|id| (c.cell)(&row(s, id)).0.chars().count())
                 .chain([c.title.chars().count() + 1])
                 .max()
                 .unwrap_or(1)
@@ -120,10 +138,10 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         Cell::from(if c.right { line.right_aligned() } else { line })
     }));
     let rows = order.iter().map(|&id| {
-        let v = &s.services[id];
+        let data = row(s, id);
         Row::new(cols.iter().map(|&i| {
             let c = &COLS[i];
-            let (text, style) = (c.cell)(v);
+            let (text, style) = (c.cell)(&data);
             let line = Line::from(Span::styled(text, style));
             Cell::from(if c.right { line.right_aligned() } else { line })
         }))
@@ -135,7 +153,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     let disagree = s
         .services
         .iter()
-        .any(|v| theme::disagrees(v.amplification, v.model_amplification));
+        .any(|v| theme::disagrees(v.amplification(), v.live[Figure::ModelAmplification]));
     let mut title = vec![
         Span::styled(" services ", Style::new().add_modifier(Modifier::BOLD)),
         Span::styled(

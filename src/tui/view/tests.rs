@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier};
 use ratatui::Terminal;
 
 use super::draw;
-use crate::scenario::Snapshot;
+use crate::session::Snapshot;
 use crate::tui::fixtures;
 use crate::tui::keys::Msg;
 use crate::tui::state::State;

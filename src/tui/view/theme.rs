@@ -6,7 +6,7 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::scenario::snapshot::ServiceState;
+use crate::session::snapshot::ServiceState;
 use crate::topology::Policy;
 
 /// The glyph that marks a state.

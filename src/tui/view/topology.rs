@@ -22,8 +22,9 @@ use ratatui::text::{Line, Span};
 
 use super::format;
 use super::theme;
-use crate::scenario::snapshot::ServiceState;
-use crate::scenario::Snapshot;
+use crate::session::figures::Figure;
+use crate::session::snapshot::ServiceState;
+use crate::session::Snapshot;
 
 /// Longest name shown in a pill.
 const MAX_NAME: usize = 12;
@@ -396,7 +397,7 @@ impl Plan {
                     }
                     let g = theme::glyph(v.state);
                     let name = truncate(&v.name, self.name_w);
-                    let amp = format::amp(v.amplification);
+                    let amp = format::amp(v.amplification());
                     if self.tall {
                         let nw = w - 4;
                         c.text(x, y - 1, &pad(&format!(" {g} {name:<nw$}"), w), style);
@@ -406,7 +407,7 @@ impl Plan {
                             &pad(&format!("   {amp:>5}"), w),
                             style.add_modifier(Modifier::BOLD),
                         );
-                        let rps = format!("{}/s", format::rate_short(v.rps));
+                        let rps = format!("{}/s", format::rate_short(v.live[Figure::Rps]));
                         c.text(x, y + 1, &pad(&format!("   {rps:>5}"), w), style);
                     } else {
                         let nw = self.name_w;
@@ -657,7 +658,7 @@ mod tests {
     fn a_joining_dag_points_back_instead_of_crossing() {
         let mut s = fixtures::fanout();
         // auth also calls inventory: inventory is drawn once.
-        s.edges.push(crate::scenario::snapshot::EdgeView {
+        s.edges.push(crate::session::snapshot::EdgeView {
             from: 1,
             to: 3,
             attempt_rps: 200.0,

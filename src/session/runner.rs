@@ -1,5 +1,5 @@
-//! The run loop both front ends share: tick the lab, apply actions from
-//! the front end and steps from the timeline, publish snapshots.
+//! The run loop of every session: tick the lab, apply actions from the
+//! front ends and steps from the timeline, publish snapshots.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,16 +22,15 @@ pub struct Plan {
 }
 
 /// Runs `lab` until the plan's end or until `stop` turns true. Actions
-/// arriving on `actions` are applied at once; `on_snapshot` sees each
-/// published snapshot (the headless progress line). Returns the lab so the
-/// caller can measure its report and stop it.
+/// arriving on `actions` are applied at once (a refused one is logged in
+/// the lab's events and changes nothing). Returns the lab so the session
+/// can finish it.
 pub async fn drive(
     mut lab: Lab,
     plan: Plan,
     mut actions: mpsc::Receiver<Action>,
     snapshots: watch::Sender<Arc<Snapshot>>,
     mut stop: watch::Receiver<bool>,
-    mut on_snapshot: impl FnMut(&Snapshot) + Send,
 ) -> Lab {
     let mut interval = tokio::time::interval(lab.tick_period());
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -49,22 +48,22 @@ pub async fn drive(
                 let t = lab.elapsed();
                 while steps.peek().is_some_and(|(at, _)| *at <= t) {
                     let (_, a) = steps.next().expect("peeked");
-                    lab.apply(a);
+                    let _ = lab.apply(a);
                 }
                 lab.tick();
                 if !warm && t >= plan.warmup {
                     warm = true;
                     lab.mark_report_start();
                 }
-                let snap = Arc::new(lab.snapshot());
-                on_snapshot(&snap);
-                let _ = snapshots.send(snap);
+                let _ = snapshots.send(Arc::new(lab.snapshot()));
                 if plan.until.is_some_and(|u| t >= u) {
                     break;
                 }
             }
             a = actions.recv(), if actions_open => match a {
-                Some(a) => lab.apply(a),
+                Some(a) => {
+                    let _ = lab.apply(a);
+                }
                 None => actions_open = false,
             },
             r = stop.changed() => {

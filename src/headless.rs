@@ -1,0 +1,128 @@
+//! The headless front end: `chaoslab run TOPOLOGY --headless`.
+//!
+//! It starts a [`Session`] for the command line (and its scenario),
+//! prints a progress line a second to stderr from the snapshots, and when
+//! the run ends prints the table, writes the JSON and JUnit reports, and
+//! exits 1 if an expectation failed.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use crate::cli::{RunArgs, DEFAULT_DURATION};
+use crate::error::{write_output, RunError};
+use crate::report::{expect, junit, Report, TimeSeries};
+use crate::scenario::Scenario;
+use crate::session::{Record, Session, Snapshot};
+use crate::topology::Topology;
+
+/// `chaoslab run --headless`.
+pub fn run(args: RunArgs) -> Result<(), RunError> {
+    let path = args.topology_path()?;
+    let topology = Topology::load(path)?;
+    // A scenario: `--scenario FILE`, else the topology's `scenario:` key.
+    let scenario =
+        Scenario::for_run(args.scenario.as_deref(), path, &topology)?.unwrap_or_default();
+    let duration = args
+        .clock
+        .duration
+        .or(scenario.duration)
+        .unwrap_or(DEFAULT_DURATION);
+    scenario.check_duration(duration, args.clock.duration.is_some())?;
+    let setup = args.setup(topology, &scenario, Some(duration))?;
+    let warmup = setup.warmup;
+    let session = Session::start(setup)?;
+    let mut snaps = session.snapshots();
+    session.block_on(async {
+        let mut next = Duration::from_secs(1);
+        // The run loop drops its sender when the run ends.
+        while snaps.changed().await.is_ok() {
+            let s = snaps.borrow_and_update().clone();
+            if s.t >= next {
+                next += Duration::from_secs(1);
+                let _ = writeln!(std::io::stderr().lock(), "{}", progress_line(&s, warmup));
+            }
+        }
+    });
+    let record = session.wait()?;
+    let report = report(&record, &scenario);
+    print!("{}", report.table());
+    if let Some(p) = &args.report {
+        write_output(p, &report.to_json(), "report")?;
+    }
+    if let Some(p) = &args.junit {
+        let file = (!scenario.origin.is_empty()).then_some(scenario.origin.as_str());
+        write_output(p, &junit::to_junit(&report, file), "JUnit report")?;
+    }
+    verdict(&report)
+}
+
+/// The report of a finished headless run: from the warm-up's end to the
+/// newest sample (the run ends on the first tick past its end), with the
+/// scenario's expectations judged and the per-second series attached.
+pub fn report(record: &Record, scenario: &Scenario) -> Report {
+    let mut report = Report::measure(record, record.warmup, Duration::MAX);
+    report.expectations = expect::evaluate(record, &scenario.expectations);
+    report.series = Some(TimeSeries::from_series(
+        &record.series,
+        &record.topology,
+        record.warmup,
+        Duration::MAX,
+    ));
+    report
+}
+
+/// Exit status 1, with each failure, when an expectation failed.
+fn verdict(report: &Report) -> Result<(), RunError> {
+    let failed: Vec<String> = report
+        .expectations
+        .iter()
+        .filter(|e| !e.passed)
+        .map(|e| {
+            format!(
+                "{}: {} during {}s..{}s: observed {:.4}{}",
+                e.source,
+                e.what,
+                e.window_s.0,
+                e.window_s.1,
+                e.observed,
+                e.note
+                    .as_ref()
+                    .map_or_else(String::new, |n| format!(" ({n})"))
+            )
+        })
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::ExpectationFailed(format!(
+        "{} of {} expectations failed:\n  {}",
+        failed.len(),
+        report.expectations.len(),
+        failed.join("\n  ")
+    )))
+}
+
+/// One line of headless progress.
+pub fn progress_line(s: &Snapshot, warmup: Duration) -> String {
+    let amps: Vec<String> = s
+        .services
+        .iter()
+        .map(|v| {
+            format!(
+                "{} {}",
+                v.name,
+                v.amplification()
+                    .map_or_else(|| "-".into(), |a| format!("{a:.2}x"))
+            )
+        })
+        .collect();
+    format!(
+        "[{:>5.1}s{}] {} rps, avail {:.1}%, radius {} · {}",
+        s.t.as_secs_f64(),
+        if s.t < warmup { " warm-up" } else { "" },
+        s.root.rps.round(),
+        s.root.availability * 100.0,
+        s.radius_max,
+        amps.join(" ")
+    )
+}

@@ -1,0 +1,72 @@
+//! The commands that start nothing: `chaoslab check` (validate a
+//! topology and print its graph) and `chaoslab model` (the analytical
+//! table for the faults and policy asked for).
+
+use std::fmt::Write as _;
+
+use crate::cli::{CheckArgs, ModelArgs};
+use crate::error::RunError;
+use crate::session::{fold, LabState};
+use crate::topology::{model, Topology};
+
+/// `chaoslab check`.
+pub fn check(args: CheckArgs) -> Result<(), RunError> {
+    let t = Topology::load(&args.topology)?;
+    print!("{}", crate::topology::validate::render_check(&t));
+    Ok(())
+}
+
+/// `chaoslab model`: the analytical table, nothing started.
+pub fn model(args: ModelArgs) -> Result<(), RunError> {
+    let mut t = Topology::load(&args.topology)?;
+    let actions = args.start.actions(&t)?;
+    fold(LabState::of(&t), &actions)
+        .map_err(|e| RunError::Usage(e.to_string()))?
+        .write_to(&mut t);
+    print!("{}", model_table(&t));
+    Ok(())
+}
+
+/// The model's table for a topology as it stands (faults and policy).
+pub fn model_table(t: &Topology) -> String {
+    let p = model::predict(t, &t.policy);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} · model · policy {} (R={}, B={}) · attribution {}",
+        t.name,
+        t.policy.mode_name(),
+        t.policy.attempts,
+        t.policy
+            .budget
+            .map_or_else(|| "off".into(), |b| format!("{b}")),
+        t.ownership.attribution.name()
+    );
+    let _ = writeln!(
+        out,
+        "{:<12} {:>5} {:>9} {:>10} {:>8} {:>8} {:>9} {:>9}",
+        "service", "depth", "baseline", "load/root", "amp", "err%", "claimed%", "unclaim%"
+    );
+    for (s, sp) in t.services.iter().zip(&p.services) {
+        let _ = writeln!(
+            out,
+            "{:<12} {:>5} {:>9.3} {:>10.3} {:>7.3}x {:>7.2}% {:>8.2}% {:>8.2}%",
+            s.name,
+            s.depth,
+            s.multiplicity,
+            sp.load,
+            sp.amplification,
+            sp.p_error * 100.0,
+            sp.p_claimed * 100.0,
+            sp.p_unclaimed * 100.0
+        );
+    }
+    let _ = writeln!(
+        out,
+        "entry availability {:.4}% · storm radius {} · static radius {}",
+        p.root_availability * 100.0,
+        p.storm_radius,
+        model::static_radius(t, &t.policy)
+    );
+    out
+}

@@ -1,0 +1,103 @@
+//! The per-service table a headless run prints: a row per service, a
+//! column per catalogue figure that has one, then the entry's line, the
+//! storm radius and each expectation's verdict.
+
+use std::fmt::Write as _;
+
+use super::Report;
+use crate::session::figures::{Figure, Figures, Scope, Style};
+
+/// The table.
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} · policy {} (R={}, B={}) · {:.1}s measured",
+        r.topology,
+        r.policy,
+        r.attempts,
+        r.budget.map_or_else(|| "off".into(), |b| format!("{b}")),
+        r.duration_s
+    );
+    let columns: Vec<Figure> = Figure::of(Scope::Service)
+        .filter(|f| f.column().is_some())
+        .collect();
+    let _ = write!(out, "{:<10} {:>5}", "service", "depth");
+    for f in &columns {
+        let c = f.column().expect("filtered");
+        let _ = write!(out, " {:>w$}", c.header, w = c.width);
+    }
+    out.push('\n');
+    for n in &r.nodes {
+        let _ = write!(out, "{:<10} {:>5}", truncate(&n.name, 10), n.depth);
+        for f in &columns {
+            let _ = write!(out, " {}", cell(&n.figures, *f));
+        }
+        out.push('\n');
+    }
+    let root = &r.fleet;
+    let dropped = root.count(Figure::RootDropped);
+    let _ = writeln!(
+        out,
+        "entry: {:.1} rps, {} requests, availability {:.2}% (model {:.2}%), p50 {:.1} ms, p99 {:.1} ms{}",
+        root[Figure::RootRps],
+        root.count(Figure::RootRequests),
+        root[Figure::RootAvailability] * 100.0,
+        root[Figure::ModelAvailability] * 100.0,
+        root[Figure::LatencyP50],
+        root[Figure::LatencyP99],
+        if dropped > 0 {
+            format!(", {dropped} dropped (in-flight bound)")
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        out,
+        "storm radius: max {}, mean {:.2} (model {}, static {}) · spurious requests avoided: {}",
+        root.count(Figure::StormRadius),
+        root[Figure::StormRadiusMean],
+        root.count(Figure::StormRadiusModel),
+        root.count(Figure::StormRadiusStatic),
+        root.count(Figure::SpuriousAvoided)
+    );
+    for e in &r.expectations {
+        let _ = writeln!(
+            out,
+            "{} {} (observed {:.4})",
+            if e.passed { "PASS" } else { "FAIL" },
+            e.what,
+            e.observed
+        );
+    }
+    out
+}
+
+/// One figure's cell, padded to its column.
+fn cell(v: &Figures, f: Figure) -> String {
+    let c = f.column().expect("a figure with a column");
+    let w = c.width;
+    let x = v[f];
+    match c.style {
+        Style::Fixed(p) => format!("{x:>w$.p$}"),
+        Style::Times(p) => format!("{x:>w$.p$}x", w = w - 1),
+        Style::Percent(p) => format!("{:>w$.p$}%", x * 100.0, w = w - 1),
+        Style::Int => format!("{:>w$}", v.count(f)),
+        Style::Triple => {
+            let next = |k: usize| Figure::ALL[f as usize + k];
+            let t = format!("{}/{}/{}", v.count(f), v.count(next(1)), v.count(next(2)));
+            format!("{t:>w$}")
+        }
+    }
+}
+
+/// `s` cut to `n` characters, the last one an ellipsis when cut.
+pub fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}

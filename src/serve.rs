@@ -1,0 +1,53 @@
+//! The serving front end: `chaoslab serve TOPOLOGY` starts a session with
+//! no internal load and prints each service's URL, so outside clients
+//! (wrk, oha, curl) drive the fleet and the fleet counts their traffic.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use crate::cli::ServeArgs;
+use crate::error::{write_output, RunError};
+use crate::report::Report;
+use crate::session::{Session, Setup};
+use crate::topology::Topology;
+
+/// `chaoslab serve`.
+pub fn run(args: ServeArgs) -> Result<(), RunError> {
+    let t = Topology::load(&args.topology)?;
+    let initial = args.start.actions(&t)?;
+    let session = Session::start(Setup {
+        initial,
+        seed: args.seed.unwrap_or(1),
+        load: false,
+        until: args.duration,
+        ..Setup::new(t)
+    })?;
+    session.stop_on_ctrl_c();
+    {
+        let t = session.topology();
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "entry {} {}", t.entry().name, session.entry_url());
+        for (s, url) in t.services.iter().zip(session.urls()) {
+            let _ = writeln!(out, "service {} {url}", s.name);
+        }
+        let _ = writeln!(
+            out,
+            "serving {}{}",
+            t.name,
+            match args.duration {
+                Some(d) => format!(" for {d:?}"),
+                None => " until Ctrl-C".into(),
+            }
+        );
+        let _ = out.flush();
+    }
+    let record = session.wait()?;
+    let report = Report::measure(&record, Duration::ZERO, Duration::MAX);
+    if args.headless || args.duration.is_some() {
+        print!("{}", report.table());
+    }
+    if let Some(p) = &args.report {
+        write_output(p, &report.to_json(), "report")?;
+    }
+    Ok(())
+}

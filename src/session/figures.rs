@@ -1,0 +1,463 @@
+//! The figure catalogue: every figure the lab reports, once.
+//!
+//! Each entry gives a figure's name (as the report's JSON path, and as a
+//! scenario's `figure:` key), its unit, what it means in one line, whether
+//! it is measured per service or fleet-wide, and how it is computed from a
+//! [`Window`] of counters. The report's JSON, the expectations (names and
+//! did-you-mean), JUnit, the headless table, the dashboard's figures and
+//! its help glossary all read this table, so adding a figure is one entry
+//! here plus the place where it is counted.
+//!
+//! ```
+//! use chaoslab::session::figures::{Figure, Scope};
+//!
+//! let f = Figure::parse("amplification").unwrap();
+//! assert_eq!(f.scope(), Scope::Service);
+//! assert_eq!(f.path(), "amplification");
+//! assert_eq!(Figure::parse("claims_returned_true").unwrap().path(), "claims_returned.true");
+//! assert_eq!(Figure::parse("root_availability").unwrap().scope(), Scope::Fleet);
+//! ```
+
+use std::ops::Index;
+
+use serde::ser::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::metrics::{Counts, RadiusStats, ServiceCounts};
+use crate::topology::model::Prediction;
+use crate::topology::Topology;
+
+/// Where a figure is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// One value per service (an expectation names the service).
+    Service,
+    /// One value for the whole fleet.
+    Fleet,
+}
+
+/// How a figure's value is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A whole number of events.
+    Count,
+    /// A real number.
+    Real,
+}
+
+/// How the headless table prints a figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// `{:>w.p}`.
+    Fixed(usize),
+    /// `{:>w.p}x` (the `x` inside the width).
+    Times(usize),
+    /// The value × 100, `{:>w.p}%` (the `%` inside the width).
+    Percent(usize),
+    /// A whole number.
+    Int,
+    /// This figure and the next two as `a/b/c` (claim counts).
+    Triple,
+}
+
+/// A column of the headless table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column {
+    /// Its heading.
+    pub header: &'static str,
+    /// Its width.
+    pub width: usize,
+    /// How a value is printed.
+    pub style: Style,
+}
+
+/// The counters of one window of a run, and what the model said for it:
+/// everything a figure is computed from.
+#[derive(Debug)]
+pub struct Window<'a> {
+    /// Counters over the window (later sample minus earlier).
+    pub counts: Counts,
+    /// The window's length, seconds.
+    pub dt: f64,
+    /// The topology's shape (multiplicities, the entry).
+    pub topology: &'a Topology,
+    /// The model's prediction for the state in force.
+    pub prediction: &'a Prediction,
+    /// The static radius under the policy in force.
+    pub static_radius: usize,
+    /// Storm radius over the roots that completed in the window.
+    pub radius: RadiusStats,
+    /// Root latency p50 and p99 over the window, ms.
+    pub root_latency_ms: (f64, f64),
+}
+
+impl Window<'_> {
+    /// `n` events over the window, per second.
+    pub fn rate(&self, n: u64) -> f64 {
+        if self.dt > 0.0 {
+            n as f64 / self.dt
+        } else {
+            0.0
+        }
+    }
+
+    fn svc(&self, i: usize) -> &ServiceCounts {
+        &self.counts.services[i]
+    }
+
+    /// Root requests per second the entry opened.
+    pub fn root_rate(&self) -> f64 {
+        self.rate(self.svc(self.topology.load.entry).roots)
+    }
+
+    /// Root requests that ended, and how many failed: the load
+    /// generator's count, or the entry's own when there was no internal
+    /// load (`serve`).
+    fn root_outcomes(&self) -> (u64, u64) {
+        let r = &self.counts.root;
+        if r.sent > 0 {
+            (r.completed(), r.errors)
+        } else {
+            let e = self.svc(self.topology.load.entry);
+            (e.roots, e.errors)
+        }
+    }
+
+    fn baseline(&self, i: usize) -> f64 {
+        self.root_rate() * self.topology.services[i].multiplicity
+    }
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+macro_rules! catalogue {
+    ($(
+        $(#[doc = $doc:literal])*
+        $v:ident = $name:literal at $path:literal, $scope:ident $kind:ident $unit:literal,
+            $column:expr, |$w:ident, $i:ident| $read:expr;
+    )*) => {
+        /// A figure of the catalogue.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Figure {
+            $($(#[doc = $doc])* $v,)*
+        }
+
+        impl Figure {
+            /// Every figure, in the catalogue's order.
+            pub const ALL: &'static [Figure] = &[$(Figure::$v,)*];
+
+            /// Its name in scenario files.
+            pub fn name(self) -> &'static str {
+                match self { $(Figure::$v => $name,)* }
+            }
+
+            /// Its path in the report's JSON (dots nest).
+            pub fn path(self) -> &'static str {
+                match self { $(Figure::$v => $path,)* }
+            }
+
+            /// Per service or fleet-wide.
+            pub fn scope(self) -> Scope {
+                match self { $(Figure::$v => Scope::$scope,)* }
+            }
+
+            /// A count or a real number.
+            pub fn kind(self) -> Kind {
+                match self { $(Figure::$v => Kind::$kind,)* }
+            }
+
+            /// Its unit.
+            pub fn unit(self) -> &'static str {
+                match self { $(Figure::$v => $unit,)* }
+            }
+
+            /// What it means, in one line.
+            pub fn help(self) -> &'static str {
+                match self { $(Figure::$v => concat!($($doc),*).trim_ascii(),)* }
+            }
+
+            /// Its column in the headless table, if it has one.
+            pub fn column(self) -> Option<Column> {
+                match self { $(Figure::$v => $column,)* }
+            }
+
+            /// Its value over a window (for service `i` when per service).
+            #[allow(unused_variables)]
+            pub fn read(self, w: &Window<'_>, i: usize) -> f64 {
+                match self {
+                    $(Figure::$v => {
+                        let $w = w;
+                        let $i = i;
+                        $read
+                    })*
+                }
+            }
+        }
+    };
+}
+
+const fn col(header: &'static str, width: usize, style: Style) -> Option<Column> {
+    Some(Column {
+        header,
+        width,
+        style,
+    })
+}
+
+catalogue! {
+    /// Requests per second the service answered.
+    Rps = "rps" at "rps", Service Real "req/s",
+        col("rps", 9, Style::Fixed(1)), |w, i| w.rate(w.svc(i).requests);
+    /// Entry rate × the service's calls per root request with no faults or retries.
+    BaselineRps = "baseline_rps" at "baseline_rps", Service Real "req/s",
+        col("baseline", 9, Style::Fixed(1)), |w, i| w.baseline(i);
+    /// Requests per second ÷ baseline: how much the storm multiplied its load.
+    Amplification = "amplification" at "amplification", Service Real "×",
+        col("amp", 7, Style::Times(2)), |w, i| ratio(w.rate(w.svc(i).requests), w.baseline(i));
+    /// The analytical model's amplification for the faults and policy in force.
+    ModelAmplification = "model_amplification" at "model_amplification", Service Real "×",
+        col("model", 7, Style::Times(2)), |w, i| w.prediction.services[i].amplification;
+    /// Requests the service answered.
+    Requests = "requests" at "requests", Service Count "requests",
+        None, |w, i| w.svc(i).requests as f64;
+    /// Error responses it answered.
+    Errors = "errors" at "errors", Service Count "requests",
+        None, |w, i| w.svc(i).errors as f64;
+    /// Errors ÷ requests.
+    ErrorRate = "error_rate" at "error_rate", Service Real "fraction",
+        col("err%", 6, Style::Percent(1)), |w, i| ratio(w.svc(i).errors as f64, w.svc(i).requests as f64);
+    /// Error responses it returned claimed (`x-error-claim: true`): it owns them.
+    ClaimsReturnedTrue = "claims_returned_true" at "claims_returned.true", Service Count "responses",
+        col("returned true/false/-", 23, Style::Triple), |w, i| w.svc(i).claims_returned[0] as f64;
+    /// Error responses it returned unclaimed (`x-error-claim: false`): passed up from below.
+    ClaimsReturnedFalse = "claims_returned_false" at "claims_returned.false", Service Count "responses",
+        None, |w, i| w.svc(i).claims_returned[1] as f64;
+    /// Error responses it returned with no claim header.
+    ClaimsReturnedMissing = "claims_returned_missing" at "claims_returned.missing", Service Count "responses",
+        None, |w, i| w.svc(i).claims_returned[2] as f64;
+    /// Failed attempts it saw come back claimed (`true`).
+    ClaimsSeenTrue = "claims_seen_true" at "claims_seen.true", Service Count "attempts",
+        None, |w, i| w.svc(i).claims_seen[0] as f64;
+    /// Failed attempts it saw come back unclaimed (`false`).
+    ClaimsSeenFalse = "claims_seen_false" at "claims_seen.false", Service Count "attempts",
+        None, |w, i| w.svc(i).claims_seen[1] as f64;
+    /// Failed attempts it saw with no claim (no header, no response, a timeout).
+    ClaimsSeenMissing = "claims_seen_missing" at "claims_seen.missing", Service Count "attempts",
+        None, |w, i| w.svc(i).claims_seen[2] as f64;
+    /// Retries it sent.
+    RetriesSent = "retries_sent" at "retries_sent", Service Count "retries",
+        col("retries", 9, Style::Int), |w, i| w.svc(i).retries_sent as f64;
+    /// Retries it did not send because the callee's error came back unclaimed.
+    RetriesSuppressed = "retries_suppressed" at "retries_suppressed", Service Count "retries",
+        col("suppress", 9, Style::Int), |w, i| w.svc(i).retries_suppressed as f64;
+    /// Retries its retry budget refused.
+    BudgetDenied = "budget_denied" at "budget_denied", Service Count "retries",
+        col("denied", 7, Style::Int), |w, i| w.svc(i).budget_denied as f64;
+    /// Errors its own injected fault caused (ground truth).
+    OwnErrors = "own_errors" at "attribution.own_errors", Service Count "responses",
+        None, |w, i| w.svc(i).own_errors as f64;
+    /// Own errors it nevertheless returned unclaimed.
+    WronglyUnclaimed = "wrongly_unclaimed" at "attribution.wrongly_unclaimed", Service Count "responses",
+        None, |w, i| w.svc(i).wrongly_unclaimed as f64;
+    /// Errors caused below it that it claimed (rule 5 claims excluded).
+    WronglyClaimed = "wrongly_claimed" at "attribution.wrongly_claimed", Service Count "responses",
+        None, |w, i| w.svc(i).wrongly_claimed as f64;
+    /// Claims made by the at-least-once rule (rule 5).
+    AtLeastOnceClaims = "at_least_once_claims" at "at_least_once_claims", Service Count "responses",
+        None, |w, i| w.svc(i).at_least_once_claims as f64;
+    /// Root requests per second into the entry.
+    RootRps = "root_rps" at "root.rps", Fleet Real "req/s",
+        None, |w, i| if w.counts.root.sent > 0 { w.rate(w.counts.root.sent) } else { w.root_rate() };
+    /// Root requests that ended.
+    RootRequests = "root_requests" at "root.requests", Fleet Count "requests",
+        None, |w, i| w.root_outcomes().0 as f64;
+    /// Root requests that failed.
+    RootErrors = "root_errors" at "root.errors", Fleet Count "requests",
+        None, |w, i| w.root_outcomes().1 as f64;
+    /// Fraction of root requests that succeeded (1 when none ended).
+    RootAvailability = "root_availability" at "root.availability", Fleet Real "fraction",
+        None, |w, i| {
+            let (n, e) = w.root_outcomes();
+            if n > 0 { 1.0 - e as f64 / n as f64 } else { 1.0 }
+        };
+    /// The model's availability at the entry for the faults and policy in force.
+    ModelAvailability = "model_availability" at "root.model_availability", Fleet Real "fraction",
+        None, |w, i| w.prediction.root_availability;
+    /// Median root latency.
+    LatencyP50 = "latency_p50" at "root.latency_ms.p50", Fleet Real "ms",
+        None, |w, i| w.root_latency_ms.0;
+    /// 99th percentile root latency.
+    LatencyP99 = "latency_p99" at "root.latency_ms.p99", Fleet Real "ms",
+        None, |w, i| w.root_latency_ms.1;
+    /// Root requests not sent: the load generator's in-flight bound was full.
+    RootDropped = "root_dropped" at "root.dropped", Fleet Count "requests",
+        None, |w, i| w.counts.root.dropped as f64;
+    /// The most consecutive hops that retried for one root request.
+    StormRadius = "storm_radius" at "storm_radius.max", Fleet Count "hops",
+        None, |w, i| w.radius.max as f64;
+    /// Mean storm radius over the root requests that saw a retry.
+    StormRadiusMean = "storm_radius_mean" at "storm_radius.mean", Fleet Real "hops",
+        None, |w, i| w.radius.mean();
+    /// The worst radius over every single service failing, under the policy in force (model).
+    StormRadiusStatic = "storm_radius_static" at "storm_radius.static", Fleet Count "hops",
+        None, |w, i| w.static_radius as f64;
+    /// The model's radius for the faults and policy in force.
+    StormRadiusModel = "storm_radius_model" at "storm_radius.model", Fleet Count "hops",
+        None, |w, i| w.prediction.storm_radius as f64;
+    /// Retries suppressed fleet-wide: the spurious requests ownership avoided.
+    SpuriousAvoided = "spurious_avoided" at "spurious_avoided", Fleet Count "retries",
+        None, |w, i| w.counts.spurious_avoided() as f64;
+}
+
+impl Figure {
+    /// The figure a scenario names.
+    pub fn parse(s: &str) -> Option<Figure> {
+        Figure::ALL.iter().copied().find(|f| f.name() == s)
+    }
+
+    /// Every figure of one scope.
+    pub fn of(scope: Scope) -> impl Iterator<Item = Figure> {
+        Figure::ALL
+            .iter()
+            .copied()
+            .filter(move |f| f.scope() == scope)
+    }
+
+    /// The names of one scope's figures, comma-separated.
+    pub fn list(scope: Scope) -> String {
+        Figure::of(scope)
+            .map(|f| f.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// One scope's figures over one window: a value per catalogue entry of
+/// that scope. Serialises as the report's JSON, nesting by path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figures {
+    scope: Scope,
+    values: Vec<f64>,
+}
+
+impl Figures {
+    /// Every figure of `scope` over window `w` (for service `i`).
+    pub fn measure(w: &Window<'_>, scope: Scope, i: usize) -> Figures {
+        Figures {
+            scope,
+            values: Figure::ALL
+                .iter()
+                .map(|f| {
+                    if f.scope() == scope {
+                        f.read(w, i)
+                    } else {
+                        f64::NAN
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Figures of `scope` with every value `v` (for tests and fixtures).
+    pub fn filled(scope: Scope, v: f64) -> Figures {
+        Figures {
+            scope,
+            values: vec![v; Figure::ALL.len()],
+        }
+    }
+
+    /// Sets one figure (for the model's figures of a window, and tests).
+    pub fn set(&mut self, f: Figure, v: f64) {
+        self.values[f as usize] = v;
+    }
+
+    /// The scope.
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// A figure as a whole number (counts).
+    pub fn count(&self, f: Figure) -> u64 {
+        let v = self[f];
+        if v.is_finite() && v > 0.0 {
+            v.round() as u64
+        } else {
+            0
+        }
+    }
+
+    /// The JSON object, nested by path, in catalogue order.
+    pub fn to_value(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        for f in Figure::of(self.scope) {
+            let v = self[f];
+            let value = match f.kind() {
+                Kind::Count => Value::from(self.count(f)),
+                Kind::Real => serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+            };
+            let mut parts = f.path().split('.').peekable();
+            let mut at = &mut out;
+            while let Some(p) = parts.next() {
+                if parts.peek().is_none() {
+                    at.insert(p.to_string(), value);
+                    break;
+                }
+                at = at
+                    .entry(p.to_string())
+                    .or_insert_with(|| Value::Object(Map::new()))
+                    .as_object_mut()
+                    .expect("a figure's path never runs through a value");
+            }
+        }
+        out
+    }
+}
+
+impl Index<Figure> for Figures {
+    type Output = f64;
+    fn index(&self, f: Figure) -> &f64 {
+        &self.values[f as usize]
+    }
+}
+
+impl Serialize for Figures {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_value().serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_paths_are_unique_and_every_figure_has_help() {
+        let mut names = std::collections::HashSet::new();
+        let mut paths = std::collections::HashSet::new();
+        for f in Figure::ALL {
+            assert!(names.insert(f.name()), "{} twice", f.name());
+            assert!(paths.insert((f.scope(), f.path())), "{} twice", f.path());
+            assert!(f.help().ends_with('.'), "{}: {:?}", f.name(), f.help());
+            assert_eq!(Figure::parse(f.name()), Some(*f));
+        }
+    }
+
+    #[test]
+    fn figures_nest_by_path_and_counts_are_whole() {
+        let mut f = Figures::filled(Scope::Service, 0.0);
+        f.set(Figure::ClaimsReturnedTrue, 3.0);
+        f.set(Figure::Amplification, 1.5);
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(v["claims_returned"]["true"], 3);
+        assert_eq!(v["amplification"], 1.5);
+        assert!(v.get("root").is_none(), "fleet figures stay out");
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys[0], "rps", "catalogue order");
+    }
+}

@@ -1,0 +1,334 @@
+//! The lab: one fleet, its load, its metrics and its model, changed only
+//! through [`Action`]s folded by [`super::state::apply`], read only
+//! through [`Snapshot`]s while it runs and through a [`Record`] once it
+//! has finished.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::action::{Action, Event};
+use super::record::Record;
+use super::snapshot::Snapshot;
+use super::state::{self, ActionError, Change, LabState};
+use super::SessionError;
+use crate::fleet::{Fleet, FleetOptions};
+use crate::load::{self, LoadControl};
+use crate::metrics::{Counts, LatencySummary, RadiusStats, Sample, Series};
+use crate::topology::model::{self, Prediction};
+use crate::topology::Topology;
+
+/// Events kept for the log.
+const MAX_EVENTS: usize = 200;
+/// Events kept for a recording and for the report.
+const MAX_ALL_EVENTS: usize = 100_000;
+
+/// How to run a lab.
+#[derive(Debug, Clone)]
+pub struct LabOptions {
+    /// Seed for every random choice.
+    pub seed: u64,
+    /// Whether to drive load into the entry (`serve` does not).
+    pub load: bool,
+    /// Sampling period.
+    pub tick: Duration,
+    /// Window for live rates.
+    pub window: Duration,
+    /// Root requests in flight at most.
+    pub max_in_flight: usize,
+}
+
+impl Default for LabOptions {
+    fn default() -> Self {
+        LabOptions {
+            seed: 1,
+            load: true,
+            tick: Duration::from_millis(250),
+            window: Duration::from_secs(2),
+            max_in_flight: load::DEFAULT_MAX_IN_FLIGHT,
+        }
+    }
+}
+
+/// A running lab.
+pub struct Lab {
+    fleet: Fleet,
+    /// The topology with [`Lab::state`] written in (the model reads it).
+    topology: Topology,
+    state: LabState,
+    start_state: LabState,
+    control: Arc<LoadControl>,
+    stop: watch::Sender<bool>,
+    load_task: Option<JoinHandle<()>>,
+    started: Instant,
+    opts: LabOptions,
+    series: Series,
+    /// Counters at the last reset.
+    base: Counts,
+    events: VecDeque<Event>,
+    all_events: Vec<Event>,
+    prediction: Prediction,
+    static_radius: usize,
+    /// Root latency since the report's start.
+    latency: Histogram<u64>,
+}
+
+impl std::fmt::Debug for Lab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lab")
+            .field("topology", &self.topology.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lab {
+    /// Starts the fleet in the state `topology` describes and (unless
+    /// `opts.load` is off) the load.
+    pub async fn start(topology: Topology, opts: LabOptions) -> Result<Lab, SessionError> {
+        let fleet = Fleet::spawn(
+            Arc::new(topology.clone()),
+            FleetOptions {
+                seed: opts.seed,
+                plain: false,
+            },
+        )
+        .await
+        .map_err(SessionError::Fleet)?;
+        let control = Arc::new(LoadControl::new(topology.load.rps));
+        let (stop, stop_rx) = watch::channel(false);
+        let load_task = opts.load.then(|| {
+            load::spawn(
+                fleet.entry_url(),
+                control.clone(),
+                topology.load.arrival,
+                opts.max_in_flight
+                    .min(load::in_flight_for(topology.load.rps)),
+                opts.seed.wrapping_mul(31).wrapping_add(7),
+                fleet.metrics().clone(),
+                stop_rx,
+            )
+        });
+        let cap = Series::capacity_for(
+            topology.services.len(),
+            topology.edges.len(),
+            16 << 20,
+            (Duration::from_secs(3600).as_millis() / opts.tick.as_millis().max(1)) as usize,
+        );
+        let base = fleet.metrics().counts();
+        let state = LabState::of(&topology);
+        let prediction = model::predict(&topology, &topology.policy);
+        let static_radius = model::static_radius(&topology, &topology.policy);
+        let mut lab = Lab {
+            fleet,
+            topology,
+            start_state: state.clone(),
+            state,
+            control,
+            stop,
+            load_task,
+            started: Instant::now(),
+            opts,
+            series: Series::new(cap),
+            base: base.clone(),
+            events: VecDeque::new(),
+            all_events: Vec::new(),
+            prediction,
+            static_radius,
+            latency: new_histogram(),
+        };
+        lab.series.push(empty_sample(Duration::ZERO, base));
+        Ok(lab)
+    }
+
+    /// The sampling period.
+    pub fn tick_period(&self) -> Duration {
+        self.opts.tick
+    }
+
+    /// Time since the lab started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The fleet.
+    pub fn fleet(&self) -> &Fleet {
+        &self.fleet
+    }
+
+    /// The topology as it is now (faults and policy included).
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The state every action so far has folded into.
+    pub fn state(&self) -> &LabState {
+        &self.state
+    }
+
+    /// Every action applied so far, in order.
+    pub fn events(&self) -> &[Event] {
+        &self.all_events
+    }
+
+    /// The entry URL.
+    pub fn entry_url(&self) -> String {
+        self.fleet.entry_url()
+    }
+
+    /// Applies an action now: folds it into the state, makes the fleet
+    /// match, and logs it. A refused action changes nothing and is logged
+    /// as refused.
+    pub fn apply(&mut self, action: Action) -> Result<(), ActionError> {
+        let change = match state::apply(&mut self.state, &action) {
+            Ok(c) => c,
+            Err(e) => {
+                let text = format!("refused: {e}");
+                self.log(Event {
+                    t: self.elapsed(),
+                    action,
+                    text,
+                });
+                return Err(e);
+            }
+        };
+        self.enact(change);
+        self.state.write_to(&mut self.topology);
+        self.prediction = model::predict(&self.topology, &self.topology.policy);
+        if change == Change::Policy {
+            self.static_radius = model::static_radius(&self.topology, &self.topology.policy);
+        }
+        let ev = Event {
+            t: self.elapsed(),
+            text: action.describe(&self.topology),
+            action,
+        };
+        if self.all_events.len() < MAX_ALL_EVENTS {
+            self.all_events.push(ev.clone());
+        }
+        self.log(ev);
+        Ok(())
+    }
+
+    /// Makes the fleet and the load match the state after `change`.
+    fn enact(&mut self, change: Change) {
+        let s = &self.state;
+        match change {
+            Change::Fault(i) => self.fleet.set_fault(i, s.faults[i].clone()),
+            Change::Context(i) => self.fleet.set_context_dropped(i, s.context_dropped[i]),
+            Change::Policy => self.fleet.set_policy(s.policy.clone()),
+            Change::AtLeastOnce => self.fleet.set_at_least_once(s.at_least_once),
+            Change::Attribution => self.fleet.set_attribution(s.attribution),
+            Change::Rps => self.control.set_rps(s.rps),
+            Change::Pause => self.control.set_paused(s.paused),
+            Change::Reset => self.reset(),
+        }
+    }
+
+    fn log(&mut self, ev: Event) {
+        if self.events.len() == MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(ev);
+    }
+
+    fn reset(&mut self) {
+        self.base = self.fleet.metrics().counts();
+        let now = self.elapsed();
+        self.series.clear();
+        self.series.push(empty_sample(now, self.base.clone()));
+        for s in 0..self.topology.services.len() {
+            self.fleet.server_config(s).learner().reset();
+        }
+        self.latency = new_histogram();
+    }
+
+    /// Starts a fresh latency histogram for the report (at warm-up's end).
+    pub fn mark_report_start(&mut self) {
+        self.latency = new_histogram();
+    }
+
+    /// Takes a sample. Call once per `tick`.
+    pub fn tick(&mut self) {
+        let m = self.fleet.metrics();
+        let interval = m.take_latency();
+        let latency_ms = if interval.is_empty() {
+            (0.0, 0.0)
+        } else {
+            (
+                interval.value_at_quantile(0.5) as f64 / 1000.0,
+                interval.value_at_quantile(0.99) as f64 / 1000.0,
+            )
+        };
+        let _ = self.latency.add(&interval);
+        self.series.push(Sample {
+            t: self.elapsed(),
+            counts: m.counts(),
+            radius: m.storm().take_interval(),
+            latency_ms,
+            latency: LatencySummary::from_histogram(&interval),
+        });
+    }
+
+    /// What the front ends show now.
+    pub fn snapshot(&self) -> Snapshot {
+        super::snapshot::build(super::snapshot::Inputs {
+            series: &self.series,
+            base: &self.base,
+            window: self.opts.window,
+            tick: self.opts.tick,
+            topology: &self.topology,
+            state: &self.state,
+            prediction: &self.prediction,
+            static_radius: self.static_radius,
+            fleet: &self.fleet,
+            events: &self.events,
+        })
+    }
+
+    /// Stops the load, then the fleet, and keeps what the run measured.
+    pub async fn finish(self, warmup: Duration, steps: Vec<(Duration, Action)>) -> Record {
+        let learned = (0..self.topology.services.len())
+            .map(|i| self.fleet.server_config(i).learner().all())
+            .collect();
+        let uptime = self.elapsed();
+        let _ = self.stop.send(true);
+        if let Some(t) = self.load_task {
+            let _ = t.await;
+        }
+        self.fleet.shutdown().await;
+        Record {
+            start: self.start_state,
+            state: self.state,
+            topology: self.topology,
+            series: self.series,
+            events: self.all_events,
+            steps,
+            prediction: self.prediction,
+            static_radius: self.static_radius,
+            latency: self.latency,
+            learned,
+            tick: self.opts.tick,
+            warmup,
+            uptime,
+        }
+    }
+}
+
+fn empty_sample(t: Duration, counts: Counts) -> Sample {
+    Sample {
+        t,
+        counts,
+        radius: RadiusStats::default(),
+        latency_ms: (0.0, 0.0),
+        latency: LatencySummary::default(),
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 2).expect("valid histogram bounds")
+}

@@ -1,0 +1,253 @@
+//! A session owns one run: it starts the runtime, the fleet, the load,
+//! the metrics and the model; it publishes a [`Snapshot`] every tick;
+//! it takes [`Action`]s from any number of front ends; and when the run
+//! ends it hands back a [`Record`] for the reports.
+//!
+//! Every front end (the dashboard, the headless runner, `compare`,
+//! `serve`) is a thin layer over a [`Session`]: it reads snapshots and
+//! sends actions, and none of them assembles a run of its own. What an
+//! action does to the lab is written once, in [`state::apply`]; what a
+//! figure means is written once, in [`figures`].
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use chaoslab::session::{Action, Session, Setup};
+//! use chaoslab::topology::Topology;
+//!
+//! let t = Topology::load("topologies/uber-chain.yaml".as_ref()).unwrap();
+//! let mut setup = Setup::new(t);
+//! setup.until = Some(Duration::from_secs(5));
+//! let session = Session::start(setup).unwrap();
+//! session.send(Action::SetRps(100.0));
+//! let record = session.wait().unwrap();
+//! assert!(record.series.len() > 1);
+//! ```
+
+pub mod action;
+pub mod figures;
+pub mod lab;
+pub mod record;
+pub mod runner;
+pub mod snapshot;
+pub mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+use tokio::runtime::{Handle, Runtime};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+pub use action::{Action, Event};
+pub use lab::{Lab, LabOptions};
+pub use record::Record;
+pub use runner::{drive, Plan};
+pub use snapshot::Snapshot;
+pub use state::{apply, fold, ActionError, Change, LabState};
+
+use crate::topology::Topology;
+
+/// Actions a front end may have queued before the run loop takes them.
+const ACTION_QUEUE: usize = 256;
+
+/// Why a session could not start or finish.
+#[derive(Debug, Error)]
+pub enum SessionError {
+    /// The async runtime could not be built.
+    #[error("starting the async runtime failed: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The fleet could not be started.
+    #[error(transparent)]
+    Fleet(anyhow::Error),
+    /// A starting action does not apply to this topology.
+    #[error("the starting state is not valid: {0}")]
+    Start(#[from] ActionError),
+    /// The run loop panicked.
+    #[error("the lab's run loop stopped unexpectedly: {0}")]
+    RunLoop(#[source] tokio::task::JoinError),
+}
+
+/// How to run a session.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The topology, as loaded.
+    pub topology: Topology,
+    /// Actions folded into the state before anything starts (command-line
+    /// overrides, a scenario's steps at 0 s), so the fleet and the model
+    /// start in it.
+    pub initial: Vec<Action>,
+    /// Seed for every random choice.
+    pub seed: u64,
+    /// Drive load into the entry (`serve` does not).
+    pub load: bool,
+    /// Leading time the report leaves out.
+    pub warmup: Duration,
+    /// Stop this long after the start (`None`: until told to).
+    pub until: Option<Duration>,
+    /// Timeline steps on the lab's clock.
+    pub steps: Vec<(Duration, Action)>,
+}
+
+impl Setup {
+    /// A run of `topology` as it stands, with load, until stopped.
+    pub fn new(topology: Topology) -> Setup {
+        Setup {
+            topology,
+            initial: vec![],
+            seed: 1,
+            load: true,
+            warmup: Duration::ZERO,
+            until: None,
+            steps: vec![],
+        }
+    }
+}
+
+/// A running session.
+#[derive(Debug)]
+pub struct Session {
+    rt: Runtime,
+    driver: JoinHandle<Lab>,
+    actions: mpsc::Sender<Action>,
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    stop: watch::Sender<bool>,
+    urls: Vec<String>,
+    topology: Topology,
+    warmup: Duration,
+    steps: Vec<(Duration, Action)>,
+}
+
+impl Session {
+    /// Starts the runtime, the fleet (in the state `setup.initial` leads
+    /// to), the load and the run loop.
+    pub fn start(setup: Setup) -> Result<Session, SessionError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(SessionError::Runtime)?;
+        let mut topology = setup.topology;
+        fold(LabState::of(&topology), &setup.initial)?.write_to(&mut topology);
+        let opts = LabOptions {
+            seed: setup.seed,
+            load: setup.load,
+            ..LabOptions::default()
+        };
+        let lab = rt.block_on(Lab::start(topology.clone(), opts))?;
+        let urls = (0..topology.services.len())
+            .map(|i| lab.fleet().url(i))
+            .collect();
+        let (actions, actions_rx) = mpsc::channel(ACTION_QUEUE);
+        let (snaps_tx, snapshots) = watch::channel(Arc::new(lab.snapshot()));
+        let (stop, stop_rx) = watch::channel(false);
+        let plan = Plan {
+            warmup: setup.warmup,
+            until: setup.until,
+            steps: setup.steps.clone(),
+        };
+        let driver = rt.spawn(drive(lab, plan, actions_rx, snaps_tx, stop_rx));
+        Ok(Session {
+            rt,
+            driver,
+            actions,
+            snapshots,
+            stop,
+            urls,
+            topology,
+            warmup: setup.warmup,
+            steps: setup.steps,
+        })
+    }
+
+    /// The newest snapshot, and every one after it.
+    pub fn snapshots(&self) -> watch::Receiver<Arc<Snapshot>> {
+        self.snapshots.clone()
+    }
+
+    /// A sender of actions for a front end. Sending never blocks the
+    /// sender on a busy run loop: use `try_send`.
+    pub fn actions(&self) -> mpsc::Sender<Action> {
+        self.actions.clone()
+    }
+
+    /// Sends one action (dropped if the queue is full or the run is over).
+    pub fn send(&self, action: Action) {
+        let _ = self.actions.try_send(action);
+    }
+
+    /// The runtime the session runs on, for a front end's own tasks.
+    pub fn handle(&self) -> &Handle {
+        self.rt.handle()
+    }
+
+    /// Runs a front end's future on the session's runtime.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    /// The topology as the run started (the starting state written in).
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Each service's URL, topology order.
+    pub fn urls(&self) -> &[String] {
+        &self.urls
+    }
+
+    /// The entry's URL.
+    pub fn entry_url(&self) -> &str {
+        &self.urls[self.topology.load.entry]
+    }
+
+    /// Whether the run loop has ended (its plan ran out, or it was told
+    /// to stop, or it failed).
+    pub fn is_finished(&self) -> bool {
+        self.driver.is_finished()
+    }
+
+    /// Asks the run loop to stop; [`Session::wait`] then returns.
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// A handle that stops this session from another task (a signal).
+    pub fn stopper(&self) -> watch::Sender<bool> {
+        self.stop.clone()
+    }
+
+    /// Stops the run loop when the process gets Ctrl-C.
+    pub fn stop_on_ctrl_c(&self) {
+        let stop = self.stopper();
+        self.rt.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let _ = stop.send(true);
+            }
+        });
+    }
+
+    /// Waits until the run loop ends, then stops the fleet and returns the
+    /// run's record.
+    pub fn wait(self) -> Result<Record, SessionError> {
+        let Session {
+            rt,
+            driver,
+            actions,
+            warmup,
+            steps,
+            stop,
+            ..
+        } = self;
+        drop(actions);
+        let lab = rt.block_on(driver).map_err(SessionError::RunLoop)?;
+        // Held until here: a dropped sender reads as "stop" in the loop.
+        drop(stop);
+        Ok(rt.block_on(lab.finish(warmup, steps)))
+    }
+
+    /// Stops the run now and returns its record.
+    pub fn finish(self) -> Result<Record, SessionError> {
+        self.stop();
+        self.wait()
+    }
+}

@@ -1,0 +1,333 @@
+//! Snapshots: what the dashboard and the headless progress line read.
+//!
+//! The runner publishes one [`Snapshot`] per tick. Front ends only read
+//! snapshots and send actions; they never touch the fleet.
+
+use std::time::Duration;
+
+use std::collections::VecDeque;
+
+use super::action::Event;
+use super::figures::{Figure, Figures, Scope, Window};
+use super::state::LabState;
+use crate::fleet::Fleet;
+use crate::metrics::{Counts, RadiusStats, Sample, Series};
+use crate::ownership::learn::Learned;
+use crate::topology::model::Prediction;
+use crate::topology::Topology;
+
+/// Points of history a snapshot carries per series.
+pub const HISTORY_POINTS: usize = 120;
+
+/// What a service is doing right now, for colouring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceState {
+    /// Answering successfully.
+    Healthy,
+    /// Failing on its own and claiming: the owner.
+    Owner,
+    /// Passing errors from below up, unclaimed.
+    Propagating,
+    /// Its request context is dropped.
+    ContextDropped,
+    /// Listener closed.
+    Down,
+    /// Shedding over capacity.
+    Shedding,
+    /// No traffic in the window.
+    Idle,
+}
+
+/// One service, live.
+#[derive(Debug, Clone)]
+pub struct ServiceView {
+    /// Name.
+    pub name: String,
+    /// Depth from the entry.
+    pub depth: usize,
+    /// Every per-service figure of the catalogue over the live window
+    /// (rates, error rate, amplification and the model's).
+    pub live: Figures,
+    /// Every per-service figure since the last reset (claim, retry and
+    /// attribution counts).
+    pub total: Figures,
+    /// Retries per second over the window.
+    pub retry_rps: f64,
+    /// Runs the ownership middleware.
+    pub ownership: bool,
+    /// An outside service.
+    pub outside: bool,
+    /// What it is doing.
+    pub state: ServiceState,
+    /// What its learned memory says about its dependencies (by service).
+    pub learned: Vec<Learned>,
+    /// Amplification per sample, oldest first (bounded).
+    pub history: Vec<f64>,
+}
+
+impl ServiceView {
+    /// `rps / baseline_rps` over the window, `None` with no baseline
+    /// traffic.
+    pub fn amplification(&self) -> Option<f64> {
+        (self.live[Figure::BaselineRps] > 0.0).then(|| self.live[Figure::Amplification])
+    }
+
+    /// A count figure since the last reset and the two after it in the
+    /// catalogue (claims: true, false, missing).
+    pub fn claims(&self, first: Figure) -> [u64; 3] {
+        let f = |k: usize| self.total.count(Figure::ALL[first as usize + k]);
+        [f(0), f(1), f(2)]
+    }
+}
+
+/// One edge, live.
+#[derive(Debug, Clone)]
+pub struct EdgeView {
+    /// Caller.
+    pub from: usize,
+    /// Callee.
+    pub to: usize,
+    /// Attempts per second.
+    pub attempt_rps: f64,
+    /// Retries per second.
+    pub retry_rps: f64,
+}
+
+/// The end user's view.
+#[derive(Debug, Clone, Default)]
+pub struct RootView {
+    /// Sent per second over the window.
+    pub rps: f64,
+    /// Success fraction over the window.
+    pub availability: f64,
+    /// Latency p50 over the last sample, ms.
+    pub p50_ms: f64,
+    /// Latency p99 over the last sample, ms.
+    pub p99_ms: f64,
+    /// Sent since the last reset.
+    pub sent: u64,
+    /// Errors since the last reset.
+    pub errors: u64,
+    /// Dropped (in-flight bound) since the last reset.
+    pub dropped: u64,
+    /// Availability per sample, oldest first (bounded).
+    pub availability_history: Vec<f64>,
+    /// Sent per second per sample, oldest first (bounded).
+    pub rps_history: Vec<f64>,
+}
+
+/// Everything a front end shows, at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Time since the run started.
+    pub t: Duration,
+    /// The topology's name.
+    pub topology: String,
+    /// Everything the actions have set: policy, faults, contexts, rate,
+    /// attribution, rule 5, paused.
+    pub state: LabState,
+    /// The window rates are measured over.
+    pub window: Duration,
+    /// The end user's view.
+    pub root: RootView,
+    /// Storm radius over the window: max, and mean over roots with retries.
+    pub radius_max: u64,
+    /// See `radius_max`.
+    pub radius_mean: f64,
+    /// The model's radius for the faults and policy in force.
+    pub radius_model: usize,
+    /// The worst radius over every service failing, under this policy.
+    pub radius_static: usize,
+    /// Retries suppressed since the last reset.
+    pub spurious_avoided: u64,
+    /// Per service, topology order.
+    pub services: Vec<ServiceView>,
+    /// Per edge, topology order.
+    pub edges: Vec<EdgeView>,
+    /// The newest events, oldest first (bounded).
+    pub events: Vec<Event>,
+}
+
+/// What [`build`] reads: the lab's parts, borrowed.
+#[derive(Debug)]
+pub struct Inputs<'a> {
+    /// The sample series.
+    pub series: &'a Series,
+    /// Counters at the last reset.
+    pub base: &'a Counts,
+    /// The window live rates are measured over.
+    pub window: Duration,
+    /// The sampling period.
+    pub tick: Duration,
+    /// The topology with the state written in.
+    pub topology: &'a Topology,
+    /// The state in force.
+    pub state: &'a LabState,
+    /// The model's prediction for it.
+    pub prediction: &'a Prediction,
+    /// The static radius under its policy.
+    pub static_radius: usize,
+    /// The fleet (for learned memories).
+    pub fleet: &'a Fleet,
+    /// The newest events.
+    pub events: &'a VecDeque<Event>,
+}
+
+/// The live window (the newest sample against the one a window earlier)
+/// and the counts since the last reset, as windows the catalogue reads.
+struct Live<'a> {
+    latest: &'a Sample,
+    w: Window<'a>,
+    total: Window<'a>,
+    /// One sample a second, for the history sparklines.
+    history: Vec<&'a Sample>,
+}
+
+/// The snapshot of a running lab.
+pub fn build(i: Inputs<'_>) -> Snapshot {
+    let series = i.series;
+    let latest = series.latest().expect("the series is never empty");
+    let first = series.iter().next().expect("the series is never empty");
+    let from = series
+        .at_or_before(latest.t.saturating_sub(i.window))
+        .unwrap_or(first);
+    let mut radius = RadiusStats::default();
+    for s in series.between(from.t, latest.t) {
+        radius.merge(&s.radius);
+    }
+    let window = |counts: Counts, dt: f64, radius: RadiusStats| Window {
+        counts,
+        dt,
+        topology: i.topology,
+        prediction: i.prediction,
+        static_radius: i.static_radius,
+        radius,
+        root_latency_ms: latest.latency_ms,
+    };
+    let per_point = (Duration::from_secs(1).as_millis()
+        / i.tick.max(Duration::from_millis(1)).as_millis())
+    .max(1) as usize;
+    let live = Live {
+        latest,
+        w: window(
+            latest.counts.since(&from.counts),
+            latest.t.saturating_sub(from.t).as_secs_f64(),
+            radius,
+        ),
+        total: window(
+            latest.counts.since(i.base),
+            latest.t.saturating_sub(first.t).as_secs_f64(),
+            RadiusStats::default(),
+        ),
+        history: series
+            .iter()
+            .skip(series.len().saturating_sub(HISTORY_POINTS * per_point + 1))
+            .step_by(per_point)
+            .collect(),
+    };
+    Snapshot {
+        t: latest.t,
+        topology: i.topology.name.clone(),
+        state: i.state.clone(),
+        window: i.window,
+        root: root_view(&live),
+        radius_max: radius.max,
+        radius_mean: radius.mean(),
+        radius_model: i.prediction.storm_radius,
+        radius_static: i.static_radius,
+        spurious_avoided: live.total.counts.spurious_avoided(),
+        services: (0..i.topology.services.len())
+            .map(|s| service_view(&i, &live, s))
+            .collect(),
+        edges: i
+            .topology
+            .edges
+            .iter()
+            .enumerate()
+            .map(|(k, e)| EdgeView {
+                from: e.from,
+                to: e.to,
+                attempt_rps: live.w.rate(live.w.counts.edges[k].attempts),
+                retry_rps: live.w.rate(live.w.counts.edges[k].retries),
+            })
+            .collect(),
+        events: i.events.iter().cloned().collect(),
+    }
+}
+
+fn root_view(live: &Live<'_>) -> RootView {
+    let per_second = |f: &dyn Fn(&Sample, &Sample) -> f64| -> Vec<f64> {
+        live.history.windows(2).map(|p| f(p[0], p[1])).collect()
+    };
+    let (w, total) = (&live.w.counts.root, &live.total.counts.root);
+    RootView {
+        rps: live.w.rate(w.sent),
+        availability: w.availability(),
+        p50_ms: live.latest.latency_ms.0,
+        p99_ms: live.latest.latency_ms.1,
+        sent: total.sent,
+        errors: total.errors,
+        dropped: total.dropped,
+        availability_history: per_second(&|a, b| {
+            b.counts.root.since(&a.counts.root).availability()
+        }),
+        rps_history: per_second(&|a, b| {
+            let d = b.t.saturating_sub(a.t).as_secs_f64();
+            let n = b.counts.root.since(&a.counts.root).sent as f64;
+            if d > 0.0 {
+                n / d
+            } else {
+                0.0
+            }
+        }),
+    }
+}
+
+fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize) -> ServiceView {
+    let s = &i.topology.services[id];
+    let c = &live.w.counts.services[id];
+    let rps = live.w.rate(c.requests);
+    let fault = &i.state.faults[id];
+    let context_dropped = i.state.context_dropped[id];
+    let shedding = s.capacity.is_some_and(|cap| rps > cap * 1.02) && c.own_errors > 0;
+    let state = if fault.down {
+        ServiceState::Down
+    } else if context_dropped {
+        ServiceState::ContextDropped
+    } else if shedding {
+        ServiceState::Shedding
+    } else if c.requests == 0 {
+        ServiceState::Idle
+    } else if c.errors * 100 < c.requests {
+        ServiceState::Healthy
+    } else if c.own_errors * 2 >= c.errors {
+        ServiceState::Owner
+    } else {
+        ServiceState::Propagating
+    };
+    let entry = i.topology.load.entry;
+    ServiceView {
+        name: s.name.clone(),
+        depth: s.depth,
+        live: Figures::measure(&live.w, Scope::Service, id),
+        total: Figures::measure(&live.total, Scope::Service, id),
+        retry_rps: live.w.rate(c.retries_sent),
+        ownership: s.ownership,
+        outside: s.url.is_some(),
+        state,
+        learned: i.fleet.server_config(id).learner().all(),
+        history: live
+            .history
+            .windows(2)
+            .map(|p| {
+                let (a, b) = (&p[0].counts.services, &p[1].counts.services);
+                let r = b[entry].roots.saturating_sub(a[entry].roots) as f64;
+                if r > 0.0 && s.multiplicity > 0.0 {
+                    b[id].requests.saturating_sub(a[id].requests) as f64 / (r * s.multiplicity)
+                } else {
+                    0.0
+                }
+            })
+            .collect(),
+    }
+}
