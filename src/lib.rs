@@ -11,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod fleet;
+pub(crate) mod format;
 pub mod load;
 pub mod metrics;
 pub mod middleware;
@@ -30,7 +31,7 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
     match opts.into_command() {
         Command::Check(args) => {
             let t = topology::Topology::load(&args.topology)?;
-            print!("{}", topology::validate::render_check(&t));
+            print!("{}", topology::check::render_check(&t));
             Ok(())
         }
         Command::Run(args) => app::run(args),

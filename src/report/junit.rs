@@ -15,7 +15,7 @@
 use std::fmt::Write as _;
 
 use super::{ExpectationReport, Report};
-use crate::topology::validate::fmt_num;
+use crate::format::fmt_num;
 
 /// Escapes text for an XML attribute or element: `& < > " '`, and control
 /// characters XML 1.0 forbids (replaced by U+FFFD).

@@ -8,7 +8,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use super::figure::Figure;
-use crate::topology::validate::{fmt_duration, fmt_num};
+use crate::format::{fmt_duration, fmt_num};
 use crate::topology::ServiceId;
 use crate::yaml::{self, parse_duration, Location};
 

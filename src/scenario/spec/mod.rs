@@ -116,7 +116,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
 use super::action::Action;
-use crate::topology::validate::fmt_duration;
+use crate::format::fmt_duration;
 use crate::topology::Topology;
 use crate::yaml::{self, Location};
 use error::Locator;

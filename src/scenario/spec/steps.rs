@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
+use crate::format::fmt_duration;
 use crate::ownership::Attribution;
 use crate::topology::spec::PolicySpec;
-use crate::topology::validate::fmt_duration;
 use crate::topology::{Fault, Phase, PolicyFields, Preset};
 use crate::yaml;
 
