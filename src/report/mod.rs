@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::metrics::{RadiusStats, Sample, Series};
+use crate::metrics::{Counts, RadiusStats, Sample, Series, ServiceCounts};
 use crate::ownership::learn::Learned;
 use crate::ownership::DependencyMode;
 use crate::scenario::Lab;
-use crate::topology::Topology;
+use crate::topology::model::Prediction;
+use crate::topology::{ServiceId, Topology};
 
 /// Claim counts by value.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
@@ -398,68 +399,10 @@ impl Report {
             .enumerate()
             .map(|(i, s)| {
                 let n = &c.services[i];
-                let rps = rate(n.requests);
-                let baseline = root_rate * s.multiplicity;
-                let learned = lab
-                    .fleet()
-                    .server_config(i)
-                    .learner()
-                    .all()
-                    .into_iter()
-                    .map(|l: Learned| LearnedReport {
-                        dependency: t
-                            .services
-                            .get(l.dependency)
-                            .map_or_else(|| format!("#{}", l.dependency), |d| d.name.clone()),
-                        declared: s
-                            .calls
-                            .iter()
-                            .map(|&e| &t.edges[e])
-                            .find(|e| e.to == l.dependency)
-                            .map_or_else(|| "?".into(), |e| mode_name(e.mode)),
-                        learned: mode_name(l.mode),
-                        confidence: l.confidence,
-                        samples: l.failures,
-                    })
-                    .collect();
-                NodeReport {
-                    name: s.name.clone(),
-                    depth: s.depth,
-                    rps,
-                    baseline_rps: baseline,
-                    amplification: if baseline > 0.0 { rps / baseline } else { 0.0 },
-                    model_amplification: pred.services[i].amplification,
-                    requests: n.requests,
-                    errors: n.errors,
-                    claims_returned: n.claims_returned.into(),
-                    claims_seen: n.claims_seen.into(),
-                    retries_sent: n.retries_sent,
-                    retries_suppressed: n.retries_suppressed,
-                    budget_denied: n.budget_denied,
-                    attribution: AttributionCounts {
-                        own_errors: n.own_errors,
-                        wrongly_unclaimed: n.wrongly_unclaimed,
-                        wrongly_claimed: n.wrongly_claimed,
-                    },
-                    at_least_once_claims: n.at_least_once_claims,
-                    learned,
-                }
+                node_report(lab, i, n, rate(n.requests), root_rate * s.multiplicity)
             })
             .collect();
-        let edges = t
-            .edges
-            .iter()
-            .enumerate()
-            .map(|(i, e)| EdgeReport {
-                from: t.services[e.from].name.clone(),
-                to: t.services[e.to].name.clone(),
-                attempts: c.edges[i].attempts,
-                retries: c.edges[i].retries,
-                suppressed: c.edges[i].suppressed,
-                budget_denied: c.edges[i].budget_denied,
-                model_retries_per_root: pred.edges[i].retries,
-            })
-            .collect();
+        let edges = edge_reports(t, &c, pred);
         Report {
             topology: t.name.clone(),
             policy: t.policy.mode_name(),
@@ -591,6 +534,75 @@ impl Report {
         }
         out
     }
+}
+
+/// One service's row: what it measured over the window (`n`, `rps`
+/// against `baseline`), the model's amplification, what it learned.
+fn node_report(lab: &Lab, i: ServiceId, n: &ServiceCounts, rps: f64, baseline: f64) -> NodeReport {
+    let t = lab.topology();
+    let s = &t.services[i];
+    let pred = lab.prediction();
+    let learned = lab
+        .fleet()
+        .server_config(i)
+        .learner()
+        .all()
+        .into_iter()
+        .map(|l: Learned| LearnedReport {
+            dependency: t
+                .services
+                .get(l.dependency)
+                .map_or_else(|| format!("#{}", l.dependency), |d| d.name.clone()),
+            declared: s
+                .calls
+                .iter()
+                .map(|&e| &t.edges[e])
+                .find(|e| e.to == l.dependency)
+                .map_or_else(|| "?".into(), |e| mode_name(e.mode)),
+            learned: mode_name(l.mode),
+            confidence: l.confidence,
+            samples: l.failures,
+        })
+        .collect();
+    NodeReport {
+        name: s.name.clone(),
+        depth: s.depth,
+        rps,
+        baseline_rps: baseline,
+        amplification: if baseline > 0.0 { rps / baseline } else { 0.0 },
+        model_amplification: pred.services[i].amplification,
+        requests: n.requests,
+        errors: n.errors,
+        claims_returned: n.claims_returned.into(),
+        claims_seen: n.claims_seen.into(),
+        retries_sent: n.retries_sent,
+        retries_suppressed: n.retries_suppressed,
+        budget_denied: n.budget_denied,
+        attribution: AttributionCounts {
+            own_errors: n.own_errors,
+            wrongly_unclaimed: n.wrongly_unclaimed,
+            wrongly_claimed: n.wrongly_claimed,
+        },
+        at_least_once_claims: n.at_least_once_claims,
+        learned,
+    }
+}
+
+/// Every edge's row: its counts over the window, the model's retries.
+fn edge_reports(t: &Topology, c: &Counts, pred: &Prediction) -> Vec<EdgeReport> {
+    t.edges
+        .iter()
+        .enumerate()
+        .map(|(i, e)| EdgeReport {
+            from: t.services[e.from].name.clone(),
+            to: t.services[e.to].name.clone(),
+            attempts: c.edges[i].attempts,
+            retries: c.edges[i].retries,
+            suppressed: c.edges[i].suppressed,
+            budget_denied: c.edges[i].budget_denied,
+            model_retries_per_root: pred.edges[i].retries,
+        })
+        .collect()
 }
 
 fn truncate(s: &str, n: usize) -> String {
