@@ -12,7 +12,7 @@ use crate::topology::{model, Topology};
 /// `chaoslab check`.
 pub fn check(args: CheckArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
-    print!("{}", crate::topology::validate::render_check(&t));
+    print!("{}", crate::topology::check::render_check(&t));
     Ok(())
 }
 

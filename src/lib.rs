@@ -10,6 +10,7 @@ pub mod cli;
 pub mod compare;
 pub mod error;
 pub mod fleet;
+pub(crate) mod format;
 pub mod headless;
 pub mod inspect;
 pub mod load;

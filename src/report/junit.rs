@@ -15,8 +15,8 @@
 use std::fmt::Write as _;
 
 use super::{ExpectationReport, Report};
+use crate::format::fmt_num;
 use crate::session::figures::Figure;
-use crate::topology::validate::fmt_num;
 
 /// Escapes text for an XML attribute or element: `& < > " '`, and control
 /// characters XML 1.0 forbids (replaced by U+FFFD).

@@ -4,9 +4,11 @@
 //! `spec` holds the serde types exactly as the YAML is written; `validate`
 //! turns them into a [`Topology`], whose services are indexed and whose
 //! edges are flattened, with depths and baseline multiplicities computed;
-//! `model` predicts each service's load. Every other module works on the
-//! validated [`Topology`], never on YAML.
+//! `model` predicts each service's load; `check` prints what `chaoslab
+//! check` shows of it. Every other module works on the validated
+//! [`Topology`], never on YAML.
 
+pub mod check;
 pub mod generate;
 pub mod model;
 pub mod sim;

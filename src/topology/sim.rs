@@ -16,7 +16,7 @@ use crate::ownership::claim::{self, Outbound};
 use crate::ownership::retry::{self, RetryVerdict};
 use crate::ownership::{Attribution, Claim, Classified, DependencyMode};
 
-use super::{Phase, Policy, ServiceId, Topology};
+use super::{Edge, EdgePolicy, Phase, Policy, ServiceId, Topology};
 
 #[derive(Clone, Copy)]
 struct Played {
@@ -68,36 +68,7 @@ impl Sim<'_> {
             ep.ownership &= s.ownership;
             let callee = self.play(edge.to);
             for _ in 0..edge.count {
-                let mut retried = false;
-                let mut attempt = 0;
-                let out = loop {
-                    let verdict = retry::decide(callee.response, ep.ownership);
-                    if verdict == RetryVerdict::Done {
-                        break Outbound {
-                            dependency: edge.to,
-                            mode: edge.mode,
-                            failed: false,
-                            claim_seen: None,
-                            criteria_satisfied: true,
-                        };
-                    }
-                    let stop = retry::stop_reason(verdict, attempt, ep.attempts).or(
-                        // A zero budget never grants; any other grants some.
-                        (ep.budget == Some(0.0) && ep.min_per_sec <= 0.0)
-                            .then_some(retry::StopReason::BudgetDenied),
-                    );
-                    if let Some(reason) = stop {
-                        break Outbound {
-                            dependency: edge.to,
-                            mode: edge.mode,
-                            failed: true,
-                            claim_seen: callee.response.claim(),
-                            criteria_satisfied: reason.criteria_satisfied(),
-                        };
-                    }
-                    retried = true;
-                    attempt += 1;
-                };
+                let (out, retried) = call(edge, &ep, callee.response);
                 if retried {
                     run = run.max(1 + callee.run);
                 }
@@ -130,6 +101,42 @@ impl Sim<'_> {
         self.memo[v] = Some(p);
         p
     }
+}
+
+/// One logical call on `edge` with policy `ep` to a callee that answers
+/// `callee` every time: what the caller records, and whether it retried.
+fn call(edge: &Edge, ep: &EdgePolicy, callee: Classified) -> (Outbound, bool) {
+    let mut retried = false;
+    let mut attempt = 0;
+    let out = loop {
+        let verdict = retry::decide(callee, ep.ownership);
+        if verdict == RetryVerdict::Done {
+            break Outbound {
+                dependency: edge.to,
+                mode: edge.mode,
+                failed: false,
+                claim_seen: None,
+                criteria_satisfied: true,
+            };
+        }
+        let stop = retry::stop_reason(verdict, attempt, ep.attempts).or(
+            // A zero budget never grants; any other grants some.
+            (ep.budget == Some(0.0) && ep.min_per_sec <= 0.0)
+                .then_some(retry::StopReason::BudgetDenied),
+        );
+        if let Some(reason) = stop {
+            break Outbound {
+                dependency: edge.to,
+                mode: edge.mode,
+                failed: true,
+                claim_seen: callee.claim(),
+                criteria_satisfied: reason.criteria_satisfied(),
+            };
+        }
+        retried = true;
+        attempt += 1;
+    };
+    (out, retried)
 }
 
 /// The storm radius of one root request when the services `failing` names

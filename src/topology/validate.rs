@@ -32,13 +32,8 @@ use std::time::Duration;
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::model;
-use super::spec::{ContextSpec, TopologySpec};
-use super::{
-    BudgetSetting, Edge, LoadSettings, OwnershipSettings, Policy, PolicyFields, Preset, Service,
-    ServiceId, Topology,
-};
-use crate::ownership::{is_error_status, DependencyMode};
+use super::spec::{ContextSpec, ServiceSpec, TopologySpec};
+use super::{Edge, LoadSettings, OwnershipSettings, Policy, Service, ServiceId, Topology};
 use crate::yaml::{self, key_of, Lines};
 
 /// [`crate::yaml::Location`], at its old path.
@@ -305,6 +300,9 @@ fn yaml_error(e: yaml::Error, text: &str, origin: &str) -> TopologyError {
     }
 }
 
+/// The validated topology of a parsed document: names checked, edges
+/// flattened, the graph checked for cycles, the entry found, services
+/// layered by depth with their baseline multiplicity.
 fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
     let entries = &spec.services.0;
     if entries.is_empty() {
@@ -312,8 +310,52 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
             at: loc.key_line("services"),
         });
     }
+    let ids = service_ids(entries, loc)?;
+    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
 
-    // Names: non-empty and unique.
+    let fleet_fields = spec.policy.to_fields();
+    let mut policy = Policy::default();
+    policy.apply_fields(&fleet_fields);
+    let (mut services, edges) = services_and_edges(entries, &ids, &names, loc)?;
+
+    let order = super::topological_order(&services, &edges)
+        .map_err(|cycle| cycle_error(&services, &cycle, loc))?;
+    let entry = find_entry(
+        spec.load.entry.as_deref(),
+        &ids,
+        &names,
+        &services,
+        &edges,
+        loc,
+    )?;
+    layer(&mut services, &edges, &order, entry);
+
+    let d = OwnershipSettings::default();
+    Ok(Topology {
+        name: spec.name,
+        description: spec.description,
+        ownership: OwnershipSettings {
+            header: spec.ownership.header.unwrap_or(d.header),
+            attribution: spec.ownership.attribution.unwrap_or(d.attribution),
+            at_least_once: spec.ownership.at_least_once.unwrap_or(d.at_least_once),
+        },
+        policy,
+        load: LoadSettings {
+            entry,
+            rps: spec.load.rps.unwrap_or(DEFAULT_RPS),
+            arrival: spec.load.arrival.unwrap_or_default(),
+        },
+        services,
+        edges,
+        scenario: spec.scenario,
+    })
+}
+
+/// Names: non-empty and unique.
+fn service_ids<'s>(
+    entries: &'s [(String, ServiceSpec)],
+    loc: &Locator,
+) -> Result<HashMap<&'s str, ServiceId>, TopologyError> {
     let mut ids: HashMap<&str, ServiceId> = HashMap::with_capacity(entries.len());
     for (i, (name, _)) in entries.iter().enumerate() {
         if name.trim().is_empty() {
@@ -333,12 +375,16 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
             });
         }
     }
-    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    Ok(ids)
+}
 
-    // Services and flattened edges.
-    let fleet_fields = spec.policy.to_fields();
-    let mut policy = Policy::default();
-    policy.apply_fields(&fleet_fields);
+/// Services and flattened edges, depth and multiplicity still unknown.
+fn services_and_edges(
+    entries: &[(String, ServiceSpec)],
+    ids: &HashMap<&str, ServiceId>,
+    names: &[&str],
+    loc: &Locator,
+) -> Result<(Vec<Service>, Vec<Edge>), TopologyError> {
     let mut services = Vec::with_capacity(entries.len());
     let mut edges = Vec::new();
     for (from, (name, s)) in entries.iter().enumerate() {
@@ -355,7 +401,7 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
                     at: loc.in_service(name, &c.to),
                     service: name.clone(),
                     dependency: c.to.clone(),
-                    hint: did_you_mean(&c.to, &names),
+                    hint: did_you_mean(&c.to, names),
                 });
             };
             if to == from {
@@ -387,63 +433,71 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
             multiplicity: 0.0,
         });
     }
+    Ok((services, edges))
+}
 
-    let order = super::topological_order(&services, &edges).map_err(|cycle| {
-        let service = services[cycle[0]].name.clone();
-        let spelled: Vec<&str> = cycle
-            .iter()
-            .chain(std::iter::once(&cycle[0]))
-            .map(|&i| services[i].name.as_str())
-            .collect();
-        TopologyError::Cycle {
-            at: loc.service(&service, 0),
-            service,
-            cycle: spelled.join(" -> "),
-        }
-    })?;
+/// The error for a cycle, spelled from its first service back to it.
+fn cycle_error(services: &[Service], cycle: &[ServiceId], loc: &Locator) -> TopologyError {
+    let service = services[cycle[0]].name.clone();
+    let spelled: Vec<&str> = cycle
+        .iter()
+        .chain(std::iter::once(&cycle[0]))
+        .map(|&i| services[i].name.as_str())
+        .collect();
+    TopologyError::Cycle {
+        at: loc.service(&service, 0),
+        service,
+        cycle: spelled.join(" -> "),
+    }
+}
 
-    // The entry.
-    let entry = match &spec.load.entry {
-        Some(e) => match ids.get(e.as_str()) {
-            Some(&id) => id,
-            None => {
-                return Err(TopologyError::UnknownEntry {
-                    at: loc.key_line("entry"),
-                    entry: e.clone(),
-                    hint: did_you_mean(e, &names),
-                })
-            }
-        },
-        None => {
-            let mut called = vec![false; services.len()];
-            for e in &edges {
-                called[e.to] = true;
-            }
-            let roots: Vec<ServiceId> = (0..services.len()).filter(|&i| !called[i]).collect();
-            match roots.as_slice() {
-                [one] => *one,
-                [] => return Err(TopologyError::NoEntry { at: loc.file() }),
-                many => {
-                    return Err(TopologyError::AmbiguousEntry {
-                        at: loc.file(),
-                        candidates: many
-                            .iter()
-                            .map(|&i| format!("\"{}\"", services[i].name))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    })
-                }
-            }
-        }
-    };
+/// The entry: `load.entry` if given, else the one service nothing calls.
+fn find_entry(
+    given: Option<&str>,
+    ids: &HashMap<&str, ServiceId>,
+    names: &[&str],
+    services: &[Service],
+    edges: &[Edge],
+    loc: &Locator,
+) -> Result<ServiceId, TopologyError> {
+    if let Some(e) = given {
+        return match ids.get(e) {
+            Some(&id) => Ok(id),
+            None => Err(TopologyError::UnknownEntry {
+                at: loc.key_line("entry"),
+                entry: e.to_string(),
+                hint: did_you_mean(e, names),
+            }),
+        };
+    }
+    let mut called = vec![false; services.len()];
+    for e in edges {
+        called[e.to] = true;
+    }
+    let roots: Vec<ServiceId> = (0..services.len()).filter(|&i| !called[i]).collect();
+    match roots.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(TopologyError::NoEntry { at: loc.file() }),
+        many => Err(TopologyError::AmbiguousEntry {
+            at: loc.file(),
+            candidates: many
+                .iter()
+                .map(|&i| format!("\"{}\"", services[i].name))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
 
-    // Depth (longest path from the entry) and baseline multiplicity.
+/// Depth (longest path from the entry) and baseline multiplicity, over
+/// the services in topological `order`.
+fn layer(services: &mut [Service], edges: &[Edge], order: &[ServiceId], entry: ServiceId) {
     let mut reached = vec![false; services.len()];
     let mut multiplicity = vec![0.0; services.len()];
     let mut depth = vec![0usize; services.len()];
     reached[entry] = true;
     multiplicity[entry] = 1.0;
-    for &v in &order {
+    for &v in order {
         for &e in &services[v].calls {
             let w = edges[e].to;
             if reached[v] {
@@ -452,7 +506,7 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
             }
         }
     }
-    for &v in &order {
+    for &v in order {
         for &e in &services[v].calls {
             let w = edges[e].to;
             // Services the entry never reaches are layered among themselves.
@@ -465,26 +519,6 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
         s.depth = depth[i];
         s.multiplicity = multiplicity[i];
     }
-
-    let d = OwnershipSettings::default();
-    Ok(Topology {
-        name: spec.name,
-        description: spec.description,
-        ownership: OwnershipSettings {
-            header: spec.ownership.header.unwrap_or(d.header),
-            attribution: spec.ownership.attribution.unwrap_or(d.attribution),
-            at_least_once: spec.ownership.at_least_once.unwrap_or(d.at_least_once),
-        },
-        policy,
-        load: LoadSettings {
-            entry,
-            rps: spec.load.rps.unwrap_or(DEFAULT_RPS),
-            arrival: spec.load.arrival.unwrap_or_default(),
-        },
-        services,
-        edges,
-        scenario: spec.scenario,
-    })
 }
 
 /// " (did you mean "D"?)" for a near miss, else empty.
@@ -571,296 +605,13 @@ impl<'a> Locator<'a> {
     }
 }
 
-/// What `chaoslab check FILE` prints for a valid topology: its settings,
-/// one line per service (by depth), and the static storm radius.
-pub fn render_check(t: &Topology) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "topology   {}", t.name);
-    if let Some(d) = &t.description {
-        for (i, line) in wrap(d, 66).iter().enumerate() {
-            let label = if i == 0 { "about" } else { "" };
-            let _ = writeln!(out, "{label:<10} {line}");
-        }
-    }
-    let _ = writeln!(
-        out,
-        "entry      {} at {} rps ({} arrivals)",
-        t.entry().name,
-        fmt_num(t.load.rps),
-        match t.load.arrival {
-            super::Arrival::Constant => "constant",
-            super::Arrival::Poisson => "poisson",
-        }
-    );
-    let _ = writeln!(out, "policy     {}", describe_policy(&t.policy));
-    let _ = writeln!(
-        out,
-        "ownership  header {}, attribution {}, at-least-once {}",
-        t.ownership.header,
-        t.ownership.attribution.name(),
-        if t.ownership.at_least_once {
-            "on"
-        } else {
-            "off"
-        }
-    );
-    out.push('\n');
-
-    let mut rows: Vec<[String; 6]> = vec![[
-        "depth".into(),
-        "service".into(),
-        "calls".into(),
-        "baseline".into(),
-        "faults".into(),
-        "flags".into(),
-    ]];
-    let mut order: Vec<ServiceId> = (0..t.services.len()).collect();
-    order.sort_by_key(|&i| t.services[i].depth);
-    for i in order {
-        let s = &t.services[i];
-        let calls: Vec<String> = s.calls.iter().map(|&e| describe_call(t, e)).collect();
-        let mut flags = Vec::new();
-        if s.multiplicity == 0.0 {
-            flags.push("not reached from the entry".to_string());
-        }
-        if s.parallel {
-            flags.push("parallel".into());
-        }
-        if s.context_dropped {
-            flags.push("context dropped".into());
-        }
-        if !s.ownership {
-            flags.push("ownership off".into());
-        }
-        if let Some(u) = &s.url {
-            flags.push(format!("outside: {u}"));
-        }
-        if let Some(c) = s.capacity {
-            flags.push(format!("capacity {}/s", fmt_num(c)));
-        }
-        if !s.work.is_zero() {
-            flags.push(format!("work {}", fmt_duration(s.work)));
-        }
-        rows.push([
-            s.depth.to_string(),
-            s.name.clone(),
-            if calls.is_empty() {
-                "-".into()
-            } else {
-                calls.join(", ")
-            },
-            format!("{}x", fmt_num(s.multiplicity)),
-            describe_fault(&s.fault),
-            flags.join(", "),
-        ]);
-    }
-    let mut widths = [0usize; 6];
-    for r in &rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    for r in &rows {
-        let line = format!(
-            "{:>w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {:<w4$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            r[5],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3],
-            w4 = widths[4],
-        );
-        let _ = writeln!(out, "{}", line.trim_end());
-    }
-    out.push('\n');
-
-    let mut retry = t.policy.clone();
-    retry.apply_preset(Preset::Retry);
-    // The simulation plays every single failure: quadratic, so only for
-    // fleets a person would start.
-    let simulate = t.services.len() <= 2000;
-    let radius = |p: &Policy| {
-        let (m, text) = match model::worst_failure(t, p) {
-            Some((who, r)) => (r, format!("{r} (when {} fails)", t.services[who].name)),
-            None => (0, "0".to_string()),
-        };
-        if !simulate {
-            return text;
-        }
-        match super::sim::static_radius(t, p) {
-            s if s == m => format!("{text}; a simulation of the rules agrees"),
-            s => format!("{text}; a simulation of the rules says {s}"),
-        }
-    };
-    let _ = writeln!(
-        out,
-        "static storm radius (worst single service failing every request):"
-    );
-    let _ = writeln!(out, "  {:<10} {}", t.policy.mode_name(), radius(&t.policy));
-    if t.policy.mode_name() != "retry" {
-        let _ = writeln!(out, "  {:<10} {}", "retry", radius(&retry));
-    }
-    out
-}
-
-/// Words joined into lines of at most `width` characters (a longer word
-/// gets a line of its own); blank lines in the text are kept.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    for para in text.trim().split("\n\n") {
-        if !lines.is_empty() {
-            lines.push(String::new());
-        }
-        let mut line = String::new();
-        for word in para.split_whitespace() {
-            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
-                lines.push(std::mem::take(&mut line));
-            }
-            if !line.is_empty() {
-                line.push(' ');
-            }
-            line.push_str(word);
-        }
-        if !line.is_empty() {
-            lines.push(line);
-        }
-    }
-    lines
-}
-
-fn describe_policy(p: &Policy) -> String {
-    let mut s = p.mode_name();
-    let _ = write!(s, ": attempts {}", p.attempts);
-    match p.budget {
-        Some(b) => {
-            let _ = write!(s, ", budget {}", fmt_num(b));
-        }
-        None => s.push_str(", budget off"),
-    }
-    let _ = write!(
-        s,
-        ", min_per_sec {}, ttl {}, backoff {}, timeout {}",
-        fmt_num(p.min_per_sec),
-        fmt_duration(p.ttl),
-        fmt_duration(p.backoff),
-        fmt_duration(p.timeout)
-    );
-    s
-}
-
-fn describe_call(t: &Topology, e: usize) -> String {
-    let edge = &t.edges[e];
-    let mut s = t.services[edge.to].name.clone();
-    if edge.count > 1 {
-        let _ = write!(s, " x{}", edge.count);
-    }
-    if edge.mode == DependencyMode::FailOpen {
-        s.push_str(" (fail-open)");
-    }
-    if !edge.policy.is_empty() {
-        let _ = write!(s, " [{}]", describe_fields(&edge.policy));
-    }
-    s
-}
-
-fn describe_fields(f: &PolicyFields) -> String {
-    let mut parts = Vec::new();
-    if let Some(p) = f.preset {
-        parts.push(p.name().to_string());
-    }
-    if let Some(a) = f.attempts {
-        parts.push(format!("attempts {a}"));
-    }
-    match f.budget {
-        Some(BudgetSetting::Ratio(b)) => parts.push(format!("budget {}", fmt_num(b))),
-        Some(BudgetSetting::Off) => parts.push("budget off".into()),
-        None => {}
-    }
-    if let Some(m) = f.min_per_sec {
-        parts.push(format!("min_per_sec {}", fmt_num(m)));
-    }
-    if let Some(d) = f.ttl {
-        parts.push(format!("ttl {}", fmt_duration(d)));
-    }
-    if let Some(d) = f.backoff {
-        parts.push(format!("backoff {}", fmt_duration(d)));
-    }
-    if let Some(d) = f.timeout {
-        parts.push(format!("timeout {}", fmt_duration(d)));
-    }
-    parts.join(", ")
-}
-
-fn describe_fault(f: &super::Fault) -> String {
-    let mut parts = Vec::new();
-    if f.down {
-        parts.push("down".to_string());
-    }
-    if f.error_rate > 0.0 {
-        let phase = match f.phase {
-            super::Phase::Before => "before",
-            super::Phase::After => "after",
-        };
-        let mut s = format!("error_rate {} ({phase})", fmt_num(f.error_rate));
-        if f.status != 500 {
-            let _ = write!(s, " status {}", f.status);
-            if !is_error_status(f.status) {
-                s.push_str(" (not an error)");
-            }
-        }
-        parts.push(s);
-    }
-    if !f.latency.is_zero() {
-        parts.push(format!("latency {}", fmt_duration(f.latency)));
-    }
-    if parts.is_empty() {
-        "-".into()
-    } else {
-        parts.join(", ")
-    }
-}
-
-/// A number without trailing zeros: `1`, `0.1`, `1.331`.
-pub(crate) fn fmt_num(v: f64) -> String {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
-        return format!("{v:.0}");
-    }
-    let s = format!("{v:.4}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "0" || s == "-0" {
-        format!("{v:.2e}")
-    } else {
-        s.to_string()
-    }
-}
-
-/// A duration as the YAML writes it: `0ms`, `250ms`, `10s`, `1.5s`.
-pub(crate) fn fmt_duration(d: Duration) -> String {
-    if d.is_zero() {
-        "0ms".into()
-    } else if d.subsec_nanos() == 0 {
-        format!("{}s", d.as_secs())
-    } else if d.as_nanos() % 1_000_000 == 0 && d < Duration::from_secs(10) {
-        format!("{}ms", d.as_millis())
-    } else if d >= Duration::from_secs(1) {
-        format!("{}s", fmt_num(d.as_secs_f64()))
-    } else if d.as_nanos() % 1000 == 0 {
-        format!("{}us", d.as_micros())
-    } else {
-        format!("{}ns", d.as_nanos())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ownership::Attribution;
+    use crate::ownership::{Attribution, DependencyMode};
+    use crate::topology::check::render_check;
     use crate::topology::Arrival;
+    use crate::topology::{BudgetSetting, PolicyFields, Preset};
 
     fn ok(yaml: &str) -> Topology {
         from_yaml(yaml, "t.yaml").unwrap_or_else(|e| panic!("{e}"))
@@ -1025,15 +776,7 @@ mod tests {
     }
 
     #[test]
-    fn formatting_helpers() {
-        assert_eq!(fmt_num(1.0), "1");
-        assert_eq!(fmt_num(0.1), "0.1");
-        assert_eq!(fmt_num(1.331), "1.331");
-        assert_eq!(fmt_duration(Duration::ZERO), "0ms");
-        assert_eq!(fmt_duration(Duration::from_millis(250)), "250ms");
-        assert_eq!(fmt_duration(Duration::from_secs(10)), "10s");
-        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1500ms");
-        assert_eq!(wrap("a b c", 3), ["a b", "c"]);
+    fn did_you_mean_names_a_near_miss() {
         assert_eq!(did_you_mean("X", &["A", "B"]), "");
         assert_eq!(
             did_you_mean("carts", &["cart"]),

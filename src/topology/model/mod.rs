@@ -55,10 +55,14 @@
 //! assert_eq!(model::static_radius(&t, &p), 2);
 //! ```
 
-use super::{EdgePolicy, Fault, Phase, Policy, ServiceId, Topology};
+mod radius;
+
+use super::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};
 use crate::ownership::claim::{self, ClaimReason, Outbound};
 use crate::ownership::retry::{self, RetryVerdict};
 use crate::ownership::{is_error_status, Attribution, Claim, Classified, DependencyMode};
+
+pub use radius::{static_radius, worst_failure};
 
 /// Retries per root request below this count as none (floating-point dust).
 const EPS: f64 = 1e-12;
@@ -166,97 +170,6 @@ pub fn predict(t: &Topology, policy: &Policy) -> Prediction {
         root_availability: m.dist.get(t.load.entry).map_or(1.0, |d| d.s),
         storm_radius,
     }
-}
-
-/// The static storm radius: the worst [`Prediction::storm_radius`] over
-/// each single service failing every request (phase after), every other
-/// fault cleared.
-pub fn static_radius(t: &Topology, policy: &Policy) -> usize {
-    worst_failure(t, policy).map_or(0, |(_, r)| r)
-}
-
-/// The service whose failure gives the static storm radius, and that
-/// radius; `None` when no single failure makes any edge retry. Ties go to
-/// the service listed first.
-///
-/// Each failure is evaluated over the failing service and its callers
-/// only, so the cost is the sum of the ancestor sets' sizes.
-pub fn worst_failure(t: &Topology, policy: &Policy) -> Option<(ServiceId, usize)> {
-    let n = t.services.len();
-    let mut m = Model::new(t, policy);
-    let mut pos = vec![0usize; n];
-    for (i, &v) in m.order.iter().enumerate() {
-        pos[v] = i;
-    }
-    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, e) in t.edges.iter().enumerate() {
-        callers[e.to].push(i);
-    }
-    let failing = Fault {
-        error_rate: 1.0,
-        phase: Phase::After,
-        ..Fault::default()
-    };
-    let healthy = Fault::default();
-    let mut mark = vec![usize::MAX; n];
-    let mut load = vec![0.0; n];
-    let mut best_in = vec![0usize; n];
-    let mut best: Option<(ServiceId, usize)> = None;
-    let mut set = Vec::new();
-    for x in 0..n {
-        // x and everything that can reach it.
-        set.clear();
-        set.push(x);
-        mark[x] = x;
-        let mut i = 0;
-        while i < set.len() {
-            for &e in &callers[set[i]] {
-                let from = t.edges[e].from;
-                if mark[from] != x {
-                    mark[from] = x;
-                    set.push(from);
-                }
-            }
-            i += 1;
-        }
-        if mark.get(t.load.entry) != Some(&x) {
-            continue; // the entry never reaches x: no load, no storm
-        }
-        set.sort_unstable_by_key(|&v| pos[v]);
-        for &v in set.iter().rev() {
-            let f = if v == x { &failing } else { &healthy };
-            m.dist[v] = m.eval(v, f);
-        }
-        for &v in &set {
-            load[v] = 0.0;
-            best_in[v] = 0;
-        }
-        load[t.load.entry] = 1.0;
-        let mut radius = 0;
-        for &v in &set {
-            for &e in &t.services[v].calls {
-                let w = t.edges[e].to;
-                if mark[w] != x {
-                    continue; // healthy callee: nothing to retry
-                }
-                let c = &m.calls[e];
-                let first = load[v] * c.per_invocation;
-                load[w] += first * c.out.attempts;
-                if first * c.out.retries > EPS {
-                    let run = best_in[v] + 1;
-                    best_in[w] = best_in[w].max(run);
-                    radius = radius.max(run);
-                }
-            }
-        }
-        for &v in &set {
-            m.dist[v] = Dist::HEALTHY;
-        }
-        if radius > 0 && best.is_none_or(|(_, r)| radius > r) {
-            best = Some((x, radius));
-        }
-    }
-    best
 }
 
 /// The longest path of consecutive edges for which `hot` holds.
@@ -445,38 +358,8 @@ impl<'a> Model<'a> {
                 attribution,
             );
             let closes = edge.mode == DependencyMode::FailClose;
-            let mut per_invocation = 0.0;
-            for _ in 0..edge.count {
-                per_invocation += run[0].iter().sum::<f64>()
-                    + if s.parallel {
-                        run[1].iter().sum::<f64>()
-                    } else {
-                        0.0
-                    };
-                let mut next = [[0.0; 4]; 2];
-                for (row, masses) in run.iter().enumerate() {
-                    for (st, &mass) in masses.iter().enumerate() {
-                        if mass == 0.0 {
-                            continue;
-                        }
-                        next[row][st] += mass * out.ok;
-                        for (x, &p) in out.fail.iter().enumerate() {
-                            if p == 0.0 {
-                                continue;
-                            }
-                            let to = st.max(x);
-                            if !closes {
-                                next[row][to] += mass * p;
-                            } else if s.parallel {
-                                next[1][to] += mass * p;
-                            } else {
-                                err[to] += mass * p; // the request has failed
-                            }
-                        }
-                    }
-                }
-                run = next;
-            }
+            let per_invocation =
+                make_calls(&mut run, &mut err, &out, edge.count, closes, s.parallel);
             self.calls[e] = EdgeCall {
                 per_invocation,
                 out,
@@ -487,31 +370,84 @@ impl<'a> Model<'a> {
             err[st] += run[0][st] * after + run[1][st];
             ok += run[0][st] * (1.0 - after);
         }
-        let mut d = Dist {
-            s: ok,
-            c: 0.0,
-            u: 0.0,
-            m: 0.0,
-        };
-        for (st, &p) in err.iter().enumerate() {
-            if !s.ownership {
-                d.m += p;
+        response(s, t.ownership.at_least_once, ok, &err)
+    }
+}
+
+/// Makes the `count` calls of one edge from the mass still running, `run`
+/// (by record; a second row for parallel calls holds the mass in which a
+/// fail-close call has failed); a failed fail-close sequential call moves
+/// its mass to `err`. Returns the calls made per invocation.
+fn make_calls(
+    run: &mut [[f64; 4]; 2],
+    err: &mut [f64; 4],
+    out: &CallOutcome,
+    count: u32,
+    closes: bool,
+    parallel: bool,
+) -> f64 {
+    let mut per_invocation = 0.0;
+    for _ in 0..count {
+        per_invocation += run[0].iter().sum::<f64>()
+            + if parallel {
+                run[1].iter().sum::<f64>()
             } else {
-                // A dropped context leaves the record empty (rule 4).
-                let record = if s.context_dropped {
-                    Record::Clean
-                } else {
-                    Record::ALL[st]
-                };
-                if record.claims(t.ownership.at_least_once) {
-                    d.c += p;
-                } else {
-                    d.u += p;
+                0.0
+            };
+        let mut next = [[0.0; 4]; 2];
+        for (row, masses) in run.iter().enumerate() {
+            for (st, &mass) in masses.iter().enumerate() {
+                if mass == 0.0 {
+                    continue;
+                }
+                next[row][st] += mass * out.ok;
+                for (x, &p) in out.fail.iter().enumerate() {
+                    if p == 0.0 {
+                        continue;
+                    }
+                    let to = st.max(x);
+                    if !closes {
+                        next[row][to] += mass * p;
+                    } else if parallel {
+                        next[1][to] += mass * p;
+                    } else {
+                        err[to] += mass * p; // the request has failed
+                    }
                 }
             }
         }
-        d
+        *run = next;
     }
+    per_invocation
+}
+
+/// Service `s`'s response: success `ok`, and its errors `err` (by record)
+/// split by the claim it writes on them.
+fn response(s: &Service, at_least_once: bool, ok: f64, err: &[f64; 4]) -> Dist {
+    let mut d = Dist {
+        s: ok,
+        c: 0.0,
+        u: 0.0,
+        m: 0.0,
+    };
+    for (st, &p) in err.iter().enumerate() {
+        if !s.ownership {
+            d.m += p;
+        } else {
+            // A dropped context leaves the record empty (rule 4).
+            let record = if s.context_dropped {
+                Record::Clean
+            } else {
+                Record::ALL[st]
+            };
+            if record.claims(at_least_once) {
+                d.c += p;
+            } else {
+                d.u += p;
+            }
+        }
+    }
+    d
 }
 
 /// One logical call on an edge with policy `p` to a callee answering with
@@ -620,11 +556,11 @@ mod tests {
     use crate::topology::Preset;
     use proptest::prelude::*;
 
-    fn topo(yaml: &str) -> Topology {
+    pub(super) fn topo(yaml: &str) -> Topology {
         Topology::from_yaml(yaml, "test.yaml").unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn with(t: &Topology, preset: Preset) -> Policy {
+    pub(super) fn with(t: &Topology, preset: Preset) -> Policy {
         let mut p = t.policy.clone();
         p.apply_preset(preset);
         p
@@ -641,7 +577,7 @@ mod tests {
         }
     }
 
-    const UBER: &str = "
+    pub(super) const UBER: &str = "
 name: uber
 policy: { preset: ownership, attempts: 2, budget: 0.1 }
 services:
@@ -677,27 +613,6 @@ services:
         assert_eq!(own.root_availability, 0.0);
         // Amplification below D under retry is R^3.
         assert_eq!(retry.services[5].amplification, 8.0);
-    }
-
-    #[test]
-    fn seed_static_radius() {
-        let t = topo(UBER);
-        assert_eq!(static_radius(&t, &with(&t, Preset::Retry)), 6);
-        assert_eq!(worst_failure(&t, &with(&t, Preset::Retry)), Some((6, 6)));
-        assert_eq!(static_radius(&t, &t.policy), 1);
-        assert_eq!(static_radius(&t, &with(&t, Preset::None)), 0);
-        let mut chain = String::from("name: deep\nservices:\n");
-        for i in 1..=25 {
-            if i < 25 {
-                chain += &format!("  S{i:02}: {{ calls: [S{:02}] }}\n", i + 1);
-            } else {
-                chain += &format!("  S{i:02}: {{}}\n");
-            }
-        }
-        let t = topo(&chain);
-        assert_eq!(static_radius(&t, &with(&t, Preset::Retry)), 24);
-        assert_eq!(static_radius(&t, &with(&t, Preset::Budget)), 24);
-        assert_eq!(static_radius(&t, &t.policy), 1);
     }
 
     #[test]

@@ -1,0 +1,340 @@
+//! Resolution against a topology: service names to ids, steps in time
+//! order to absolute actions, figure names to figures.
+
+use super::error::{Locator, ScenarioError};
+use super::expect::{ExpectSpec, Expectation};
+use super::steps::{StepKind, StepSpec};
+use super::{Scenario, ScenarioSpec, Step};
+use crate::session::figures::{Figure, Scope};
+use crate::session::Action;
+use crate::topology::{Fault, ServiceId, Topology};
+use crate::yaml;
+
+/// Resolves a parsed scenario against `t`; `loc` finds the lines of the
+/// entries for the errors found here.
+pub(super) fn resolve(
+    spec: ScenarioSpec,
+    loc: &Locator,
+    t: &Topology,
+) -> Result<Scenario, ScenarioError> {
+    let steps = spec.steps.unwrap_or_default();
+    let expect = spec.expect.unwrap_or_default();
+    if steps.is_empty() && expect.is_empty() && spec.duration.is_none() {
+        return Err(ScenarioError::Empty {
+            file: loc.text.file().to_string(),
+        });
+    }
+    let steps = resolve_steps(&steps, loc, t)?;
+    let expectations = resolve_expectations(expect, loc, t)?;
+    let scenario = Scenario {
+        origin: loc.text.file().to_string(),
+        description: spec.description,
+        duration: spec.duration,
+        warmup: spec.warmup,
+        steps,
+        expectations,
+    };
+    if let Some(d) = scenario.duration {
+        scenario.check_duration(d, false)?;
+    }
+    Ok(scenario)
+}
+
+/// The id of the service `name`, written in item `i` of `section`.
+fn service(
+    loc: &Locator,
+    t: &Topology,
+    name: &str,
+    (section, i): (&str, usize),
+    what: String,
+) -> Result<ServiceId, ScenarioError> {
+    t.service_id(name)
+        .ok_or_else(|| ScenarioError::UnknownService {
+            at: loc.token_in_item(section, i, name),
+            what,
+            service: name.to_string(),
+            known: format!("{} (services: {})", t.name, service_list(t)),
+        })
+}
+
+/// Steps in time order (ties in file order), folded over the state so a
+/// `fail` merges into the fault as it stands then.
+fn resolve_steps(
+    steps: &[StepSpec],
+    loc: &Locator,
+    t: &Topology,
+) -> Result<Vec<Step>, ScenarioError> {
+    let mut order: Vec<usize> = (0..steps.len()).collect();
+    order.sort_by_key(|&i| steps[i].at);
+    let mut faults: Vec<Fault> = t.services.iter().map(|s| s.fault.clone()).collect();
+    let mut out = Vec::with_capacity(steps.len());
+    for i in order {
+        let s = &steps[i];
+        let action = step_action(&s.kind, i, &mut faults, loc, t)?;
+        out.push(Step {
+            at: s.at,
+            action,
+            entry: format!("steps[{i}]"),
+            source: loc.token_in_item("steps", i, "at"),
+        });
+    }
+    Ok(out)
+}
+
+/// The action of step `i`; a fault change updates `faults`, the faults as
+/// they stand at this point of the timeline.
+fn step_action(
+    kind: &StepKind,
+    i: usize,
+    faults: &mut [Fault],
+    loc: &Locator,
+    t: &Topology,
+) -> Result<Action, ScenarioError> {
+    let id = |n: &str, k: &str| service(loc, t, n, ("steps", i), format!("steps[{i}].{k}"));
+    let mut fault_change = |id: ServiceId, f: &dyn Fn(&Fault) -> Fault| {
+        faults[id] = f(&faults[id]);
+        Action::SetFault {
+            service: id,
+            fault: faults[id].clone(),
+        }
+    };
+    Ok(match kind {
+        StepKind::Fail(f) => fault_change(id(&f.service, "fail")?, &|old| f.merge(old)),
+        StepKind::Heal(n) => fault_change(id(n, "heal")?, &|old| Fault {
+            phase: old.phase,
+            status: old.status,
+            ..Fault::default()
+        }),
+        StepKind::Down(n) => fault_change(id(n, "down")?, &|old| Fault {
+            down: true,
+            ..old.clone()
+        }),
+        StepKind::Up(n) => fault_change(id(n, "up")?, &|old| Fault {
+            down: false,
+            ..old.clone()
+        }),
+        StepKind::Policy(p) => Action::Policy(p.clone()),
+        StepKind::Mode(m) => Action::Mode {
+            retries: m.retries,
+            budget: m.budget,
+            ownership: m.ownership,
+        },
+        StepKind::DropContext(n) => Action::SetContextDropped {
+            service: id(n, "drop_context")?,
+            dropped: true,
+        },
+        StepKind::RestoreContext(n) => Action::SetContextDropped {
+            service: id(n, "restore_context")?,
+            dropped: false,
+        },
+        StepKind::Rps(r) => Action::SetRps(*r),
+        StepKind::Attribution(a) => Action::SetAttribution(*a),
+        StepKind::AtLeastOnce(b) => Action::SetAtLeastOnce(*b),
+        StepKind::Pause(p) => Action::Pause(*p),
+        StepKind::Reset => Action::Reset,
+    })
+}
+
+/// Expectations in file order, one per figure of an entry.
+fn resolve_expectations(
+    expect: Vec<ExpectSpec>,
+    loc: &Locator,
+    t: &Topology,
+) -> Result<Vec<Expectation>, ScenarioError> {
+    let mut expectations = Vec::new();
+    for (i, e) in expect.into_iter().enumerate() {
+        let (id, name) = match &e.service {
+            Some(n) => (
+                Some(service(
+                    loc,
+                    t,
+                    n,
+                    ("expect", i),
+                    format!("expect[{i}].service"),
+                )?),
+                Some(n.clone()),
+            ),
+            None => (None, None),
+        };
+        for (figure_name, bound) in e.figures {
+            let figure = figure(figure_name, e.service.as_deref(), i, loc)?;
+            expectations.push(Expectation {
+                window: e.window,
+                service: id,
+                service_name: name.clone(),
+                figure,
+                bound,
+                entry: format!("expect[{i}]"),
+                source: loc.token_in_item("expect", i, figure.name()),
+                window_source: loc.token_in_item("expect", i, "during"),
+            });
+        }
+    }
+    Ok(expectations)
+}
+
+/// The figure `figure_name` of expectation `i`, which must take a service
+/// if and only if the entry names one.
+fn figure(
+    figure_name: String,
+    service: Option<&str>,
+    i: usize,
+    loc: &Locator,
+) -> Result<Figure, ScenarioError> {
+    let at = || loc.token_in_item("expect", i, &figure_name);
+    let Some(figure) = Figure::parse(&figure_name) else {
+        return Err(ScenarioError::UnknownFigure {
+            at: at(),
+            what: format!("expect[{i}]"),
+            hint: did_you_mean(&figure_name),
+            figure: figure_name,
+        });
+    };
+    match (service, figure.scope() == Scope::Service) {
+        (None, true) => Err(ScenarioError::FigureNeedsService {
+            at: at(),
+            what: format!("expect[{i}]"),
+            figure: figure_name,
+        }),
+        (Some(s), false) => Err(ScenarioError::FleetFigureWithService {
+            at: at(),
+            what: format!("expect[{i}]"),
+            figure: figure_name,
+            service: s.to_string(),
+        }),
+        _ => Ok(figure),
+    }
+}
+
+/// `` (did you mean `amplification`?)`` for a near miss, else empty.
+fn did_you_mean(name: &str) -> String {
+    yaml::did_you_mean(name, Figure::ALL.iter().map(|f| f.name()))
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default()
+}
+
+fn service_list(t: &Topology) -> String {
+    const MAX: usize = 20;
+    let mut names: Vec<&str> = t
+        .services
+        .iter()
+        .take(MAX)
+        .map(|s| s.name.as_str())
+        .collect();
+    if t.services.len() > MAX {
+        names.push("…");
+    }
+    names.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{at, err, ok};
+    use crate::session::Action;
+    use crate::topology::{Fault, Phase};
+    use std::time::Duration;
+
+    #[test]
+    fn fail_merges_into_the_fault_as_it_stands_then() {
+        // Written out of order: the timeline is sorted before merging.
+        let s = ok("steps:
+  - at: 4s
+    fail: { service: C, latency: 20ms }
+  - at: 2s
+    fail: { service: C, error_rate: 0.5, phase: before }
+  - at: 6s
+    down: C
+  - at: 7s
+    up: C
+  - at: 8s
+    heal: C
+");
+        let faults: Vec<Fault> = s
+            .steps
+            .iter()
+            .map(|s| match &s.action {
+                Action::SetFault { service: 2, fault } => fault.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let half = Fault {
+            error_rate: 0.5,
+            phase: Phase::Before,
+            ..Fault::default()
+        };
+        let slow = Fault {
+            latency: Duration::from_millis(20),
+            ..half.clone()
+        };
+        assert_eq!(
+            faults,
+            vec![
+                half.clone(),
+                slow.clone(),
+                Fault {
+                    down: true,
+                    ..slow.clone()
+                },
+                slow,
+                Fault {
+                    phase: Phase::Before,
+                    ..Fault::default()
+                }
+            ]
+        );
+        assert_eq!(s.steps[0].entry, "steps[1]");
+        assert_eq!(s.steps[0].source.line, Some(4));
+    }
+
+    #[test]
+    fn unknown_service_names_the_line_and_the_services() {
+        let m = err("duration: 10s\nsteps:\n  - at: 1s\n    heal: D\n  - at: 2s\n    fail: { service: X, error_rate: 1 }\n");
+        at(
+            &m,
+            6,
+            "steps[1].fail: there is no service \"X\" in topology chain (services: A, B, C, D)",
+        );
+        assert!(m.starts_with("s.yaml:6:22:"), "{m}");
+        let m = err("expect:\n  - during: 1s..2s\n    service: Q\n    rps: { min: 1 }\n");
+        at(&m, 3, "expect[0].service: there is no service \"Q\"");
+        let m = err("steps:\n  - at: 1s\n    drop_context: Z\n");
+        at(&m, 3, "steps[0].drop_context");
+    }
+
+    #[test]
+    fn unknown_figure_is_refused_with_the_list() {
+        let m = err("expect:\n  - during: 1s..2s\n    service: D\n    amplificaton: { max: 1 }\n");
+        at(
+            &m,
+            4,
+            "expect[0]: unknown figure `amplificaton` (did you mean `amplification`?); per-service figures",
+        );
+        assert!(m.starts_with("s.yaml:4:5:"), "{m}");
+        assert!(
+            m.contains("fleet figures are root_rps, root_requests"),
+            "{m}"
+        );
+        let m = err("expect:\n  - during: 1s..2s\n    happiness: { max: 1 }\n");
+        at(&m, 3, "unknown figure `happiness`; per-service");
+    }
+
+    #[test]
+    fn figures_and_services_must_agree() {
+        let m = err("expect:\n  - during: 1s..2s\n    amplification: { max: 1 }\n");
+        at(
+            &m,
+            3,
+            "expect[0]: `amplification` is a per-service figure: say which service",
+        );
+        let m = err("expect:\n  - during: 1s..2s\n    service: D\n    storm_radius: { max: 1 }\n");
+        at(
+            &m,
+            4,
+            "`storm_radius` is a fleet figure: it takes no `service:` (here `D`)",
+        );
+        let m = err("expect:\n  - during: 1s..2s\n    service: D\n");
+        at(&m, 2, "an expectation needs a figure");
+        let m = err("expect:\n  - service: D\n    rps: { min: 1 }\n");
+        at(&m, 2, "needs `during: FROM..TO`");
+    }
+}

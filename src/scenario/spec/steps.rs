@@ -1,0 +1,291 @@
+//! Timeline steps as written: `at:` and exactly one action, checked
+//! where they are written, before they are resolved against a topology.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+
+use crate::format::fmt_duration;
+use crate::ownership::Attribution;
+use crate::topology::spec::PolicySpec;
+use crate::topology::{Fault, Phase, PolicyFields, Preset};
+use crate::yaml;
+
+/// A step as written: `at` and exactly one action.
+#[derive(Deserialize)]
+#[serde(try_from = "RawStep")]
+pub(super) struct StepSpec {
+    pub(super) at: Duration,
+    pub(super) kind: StepKind,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    #[serde(default, deserialize_with = "yaml::duration")]
+    at: Option<Duration>,
+    #[serde(default)]
+    fail: Option<FailSpec>,
+    #[serde(default)]
+    heal: Option<String>,
+    #[serde(default)]
+    down: Option<String>,
+    #[serde(default)]
+    up: Option<String>,
+    #[serde(default)]
+    policy: Option<PolicyStep>,
+    #[serde(default)]
+    mode: Option<ModeSpec>,
+    #[serde(default)]
+    drop_context: Option<String>,
+    #[serde(default)]
+    restore_context: Option<String>,
+    #[serde(default, deserialize_with = "yaml::rps")]
+    rps: Option<f64>,
+    #[serde(default)]
+    attribution: Option<Attribution>,
+    #[serde(default)]
+    at_least_once: Option<bool>,
+    #[serde(default)]
+    pause: Option<bool>,
+    #[serde(default)]
+    reset: Option<bool>,
+}
+
+/// What a step does, before it is resolved against the timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum StepKind {
+    Fail(FailSpec),
+    Heal(String),
+    Down(String),
+    Up(String),
+    Policy(PolicyFields),
+    Mode(ModeSpec),
+    DropContext(String),
+    RestoreContext(String),
+    Rps(f64),
+    Attribution(Attribution),
+    AtLeastOnce(bool),
+    Pause(bool),
+    Reset,
+}
+
+const STEP_KEYS: &str = "fail, heal, down, up, policy, mode, drop_context, restore_context, rps, attribution, at_least_once, pause, reset";
+
+impl TryFrom<RawStep> for StepSpec {
+    type Error = String;
+    fn try_from(r: RawStep) -> Result<StepSpec, String> {
+        let at = r.at.ok_or("a step needs `at:` (e.g. at: 5s)")?;
+        let mut kinds = Vec::new();
+        let mut names = Vec::new();
+        let mut add = |name: &'static str, k: Option<StepKind>| {
+            if let Some(k) = k {
+                kinds.push(k);
+                names.push(name);
+            }
+        };
+        add("fail", r.fail.map(StepKind::Fail));
+        add("heal", r.heal.map(StepKind::Heal));
+        add("down", r.down.map(StepKind::Down));
+        add("up", r.up.map(StepKind::Up));
+        add("policy", r.policy.map(|p| StepKind::Policy(p.0)));
+        add("mode", r.mode.map(StepKind::Mode));
+        add("drop_context", r.drop_context.map(StepKind::DropContext));
+        add(
+            "restore_context",
+            r.restore_context.map(StepKind::RestoreContext),
+        );
+        add("rps", r.rps.map(StepKind::Rps));
+        add("attribution", r.attribution.map(StepKind::Attribution));
+        add("at_least_once", r.at_least_once.map(StepKind::AtLeastOnce));
+        add("pause", r.pause.map(StepKind::Pause));
+        if let Some(reset) = r.reset {
+            if !reset {
+                return Err("`reset:` takes `true` (leave the step out to not reset)".into());
+            }
+            add("reset", Some(StepKind::Reset));
+        }
+        match kinds.len() {
+            1 => Ok(StepSpec {
+                at,
+                kind: kinds.pop().expect("one"),
+            }),
+            0 => Err(format!(
+                "the step at {} does nothing: give it one of {STEP_KEYS}",
+                fmt_duration(at)
+            )),
+            _ => Err(format!(
+                "the step at {} has {}: one action per step (write another step with the same `at:`)",
+                fmt_duration(at),
+                names.join(" and ")
+            )),
+        }
+    }
+}
+
+/// `fail: { service, error_rate, phase, latency, status, down }`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FailSpec {
+    pub(super) service: String,
+    #[serde(default, deserialize_with = "yaml::rate")]
+    error_rate: Option<f64>,
+    #[serde(default)]
+    phase: Option<Phase>,
+    #[serde(default, deserialize_with = "yaml::duration")]
+    latency: Option<Duration>,
+    #[serde(default, deserialize_with = "yaml::status")]
+    status: Option<u16>,
+    #[serde(default)]
+    down: Option<bool>,
+}
+
+impl FailSpec {
+    /// The fault as it stands, with the keys given merged in.
+    pub(super) fn merge(&self, into: &Fault) -> Fault {
+        Fault {
+            error_rate: self.error_rate.unwrap_or(into.error_rate),
+            phase: self.phase.unwrap_or(into.phase),
+            latency: self.latency.unwrap_or(into.latency),
+            status: self.status.unwrap_or(into.status),
+            down: self.down.unwrap_or(into.down),
+        }
+    }
+}
+
+/// `mode: { retries, budget, ownership }`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ModeSpec {
+    #[serde(default)]
+    pub(super) retries: Option<bool>,
+    #[serde(default)]
+    pub(super) budget: Option<bool>,
+    #[serde(default)]
+    pub(super) ownership: Option<bool>,
+}
+
+/// `policy: ownership` or `policy: { preset: budget, attempts: 3 }`.
+pub(super) struct PolicyStep(PolicyFields);
+
+impl<'de> Deserialize<'de> for PolicyStep {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = PolicyStep;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a preset (none, retry, budget, ownership) or a map of policy fields")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PolicyStep, E> {
+                let p = Preset::parse(v.trim()).ok_or_else(|| {
+                    E::custom(format!(
+                        "unknown policy `{v}`: choose none, retry, budget or ownership, or give a map of policy fields"
+                    ))
+                })?;
+                Ok(PolicyStep(PolicyFields {
+                    preset: Some(p),
+                    ..PolicyFields::default()
+                }))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<PolicyStep, A::Error> {
+                let p = PolicySpec::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                let f = p.to_fields();
+                if f.is_empty() {
+                    return Err(de::Error::custom(
+                        "the policy map sets nothing: give a preset or policy fields",
+                    ));
+                }
+                Ok(PolicyStep(f))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{at, err, ok};
+    use crate::ownership::Attribution;
+    use crate::session::Action;
+    use crate::topology::{PolicyFields, Preset};
+
+    #[test]
+    fn every_step_kind_parses() {
+        let s = ok("steps:
+  - { at: 1s, policy: { preset: ownership, attempts: 3, budget: off } }
+  - { at: 1s, mode: { budget: false } }
+  - { at: 2s, restore_context: C }
+  - { at: 2s, attribution: simple }
+  - { at: 2s, at_least_once: false }
+  - { at: 3s, pause: true }
+  - { at: 3.5s, reset: true }
+");
+        let actions: Vec<Action> = s.steps.into_iter().map(|s| s.action).collect();
+        assert_eq!(
+            actions,
+            vec![
+                Action::Policy(PolicyFields {
+                    preset: Some(Preset::Ownership),
+                    attempts: Some(3),
+                    budget: Some(crate::topology::BudgetSetting::Off),
+                    ..Default::default()
+                }),
+                Action::Mode {
+                    retries: None,
+                    budget: Some(false),
+                    ownership: None
+                },
+                Action::SetContextDropped {
+                    service: 2,
+                    dropped: false
+                },
+                Action::SetAttribution(Attribution::Simple),
+                Action::SetAtLeastOnce(false),
+                Action::Pause(true),
+                Action::Reset,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bad_duration_is_refused_where_written() {
+        let m = err("duration: 10 parsecs\n");
+        at(&m, 1, "unknown unit");
+        let m = err("steps:\n  - at: soon\n    heal: D\n");
+        at(&m, 2, "`soon` is not a duration");
+        let m = err("steps:\n  - at: -1s\n    heal: D\n");
+        at(&m, 2, "negative");
+        let m = err("steps:\n  - at: 1s\n    fail: { service: D, latency: fast }\n");
+        at(&m, 3, "`fast` is not a duration");
+    }
+
+    #[test]
+    fn bad_steps_are_refused_where_written() {
+        let m = err("steps:\n  - at: 1s\n");
+        at(&m, 2, "the step at 1s does nothing");
+        let m = err("steps:\n  - at: 1s\n    heal: D\n    rps: 5\n");
+        at(&m, 2, "has heal and rps: one action per step");
+        let m = err("steps:\n  - heal: D\n");
+        at(&m, 2, "a step needs `at:`");
+        let m = err("steps:\n  - at: 1s\n    fial: { service: D }\n");
+        at(&m, 3, "unknown field `fial`");
+        let m = err("steps:\n  - at: 1s\n    fail: { service: D, error_rate: 2 }\n");
+        at(&m, 3, "error_rate must be a rate between 0 and 1");
+        let m = err("steps:\n  - at: 1s\n    fail: { service: D, eror_rate: 1 }\n");
+        at(&m, 3, "unknown field `eror_rate`");
+        let m = err("steps:\n  - at: 1s\n    policy: agressive\n");
+        at(&m, 3, "unknown policy `agressive`");
+        let m = err("steps:\n  - at: 1s\n    policy: { attempts: 0 }\n");
+        at(&m, 3, "attempts must be at least 1");
+        let m = err("steps:\n  - at: 1s\n    rps: -4\n");
+        at(&m, 3, "rps must be a positive");
+        let m = err("steps:\n  - at: 1s\n    reset: false\n");
+        at(&m, 2, "`reset:` takes `true`");
+        let m = err("steps:\n  - at: 1s\n    attribution: psychic\n");
+        at(&m, 3, "psychic");
+        let m = err("stpes: []\n");
+        at(&m, 1, "unknown field `stpes`");
+    }
+}

@@ -1,0 +1,289 @@
+//! What `chaoslab check FILE` prints for a valid topology: its settings,
+//! one line per service (by depth), and the static storm radius of the
+//! worst single failure, with a simulation of the rules to confirm it.
+
+use std::fmt::Write as _;
+
+use super::{model, BudgetSetting, Policy, PolicyFields, Preset, Service, Topology};
+use crate::format::{fmt_duration, fmt_num};
+use crate::ownership::{is_error_status, DependencyMode};
+
+/// What `chaoslab check FILE` prints for a valid topology: its settings,
+/// one line per service (by depth), and the static storm radius.
+pub fn render_check(t: &Topology) -> String {
+    let mut out = String::new();
+    write_settings(&mut out, t);
+    out.push('\n');
+    write_services(&mut out, t);
+    out.push('\n');
+    write_radius(&mut out, t);
+    out
+}
+
+/// The name, description, entry, policy and ownership settings.
+fn write_settings(out: &mut String, t: &Topology) {
+    let _ = writeln!(out, "topology   {}", t.name);
+    if let Some(d) = &t.description {
+        for (i, line) in wrap(d, 66).iter().enumerate() {
+            let label = if i == 0 { "about" } else { "" };
+            let _ = writeln!(out, "{label:<10} {line}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "entry      {} at {} rps ({} arrivals)",
+        t.entry().name,
+        fmt_num(t.load.rps),
+        match t.load.arrival {
+            super::Arrival::Constant => "constant",
+            super::Arrival::Poisson => "poisson",
+        }
+    );
+    let _ = writeln!(out, "policy     {}", describe_policy(&t.policy));
+    let _ = writeln!(
+        out,
+        "ownership  header {}, attribution {}, at-least-once {}",
+        t.ownership.header,
+        t.ownership.attribution.name(),
+        if t.ownership.at_least_once {
+            "on"
+        } else {
+            "off"
+        }
+    );
+}
+
+/// The service table, by depth, columns aligned.
+fn write_services(out: &mut String, t: &Topology) {
+    let mut rows: Vec<[String; 6]> = vec![[
+        "depth".into(),
+        "service".into(),
+        "calls".into(),
+        "baseline".into(),
+        "faults".into(),
+        "flags".into(),
+    ]];
+    let mut order: Vec<usize> = (0..t.services.len()).collect();
+    order.sort_by_key(|&i| t.services[i].depth);
+    rows.extend(order.into_iter().map(|i| service_row(t, &t.services[i])));
+    let mut widths = [0usize; 6];
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for r in &rows {
+        let line = format!(
+            "{:>w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {:<w4$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+}
+
+/// One service's row: depth, name, calls, baseline, faults, flags.
+fn service_row(t: &Topology, s: &Service) -> [String; 6] {
+    let calls: Vec<String> = s.calls.iter().map(|&e| describe_call(t, e)).collect();
+    let mut flags = Vec::new();
+    if s.multiplicity == 0.0 {
+        flags.push("not reached from the entry".to_string());
+    }
+    if s.parallel {
+        flags.push("parallel".into());
+    }
+    if s.context_dropped {
+        flags.push("context dropped".into());
+    }
+    if !s.ownership {
+        flags.push("ownership off".into());
+    }
+    if let Some(u) = &s.url {
+        flags.push(format!("outside: {u}"));
+    }
+    if let Some(c) = s.capacity {
+        flags.push(format!("capacity {}/s", fmt_num(c)));
+    }
+    if !s.work.is_zero() {
+        flags.push(format!("work {}", fmt_duration(s.work)));
+    }
+    [
+        s.depth.to_string(),
+        s.name.clone(),
+        if calls.is_empty() {
+            "-".into()
+        } else {
+            calls.join(", ")
+        },
+        format!("{}x", fmt_num(s.multiplicity)),
+        describe_fault(&s.fault),
+        flags.join(", "),
+    ]
+}
+
+/// The static storm radius under the topology's policy, and under plain
+/// retries when that is not already the policy.
+fn write_radius(out: &mut String, t: &Topology) {
+    let mut retry = t.policy.clone();
+    retry.apply_preset(Preset::Retry);
+    // The simulation plays every single failure: quadratic, so only for
+    // fleets a person would start.
+    let simulate = t.services.len() <= 2000;
+    let radius = |p: &Policy| {
+        let (m, text) = match model::worst_failure(t, p) {
+            Some((who, r)) => (r, format!("{r} (when {} fails)", t.services[who].name)),
+            None => (0, "0".to_string()),
+        };
+        if !simulate {
+            return text;
+        }
+        match super::sim::static_radius(t, p) {
+            s if s == m => format!("{text}; a simulation of the rules agrees"),
+            s => format!("{text}; a simulation of the rules says {s}"),
+        }
+    };
+    let _ = writeln!(
+        out,
+        "static storm radius (worst single service failing every request):"
+    );
+    let _ = writeln!(out, "  {:<10} {}", t.policy.mode_name(), radius(&t.policy));
+    if t.policy.mode_name() != "retry" {
+        let _ = writeln!(out, "  {:<10} {}", "retry", radius(&retry));
+    }
+}
+
+/// Words joined into lines of at most `width` characters (a longer word
+/// gets a line of its own); blank lines in the text are kept.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    for para in text.trim().split("\n\n") {
+        if !lines.is_empty() {
+            lines.push(String::new());
+        }
+        let mut line = String::new();
+        for word in para.split_whitespace() {
+            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+                lines.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        if !line.is_empty() {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+fn describe_policy(p: &Policy) -> String {
+    let mut s = p.mode_name();
+    let _ = write!(s, ": attempts {}", p.attempts);
+    match p.budget {
+        Some(b) => {
+            let _ = write!(s, ", budget {}", fmt_num(b));
+        }
+        None => s.push_str(", budget off"),
+    }
+    let _ = write!(
+        s,
+        ", min_per_sec {}, ttl {}, backoff {}, timeout {}",
+        fmt_num(p.min_per_sec),
+        fmt_duration(p.ttl),
+        fmt_duration(p.backoff),
+        fmt_duration(p.timeout)
+    );
+    s
+}
+
+fn describe_call(t: &Topology, e: usize) -> String {
+    let edge = &t.edges[e];
+    let mut s = t.services[edge.to].name.clone();
+    if edge.count > 1 {
+        let _ = write!(s, " x{}", edge.count);
+    }
+    if edge.mode == DependencyMode::FailOpen {
+        s.push_str(" (fail-open)");
+    }
+    if !edge.policy.is_empty() {
+        let _ = write!(s, " [{}]", describe_fields(&edge.policy));
+    }
+    s
+}
+
+fn describe_fields(f: &PolicyFields) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = f.preset {
+        parts.push(p.name().to_string());
+    }
+    if let Some(a) = f.attempts {
+        parts.push(format!("attempts {a}"));
+    }
+    match f.budget {
+        Some(BudgetSetting::Ratio(b)) => parts.push(format!("budget {}", fmt_num(b))),
+        Some(BudgetSetting::Off) => parts.push("budget off".into()),
+        None => {}
+    }
+    if let Some(m) = f.min_per_sec {
+        parts.push(format!("min_per_sec {}", fmt_num(m)));
+    }
+    if let Some(d) = f.ttl {
+        parts.push(format!("ttl {}", fmt_duration(d)));
+    }
+    if let Some(d) = f.backoff {
+        parts.push(format!("backoff {}", fmt_duration(d)));
+    }
+    if let Some(d) = f.timeout {
+        parts.push(format!("timeout {}", fmt_duration(d)));
+    }
+    parts.join(", ")
+}
+
+fn describe_fault(f: &super::Fault) -> String {
+    let mut parts = Vec::new();
+    if f.down {
+        parts.push("down".to_string());
+    }
+    if f.error_rate > 0.0 {
+        let phase = match f.phase {
+            super::Phase::Before => "before",
+            super::Phase::After => "after",
+        };
+        let mut s = format!("error_rate {} ({phase})", fmt_num(f.error_rate));
+        if f.status != 500 {
+            let _ = write!(s, " status {}", f.status);
+            if !is_error_status(f.status) {
+                s.push_str(" (not an error)");
+            }
+        }
+        parts.push(s);
+    }
+    if !f.latency.is_zero() {
+        parts.push(format!("latency {}", fmt_duration(f.latency)));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_breaks_at_the_width() {
+        assert_eq!(wrap("a b c", 3), ["a b", "c"]);
+    }
+}
