@@ -239,7 +239,7 @@ pub async fn headless_scenario(
     // Steps at 0 s are the state the run starts in.
     apply_to_topology(&mut topology, &scenario.initial_actions());
     let steps = scenario.plan_steps(warmup);
-    let lab = Lab::start(topology, opts).await.map_err(RunError::Other)?;
+    let lab = Lab::start(topology, opts).await?;
     let plan = Plan {
         warmup,
         until: Some(warmup + duration),

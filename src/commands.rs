@@ -208,7 +208,7 @@ pub async fn run_for(
     warmup: Duration,
     duration: Option<Duration>,
 ) -> Result<Report, RunError> {
-    let lab = Lab::start(topology, opts).await.map_err(RunError::Other)?;
+    let lab = Lab::start(topology, opts).await?;
     Ok(measure_run(lab, warmup, duration.map(|d| warmup + d)).await)
 }
 
@@ -246,7 +246,7 @@ pub fn serve(args: ServeArgs) -> Result<(), RunError> {
     };
     let rt = runtime()?;
     let report = rt.block_on(async {
-        let lab = Lab::start(t, opts).await.map_err(RunError::Other)?;
+        let lab = Lab::start(t, opts).await?;
         {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(

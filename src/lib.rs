@@ -23,7 +23,7 @@ pub mod yaml;
 
 use cli::{Command, Opts};
 
-pub use error::{RunError, EXIT_BAD_INPUT, EXIT_EXPECTATION};
+pub use error::{RunError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_EXPECTATION};
 
 /// Runs one command line.
 pub fn run(opts: Opts) -> Result<(), RunError> {

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::action::{Action, Event};
 use super::snapshot::{EdgeView, RootView, ServiceState, ServiceView, Snapshot};
-use crate::fleet::{Fleet, FleetOptions};
+use crate::fleet::{Fleet, FleetError, FleetOptions};
 use crate::load::{self, LoadControl};
 use crate::metrics::{Counts, LatencySummary, RadiusStats, Sample, Series};
 use crate::topology::model::{self, Prediction};
@@ -81,7 +81,7 @@ impl std::fmt::Debug for Lab {
 
 impl Lab {
     /// Starts the fleet and (unless `opts.load` is off) the load.
-    pub async fn start(topology: Topology, opts: LabOptions) -> anyhow::Result<Lab> {
+    pub async fn start(topology: Topology, opts: LabOptions) -> Result<Lab, FleetError> {
         let fleet = Fleet::spawn(
             Arc::new(topology.clone()),
             FleetOptions {
@@ -104,6 +104,7 @@ impl Lab {
                 stop_rx,
             )
         });
+        let load_task = load_task.transpose()?;
         let cap = Series::capacity_for(
             topology.services.len(),
             topology.edges.len(),

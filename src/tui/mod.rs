@@ -139,7 +139,7 @@ pub fn run(topology: Topology, opts: Options) -> Result<(), RunError> {
                 ..LabOptions::default()
             },
         ))
-        .map_err(RunError::Other)?;
+        .map_err(RunError::Fleet)?;
     let (actions_tx, actions_rx) = mpsc::channel::<Action>(256);
     let (snaps_tx, snaps_rx) = watch::channel(Arc::new(lab.snapshot()));
     let (stop_tx, stop_rx) = watch::channel(false);
