@@ -1,5 +1,6 @@
 //! The error every command returns, and the exit status it maps to
-//! (SPEC section 4: 0 ok, 1 an expectation failed, 2 bad input or usage).
+//! (SPEC section 4: 0 ok, 1 an expectation failed, 2 bad input or usage;
+//! and 3 when the machine refused to start the fleet).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -12,8 +13,19 @@ use crate::topology::TopologyError;
 pub const EXIT_EXPECTATION: u8 = 1;
 /// Exit status: bad input or usage.
 pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit status: the environment refused what the lab needs (an OS resource
+/// limit such as open files or loopback ports); running again after
+/// changing the limit, or with a smaller topology, can succeed.
+pub const EXIT_ENVIRONMENT: u8 = 3;
 
-/// An error that carries its exit status.
+/// An error that carries its exit status:
+///
+/// | status | variant |
+/// |---|---|
+/// | [`EXIT_EXPECTATION`] (1) | [`RunError::ExpectationFailed`] |
+/// | [`EXIT_BAD_INPUT`] (2) | [`RunError::Usage`], [`RunError::Topology`], [`RunError::Scenario`], [`RunError::Output`] |
+/// | [`EXIT_ENVIRONMENT`] (3) | [`RunError::Session`] when the machine refused what the fleet needs (see [`crate::fleet::FleetError::is_environment`]): a port could not be bound, an HTTP client could not be built |
+/// | 1 (failure) | any other [`RunError::Session`], [`RunError::Terminal`], [`RunError::Dashboard`] |
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// A flag or argument the user gave does not make sense.
@@ -59,6 +71,9 @@ impl RunError {
             | RunError::Scenario(_)
             | RunError::Output { .. } => ExitCode::from(EXIT_BAD_INPUT),
             RunError::ExpectationFailed(_) => ExitCode::from(EXIT_EXPECTATION),
+            RunError::Session(SessionError::Fleet(e)) if e.is_environment() => {
+                ExitCode::from(EXIT_ENVIRONMENT)
+            }
             RunError::Session(_) | RunError::Terminal(_) | RunError::Dashboard(_) => {
                 ExitCode::FAILURE
             }
@@ -75,4 +90,24 @@ pub fn write_output(path: &Path, contents: &str, what: &'static str) -> Result<(
         path: path.to_path_buf(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::FleetError;
+    use crate::middleware::server::BadHeaderName;
+
+    #[test]
+    fn a_fleet_the_machine_refuses_exits_3() {
+        let emfile = FleetError::bind("z4066", std::io::Error::from_raw_os_error(24));
+        let e = RunError::from(SessionError::from(emfile));
+        assert_eq!(e.exit_code(), ExitCode::from(EXIT_ENVIRONMENT));
+        assert!(e.to_string().contains("service `z4066`"), "{e}");
+        let header = RunError::from(SessionError::from(FleetError::ClaimHeader {
+            service: "A".into(),
+            source: BadHeaderName("x bad".into()),
+        }));
+        assert_eq!(header.exit_code(), ExitCode::FAILURE);
+    }
 }

@@ -27,7 +27,7 @@ pub mod yaml;
 
 use cli::{Command, Opts};
 
-pub use error::{RunError, EXIT_BAD_INPUT, EXIT_EXPECTATION};
+pub use error::{RunError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_EXPECTATION};
 
 /// Runs one command line: each command is a front end over a session
 /// (`run`, `compare`, `serve`) or starts nothing (`check`, `model`).

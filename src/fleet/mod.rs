@@ -5,14 +5,17 @@
 //! router, the retry client on its outbound calls. Faults, context drops
 //! and policies change while the fleet runs, through [`Fleet`]'s methods —
 //! the same calls the dashboard's keys and a scenario's steps make.
+//!
+//! Starting one can fail for reasons outside the lab (file descriptors,
+//! loopback ports); [`FleetError`] says which service and what to change.
 
+mod error;
 mod service;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 
-use anyhow::Context as _;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -24,6 +27,7 @@ use crate::middleware::Observer;
 use crate::ownership::Attribution;
 use crate::topology::{EdgePolicy, Fault, Policy, ServiceId, Topology};
 
+pub use error::{FleetError, ResourceHint};
 pub use service::ServiceRuntime;
 
 /// How to start a fleet.
@@ -58,7 +62,11 @@ impl std::fmt::Debug for Fleet {
 
 impl Fleet {
     /// Binds a listener per service on 127.0.0.1 and starts them all.
-    pub async fn spawn(topology: Arc<Topology>, opts: FleetOptions) -> anyhow::Result<Fleet> {
+    ///
+    /// Fails, naming the service, when a port cannot be bound (often the
+    /// open-file limit on a big topology), when the claim header is not a
+    /// valid header name, or when an HTTP client cannot be built.
+    pub async fn spawn(topology: Arc<Topology>, opts: FleetOptions) -> Result<Fleet, FleetError> {
         raise_fd_limit(&topology);
         let metrics = Arc::new(Metrics::new(&topology));
         let observer: Arc<dyn Observer> = metrics.clone();
@@ -80,8 +88,11 @@ impl Fleet {
             }
             let l = TcpListener::bind("127.0.0.1:0")
                 .await
-                .with_context(|| format!("binding a loopback port for service {}", s.name))?;
-            addrs.push(Some(l.local_addr()?));
+                .map_err(|e| FleetError::bind(&s.name, e))?;
+            let addr = l
+                .local_addr()
+                .map_err(|e| FleetError::local_addr(&s.name, e))?;
+            addrs.push(Some(addr));
             listeners.push(Some(l));
         }
         let url_of = |id: ServiceId| -> String {
@@ -110,6 +121,10 @@ impl Fleet {
         let mut services = Vec::with_capacity(topology.services.len());
         let mut tasks = Vec::new();
         for (id, (spec, listener)) in topology.services.iter().zip(listeners).enumerate() {
+            let claim_header = |source| FleetError::ClaimHeader {
+                service: spec.name.clone(),
+                source,
+            };
             let layer = OwnershipLayer::with_control(
                 id,
                 &topology.ownership.header,
@@ -117,13 +132,15 @@ impl Fleet {
                 control.clone(),
                 observer.clone(),
                 roots.clone(),
-            )?;
+            )
+            .map_err(claim_header)?;
             let client = RetryClient::new(
                 id,
                 &topology.ownership.header,
                 observer.clone(),
                 opts.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            )?;
+            )
+            .map_err(claim_header)?;
             let rt = Arc::new(ServiceRuntime::new(
                 id,
                 spec,
@@ -136,7 +153,7 @@ impl Fleet {
                 addrs[id],
                 opts.seed.wrapping_add(id as u64 + 1),
                 opts.plain,
-            ));
+            )?);
             if let Some(l) = listener {
                 tasks.push(tokio::spawn(service::serve(
                     rt.clone(),
@@ -276,5 +293,26 @@ fn raise_fd_limit(t: &Topology) {
         if soft < want {
             let _ = rlimit::Resource::NOFILE.set(want.min(hard), hard);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_bad_claim_header_is_refused_naming_the_service() {
+        // Validation refuses this header in YAML; a topology built in code
+        // can still carry it.
+        let mut t = Topology::from_yaml("name: t\nservices:\n  A:\n", "t.yaml").unwrap();
+        t.ownership.header = "x bad".into();
+        let e = Fleet::spawn(Arc::new(t), FleetOptions::default())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, FleetError::ClaimHeader { service, .. } if service == "A"),
+            "{e}"
+        );
+        assert!(!e.is_environment());
     }
 }

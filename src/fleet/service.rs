@@ -24,6 +24,8 @@ use crate::middleware::server::{OwnershipLayer, ServerConfig};
 use crate::ownership::DependencyMode;
 use crate::topology::{Fault, Phase, Service};
 
+use super::FleetError;
+
 /// A service's state while the fleet runs.
 pub struct ServiceRuntime {
     id: usize,
@@ -87,9 +89,22 @@ impl ServiceRuntime {
         addr: Option<SocketAddr>,
         seed: u64,
         plain: bool,
-    ) -> ServiceRuntime {
+    ) -> Result<ServiceRuntime, FleetError> {
+        let plain = plain
+            .then(|| {
+                reqwest::Client::builder()
+                    .no_proxy()
+                    .tcp_nodelay(true)
+                    .pool_max_idle_per_host(256)
+                    .build()
+            })
+            .transpose()
+            .map_err(|source| FleetError::HttpClient {
+                service: spec.name.clone(),
+                source,
+            })?;
         let (down, _) = watch::channel(spec.fault.down);
-        ServiceRuntime {
+        Ok(ServiceRuntime {
             id,
             name: spec.name.clone(),
             edges,
@@ -112,15 +127,8 @@ impl ServiceRuntime {
             rng: Mutex::new(SmallRng::seed_from_u64(seed)),
             client,
             server,
-            plain: plain.then(|| {
-                reqwest::Client::builder()
-                    .no_proxy()
-                    .tcp_nodelay(true)
-                    .pool_max_idle_per_host(256)
-                    .build()
-                    .expect("a plain-HTTP reqwest client always builds")
-            }),
-        }
+            plain,
+        })
     }
 
     /// The service's index in the topology.

@@ -6,6 +6,9 @@
 //! for each other. What is in flight is bounded: over the bound a request
 //! is counted as *dropped* instead of queued, so memory stays fixed under
 //! any overload.
+//!
+//! It starts with the fleet, so its one failure (its HTTP client cannot be
+//! built) is a [`FleetError`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -17,6 +20,7 @@ use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::fleet::FleetError;
 use crate::metrics::Metrics;
 use crate::topology::Arrival;
 
@@ -75,6 +79,9 @@ impl LoadControl {
 }
 
 /// Starts the generator: root requests to `url` until `stop` turns true.
+///
+/// Fails with [`FleetError::LoadClient`] when its HTTP client cannot be
+/// built.
 pub fn spawn(
     url: String,
     control: Arc<LoadControl>,
@@ -83,17 +90,20 @@ pub fn spawn(
     seed: u64,
     metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
-) -> JoinHandle<()> {
-    let http = reqwest::Client::builder()
+) -> Result<JoinHandle<()>, FleetError> {
+    let http = match reqwest::Client::builder()
         .no_proxy()
         .tcp_nodelay(true)
         .pool_max_idle_per_host(max_in_flight)
         .timeout(ROOT_TIMEOUT)
         .build()
-        .expect("a plain-HTTP reqwest client always builds");
+    {
+        Ok(http) => http,
+        Err(source) => return Err(FleetError::LoadClient { url, source }),
+    };
     let url: Arc<str> = url.into();
     let slots = Arc::new(Semaphore::new(max_in_flight.max(1)));
-    tokio::spawn(async move {
+    Ok(tokio::spawn(async move {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut next = Instant::now();
         loop {
@@ -147,5 +157,5 @@ pub fn spawn(
                 Err(_) => metrics.root_dropped(),
             }
         }
-    })
+    }))
 }

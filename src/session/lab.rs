@@ -97,8 +97,7 @@ impl Lab {
                 plain: false,
             },
         )
-        .await
-        .map_err(SessionError::Fleet)?;
+        .await?;
         let control = Arc::new(LoadControl::new(topology.load.rps));
         let (stop, stop_rx) = watch::channel(false);
         let load_task = opts.load.then(|| {
@@ -113,6 +112,7 @@ impl Lab {
                 stop_rx,
             )
         });
+        let load_task = load_task.transpose()?;
         let cap = Series::capacity_for(
             topology.services.len(),
             topology.edges.len(),

@@ -46,6 +46,7 @@ pub use runner::{drive, Plan};
 pub use snapshot::Snapshot;
 pub use state::{apply, fold, ActionError, Change, LabState};
 
+use crate::fleet::FleetError;
 use crate::topology::Topology;
 
 /// Actions a front end may have queued before the run loop takes them.
@@ -59,7 +60,7 @@ pub enum SessionError {
     Runtime(#[source] std::io::Error),
     /// The fleet could not be started.
     #[error(transparent)]
-    Fleet(anyhow::Error),
+    Fleet(#[from] FleetError),
     /// A starting action does not apply to this topology.
     #[error("the starting state is not valid: {0}")]
     Start(#[from] ActionError),
