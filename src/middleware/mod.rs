@@ -73,6 +73,8 @@ pub struct Served {
     pub own_fault: bool,
     /// Whether any outbound call of this request failed (as recorded).
     pub dependency_failed: bool,
+    /// From the request's arrival to its answer.
+    pub elapsed: std::time::Duration,
 }
 
 /// One attempt of an outbound call ended (client side).

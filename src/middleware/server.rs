@@ -17,6 +17,7 @@ use std::task::{Context, Poll};
 use http::{HeaderName, HeaderValue, Request, Response};
 use pin_project_lite::pin_project;
 use tokio::task::futures::TaskLocalFuture;
+use tokio::time::Instant;
 use tower::{Layer, Service};
 
 use super::context::{self, RequestContext, Trace};
@@ -189,6 +190,7 @@ pin_project! {
         inner: TaskLocalFuture<Arc<RequestContext>, F>,
         ctx: Arc<RequestContext>,
         cfg: Arc<ServerConfig>,
+        started: Instant,
     }
 }
 
@@ -201,13 +203,18 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let mut res = ready!(this.inner.poll(cx))?;
-        finish(this.cfg, this.ctx, &mut res);
+        finish(this.cfg, this.ctx, this.started.elapsed(), &mut res);
         Poll::Ready(Ok(res))
     }
 }
 
 /// On the way out: decide and write the claim, feed the learner, report.
-fn finish<R>(cfg: &ServerConfig, ctx: &RequestContext, res: &mut Response<R>) {
+fn finish<R>(
+    cfg: &ServerConfig,
+    ctx: &RequestContext,
+    elapsed: std::time::Duration,
+    res: &mut Response<R>,
+) {
     let record = ctx.take();
     let status = res.status().as_u16();
     let dependency_failed = record.outbound.iter().any(|o| o.failed);
@@ -240,6 +247,7 @@ fn finish<R>(cfg: &ServerConfig, ctx: &RequestContext, res: &mut Response<R>) {
         claim,
         own_fault: error && record.own_fault,
         dependency_failed,
+        elapsed,
     });
 }
 
@@ -277,6 +285,7 @@ where
             inner: context::scope(ctx.clone(), self.inner.call(req)),
             ctx,
             cfg,
+            started: Instant::now(),
         }
     }
 }

@@ -271,6 +271,12 @@ catalogue! {
     /// Claims made by the at-least-once rule (rule 5).
     AtLeastOnceClaims = "at_least_once_claims" at "at_least_once_claims", Service Count "responses",
         None, |w, i| w.svc(i).at_least_once_claims as f64;
+    /// Median time from a request's arrival at the service to its answer (to within 12.5%).
+    LatencyMsP50 = "latency_ms_p50" at "latency_ms.p50", Service Real "ms",
+        None, |w, i| w.svc(i).latency.quantile_ms(0.5).unwrap_or(0.0);
+    /// 99th percentile time from a request's arrival at the service to its answer (to within 12.5%).
+    LatencyMsP99 = "latency_ms_p99" at "latency_ms.p99", Service Real "ms",
+        None, |w, i| w.svc(i).latency.quantile_ms(0.99).unwrap_or(0.0);
     /// Root requests per second into the entry.
     RootRps = "root_rps" at "root.rps", Fleet Real "req/s",
         None, |w, i| if w.counts.root.sent > 0 { w.rate(w.counts.root.sent) } else { w.root_rate() };

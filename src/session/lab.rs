@@ -116,7 +116,7 @@ impl Lab {
         let cap = Series::capacity_for(
             topology.services.len(),
             topology.edges.len(),
-            16 << 20,
+            32 << 20,
             (Duration::from_secs(3600).as_millis() / opts.tick.as_millis().max(1)) as usize,
         );
         let base = fleet.metrics().counts();
