@@ -23,9 +23,9 @@ use super::slots::Slots;
 use super::{Attempted, CallFailed, Observer, RetrySent};
 use crate::ownership::budget::RetryBudget;
 use crate::ownership::claim::Outbound;
+use crate::ownership::policy::EdgePolicy;
 use crate::ownership::retry::{self, RetryVerdict, StopReason};
 use crate::ownership::{backoff, is_error_status, Claim, Classified, DependencyMode};
-use crate::topology::EdgePolicy;
 
 /// One edge's runtime state: where it goes, its policy, its budget.
 #[derive(Debug)]
@@ -60,7 +60,7 @@ impl EdgeState {
         url: impl Into<String>,
         policy: EdgePolicy,
     ) -> EdgeState {
-        let budget = make_budget(&policy);
+        let budget = policy.new_budget();
         EdgeState {
             id,
             dependency,
@@ -85,12 +85,8 @@ impl EdgeState {
     /// Changes the policy. The budget keeps its tokens unless its ratio,
     /// ttl or floor changed.
     pub fn set_policy(&self, policy: EdgePolicy) {
-        let old = self.policy();
-        if old.budget != policy.budget
-            || old.ttl != policy.ttl
-            || old.min_per_sec != policy.min_per_sec
-        {
-            *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = make_budget(&policy);
+        if !self.policy().same_budget(&policy) {
+            *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = policy.new_budget();
         }
         self.policy.store(Arc::new(policy));
     }
@@ -102,11 +98,6 @@ impl EdgeState {
             .as_mut()
             .map(f)
     }
-}
-
-fn make_budget(p: &EdgePolicy) -> Option<RetryBudget> {
-    p.budget
-        .map(|ratio| RetryBudget::new(ratio, p.ttl, p.min_per_sec))
 }
 
 /// A calling service's HTTP client with the retry layer.

@@ -17,8 +17,11 @@
 //! This module holds no I/O. It *classifies* what came back from a call
 //! ([`Classified`]), *decides* whether to retry it ([`retry`]), whether a
 //! retry may be afforded ([`budget`]), how long to wait ([`backoff`]), and
-//! whether a failing service owns its error ([`claim`]). The middleware in
-//! `crate::middleware` wires these decisions to axum and reqwest.
+//! whether a failing service owns its error ([`claim`]). The edge's
+//! resolved numbers (attempts, budget, ownership, backoff) come in
+//! a [`policy::EdgePolicy`], a plain value with no tie to the topology file.
+//! The middleware in `crate::middleware` wires these decisions to axum and
+//! reqwest.
 //!
 //! ```
 //! use chaoslab::ownership::{Claim, Classified, retry::{decide, RetryVerdict}};
@@ -37,6 +40,7 @@ pub mod backoff;
 pub mod budget;
 pub mod claim;
 pub mod learn;
+pub mod policy;
 pub mod retry;
 
 use serde::{Deserialize, Serialize};
