@@ -1,11 +1,14 @@
 //! The client side: retry-aware outbound calls over reqwest.
 //!
 //! [`RetryClient::call`] makes one *logical* call on an edge: it sends the
-//! first attempt, classifies what came back, asks the retry rule, the
-//! attempt cap and the edge's budget whether to try again, and finally
-//! records the call's outcome — including whether rule 5's retry criteria
-//! were satisfied — into the current request's context, where the server
-//! layer will find it.
+//! first attempt and *classifies* what came back; the decisions — the retry
+//! rule, the attempt cap, the edge's budget, the backoff — are the
+//! [`AttemptMachine`]'s, which this client only drives (it owns the socket,
+//! the clock, the budget's lock and the random source). Finally it records
+//! the call's outcome — including whether rule 5's retry criteria were
+//! satisfied — into the current request's context, where the server layer
+//! will find it, and reports every attempt, retry and failed call to the
+//! [`Observer`].
 
 use std::sync::{Arc, Mutex};
 
@@ -21,11 +24,11 @@ use super::context::{self, Trace, TRACE};
 use super::server::BadHeaderName;
 use super::slots::Slots;
 use super::{Attempted, CallFailed, Observer, RetrySent};
+use crate::ownership::attempt::{AttemptMachine, Next};
 use crate::ownership::budget::RetryBudget;
 use crate::ownership::claim::Outbound;
-use crate::ownership::retry::{self, RetryVerdict, StopReason};
-use crate::ownership::{backoff, is_error_status, Claim, Classified, DependencyMode};
-use crate::topology::EdgePolicy;
+use crate::ownership::policy::EdgePolicy;
+use crate::ownership::{is_error_status, Claim, Classified, DependencyMode};
 
 /// One edge's runtime state: where it goes, its policy, its budget.
 #[derive(Debug)]
@@ -60,7 +63,7 @@ impl EdgeState {
         url: impl Into<String>,
         policy: EdgePolicy,
     ) -> EdgeState {
-        let budget = make_budget(&policy);
+        let budget = policy.new_budget();
         EdgeState {
             id,
             dependency,
@@ -85,12 +88,8 @@ impl EdgeState {
     /// Changes the policy. The budget keeps its tokens unless its ratio,
     /// ttl or floor changed.
     pub fn set_policy(&self, policy: EdgePolicy) {
-        let old = self.policy();
-        if old.budget != policy.budget
-            || old.ttl != policy.ttl
-            || old.min_per_sec != policy.min_per_sec
-        {
-            *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = make_budget(&policy);
+        if !self.policy().same_budget(&policy) {
+            *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = policy.new_budget();
         }
         self.policy.store(Arc::new(policy));
     }
@@ -102,11 +101,6 @@ impl EdgeState {
             .as_mut()
             .map(f)
     }
-}
-
-fn make_budget(p: &EdgePolicy) -> Option<RetryBudget> {
-    p.budget
-        .map(|ratio| RetryBudget::new(ratio, p.ttl, p.min_per_sec))
 }
 
 /// A calling service's HTTP client with the retry layer.
@@ -213,65 +207,54 @@ impl RetryClient {
         // A copy: no guard or reference count held across the call.
         let policy: EdgePolicy = **edge.policy.load();
         let child = trace.map(Trace::child);
-        let mut attempt = 0u32;
-        let outbound = loop {
-            if attempt == 0 {
-                let now = self.now();
-                edge.with_budget(|b| b.deposit(now));
-            }
-            let outcome = self.attempt(edge, child, policy.timeout).await;
+        // Every first attempt earns the edge's budget its share.
+        let now = self.now();
+        edge.with_budget(|b| b.deposit(now));
+        let mut machine = AttemptMachine::for_policy(&policy);
+        let outcome = loop {
+            let answer = self.attempt(edge, child, policy.timeout).await;
             self.observer.attempted(&Attempted {
                 service: self.service,
                 edge: edge.id,
-                attempt,
-                outcome,
+                attempt: machine.attempt(),
+                outcome: answer,
             });
-            let verdict = retry::decide(outcome, policy.ownership);
-            if verdict == RetryVerdict::Done {
-                break Outbound {
-                    dependency: edge.dependency,
-                    mode: edge.mode,
-                    failed: false,
-                    claim_seen: None,
-                    criteria_satisfied: true,
-                };
-            }
-            let stop = retry::stop_reason(verdict, attempt, policy.attempts).or_else(|| {
-                let now = self.now();
-                match edge.with_budget(|b| b.try_withdraw(now)) {
-                    Some(false) => Some(StopReason::BudgetDenied),
-                    _ => None,
-                }
-            });
-            if let Some(reason) = stop {
-                self.observer.call_failed(&CallFailed {
-                    service: self.service,
-                    edge: edge.id,
-                    reason,
-                });
-                break Outbound {
-                    dependency: edge.dependency,
-                    mode: edge.mode,
-                    failed: true,
-                    claim_seen: outcome.claim(),
-                    criteria_satisfied: reason.criteria_satisfied(),
-                };
-            }
-            attempt += 1;
+            let next = machine.on_answer(
+                answer,
+                || {
+                    let now = self.now();
+                    // No budget on the edge grants every retry.
+                    edge.with_budget(|b| b.try_withdraw(now)) != Some(false)
+                },
+                || {
+                    self.rng
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .random_range(0.0..1.0)
+                },
+            );
+            let delay = match next {
+                Next::Stop(outcome) => break outcome,
+                Next::RetryNow => None,
+                Next::RetryAfter(d) => Some(d),
+            };
             self.observer.retry_sent(&RetrySent {
                 service: self.service,
                 edge: edge.id,
                 trace,
             });
-            if !policy.backoff.is_zero() {
-                let u: f64 = self
-                    .rng
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .random_range(0.0..1.0);
-                tokio::time::sleep(backoff::delay(policy.backoff, attempt, u)).await;
+            if let Some(d) = delay {
+                tokio::time::sleep(d).await;
             }
         };
+        if let Some(reason) = outcome.stop_reason() {
+            self.observer.call_failed(&CallFailed {
+                service: self.service,
+                edge: edge.id,
+                reason,
+            });
+        }
+        let outbound = outcome.outbound(edge.dependency, edge.mode);
         context::record_current(outbound);
         outbound
     }

@@ -14,16 +14,24 @@
 //! use std::sync::Arc;
 //! use axum::{extract::Request, http::StatusCode, routing::get, Router};
 //! use chaoslab::middleware::{client::{EdgeState, RetryClient}, server::OwnershipLayer, NoopObserver};
-//! use chaoslab::ownership::DependencyMode;
-//! use chaoslab::topology::Policy;
+//! use chaoslab::ownership::{policy::EdgePolicy, DependencyMode};
 //! use tower::Layer as _;
 //!
 //! # async fn demo() {
 //! let observer = Arc::new(NoopObserver);
 //! let client = Arc::new(RetryClient::new(0, "x-error-claim", observer.clone(), 7).unwrap());
+//! // Two attempts, a 10% budget, claims honoured.
+//! let policy = EdgePolicy {
+//!     attempts: 2,
+//!     budget: Some(0.1),
+//!     ownership: true,
+//!     min_per_sec: 0.0,
+//!     ttl: std::time::Duration::from_secs(10),
+//!     backoff: std::time::Duration::ZERO,
+//!     timeout: std::time::Duration::from_secs(1),
+//! };
 //! let payments = Arc::new(EdgeState::new(
-//!     0, 1, DependencyMode::FailClose, "http://127.0.0.1:8081/",
-//!     Policy::default().for_edge(&Default::default()),
+//!     0, 1, DependencyMode::FailClose, "http://127.0.0.1:8081/", policy,
 //! ));
 //! let router = Router::new().route("/", get(move || {
 //!     let (client, payments) = (client.clone(), payments.clone());

@@ -17,8 +17,13 @@
 //! This module holds no I/O. It *classifies* what came back from a call
 //! ([`Classified`]), *decides* whether to retry it ([`retry`]), whether a
 //! retry may be afforded ([`budget`]), how long to wait ([`backoff`]), and
-//! whether a failing service owns its error ([`claim`]). The middleware in
-//! `crate::middleware` wires these decisions to axum and reqwest.
+//! whether a failing service owns its error ([`claim`]). The [`attempt`]
+//! state machine puts the client-side decisions together into the one retry
+//! loop of a logical call, fed the classified answer of each attempt; the
+//! edge's resolved numbers (attempts, budget, ownership, backoff) come in
+//! a [`policy::EdgePolicy`], a plain value with no tie to the topology
+//! file. The middleware in `crate::middleware` wires these decisions to axum
+//! and reqwest, and the topology's rule simulation drives the same machine.
 //!
 //! ```
 //! use chaoslab::ownership::{Claim, Classified, retry::{decide, RetryVerdict}};
@@ -33,10 +38,12 @@
 //! assert_eq!(decide(from_c, false), RetryVerdict::Retry);
 //! ```
 
+pub mod attempt;
 pub mod backoff;
 pub mod budget;
 pub mod claim;
 pub mod learn;
+pub mod policy;
 pub mod retry;
 
 use serde::{Deserialize, Serialize};

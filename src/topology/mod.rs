@@ -22,6 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::ownership::{Attribution, DependencyMode, DEFAULT_CLAIM_HEADER};
 
+/// The resolved policy of one edge lives with the mechanism that reads it;
+/// [`Policy::for_edge`] produces it from the topology's settings.
+pub use crate::ownership::policy::EdgePolicy;
 pub use validate::TopologyError;
 
 /// A service's position in [`Topology::services`].
@@ -361,25 +364,6 @@ impl Policy {
             timeout: p.timeout,
         }
     }
-}
-
-/// The policy in force on one edge.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EdgePolicy {
-    /// Attempts per call (1: no retries).
-    pub attempts: u32,
-    /// The budget ratio, if a budget applies.
-    pub budget: Option<f64>,
-    /// Whether unclaimed errors are spared a retry.
-    pub ownership: bool,
-    /// Retries per second always allowed.
-    pub min_per_sec: f64,
-    /// Budget deposit lifetime.
-    pub ttl: Duration,
-    /// Backoff base.
-    pub backoff: Duration,
-    /// Per-attempt timeout.
-    pub timeout: Duration,
 }
 
 /// `load:` settings.

@@ -2,21 +2,21 @@
 //!
 //! The model ([`super::model`]) computes expected rates arithmetically. This
 //! module instead *plays* one root request through the topology with
-//! deterministic faults, hop by hop, asking the same functions the
-//! middleware asks — [`retry::decide`], [`retry::stop_reason`] and
-//! [`claim::decide`] — and records which edges sent retries. It serves to
-//! cross-check the model's storm radius: two implementations of the rules
-//! that must agree.
+//! deterministic faults, hop by hop, driving the same code the middleware
+//! drives — the [`AttemptMachine`] for each call's attempts and
+//! [`claim::decide`] for each error's claim — and records which edges sent
+//! retries. It serves to cross-check the model's storm radius: the model's
+//! arithmetic and the middleware's own decisions must agree.
 //!
 //! With deterministic faults, every invocation of a service ends the same
 //! way, so each service is played once and remembered; a 25-deep chain
 //! under naive retries (2^24 calls if played literally) takes 25 steps.
 
+use crate::ownership::attempt::{AttemptMachine, Next};
 use crate::ownership::claim::{self, Outbound};
-use crate::ownership::retry::{self, RetryVerdict};
 use crate::ownership::{Attribution, Claim, Classified, DependencyMode};
 
-use super::{Edge, EdgePolicy, Phase, Policy, ServiceId, Topology};
+use super::{Phase, Policy, ServiceId, Topology};
 
 #[derive(Clone, Copy)]
 struct Played {
@@ -67,11 +67,23 @@ impl Sim<'_> {
             let mut ep = self.policy.for_edge(&edge.policy);
             ep.ownership &= s.ownership;
             let callee = self.play(edge.to);
+            // A zero budget never grants; any other grants some.
+            let budget_grants = !(ep.budget == Some(0.0) && ep.min_per_sec <= 0.0);
             for _ in 0..edge.count {
-                let (out, retried) = call(edge, &ep, callee.response);
-                if retried {
+                // Deterministic faults: every attempt gets the callee's one
+                // answer. Time plays no part: a backoff's delay is skipped.
+                let mut machine = AttemptMachine::for_policy(&ep);
+                let end = loop {
+                    if let Next::Stop(end) =
+                        machine.on_answer(callee.response, || budget_grants, || 0.0)
+                    {
+                        break end;
+                    }
+                };
+                if end.retries() > 0 {
                     run = run.max(1 + callee.run);
                 }
+                let out = end.outbound(edge.to, edge.mode);
                 outbound.push(out);
                 if out.failed && edge.mode == DependencyMode::FailClose {
                     failed_close = true;
@@ -101,42 +113,6 @@ impl Sim<'_> {
         self.memo[v] = Some(p);
         p
     }
-}
-
-/// One logical call on `edge` with policy `ep` to a callee that answers
-/// `callee` every time: what the caller records, and whether it retried.
-fn call(edge: &Edge, ep: &EdgePolicy, callee: Classified) -> (Outbound, bool) {
-    let mut retried = false;
-    let mut attempt = 0;
-    let out = loop {
-        let verdict = retry::decide(callee, ep.ownership);
-        if verdict == RetryVerdict::Done {
-            break Outbound {
-                dependency: edge.to,
-                mode: edge.mode,
-                failed: false,
-                claim_seen: None,
-                criteria_satisfied: true,
-            };
-        }
-        let stop = retry::stop_reason(verdict, attempt, ep.attempts).or(
-            // A zero budget never grants; any other grants some.
-            (ep.budget == Some(0.0) && ep.min_per_sec <= 0.0)
-                .then_some(retry::StopReason::BudgetDenied),
-        );
-        if let Some(reason) = stop {
-            break Outbound {
-                dependency: edge.to,
-                mode: edge.mode,
-                failed: true,
-                claim_seen: callee.claim(),
-                criteria_satisfied: reason.criteria_satisfied(),
-            };
-        }
-        retried = true;
-        attempt += 1;
-    };
-    (out, retried)
 }
 
 /// The storm radius of one root request when the services `failing` names

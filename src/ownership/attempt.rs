@@ -1,0 +1,511 @@
+//! The attempt state machine: one logical call, attempt by attempt.
+//!
+//! # Why a machine
+//!
+//! A logical call on an edge is a short loop: send an attempt, see what came
+//! back, decide whether to try again, perhaps wait, send again. Every rule of
+//! SPEC section 1 meets in that loop — the retry table ([`retry::decide`]),
+//! the attempt cap R ([`retry::stop_reason`]), the budget, the backoff — and
+//! what the loop ends with feeds rule 5 (at-least-once) on the server side
+//! and every retry counter the lab shows. The lab runs that loop twice: over
+//! real sockets in the middleware's retry client, and over a deterministic
+//! play of the topology in the rule simulation that cross-checks the
+//! analytical model. If each kept its own copy, the cross-check would
+//! compare two copies of the loop instead of one loop against the model.
+//!
+//! So the loop's *decisions* live here, once, with no I/O: no socket, no
+//! timer, no clock, no random source. The driver owns all of those. It sends
+//! an attempt, *classifies* the answer ([`Classified`]: success, error with
+//! its claim, no response) and feeds it to [`AttemptMachine::on_answer`],
+//! which *decides*: [`Next::RetryNow`], [`Next::RetryAfter`] a backoff, or
+//! [`Next::Stop`] with the call's [`CallOutcome`]. Keeping classification
+//! apart from the decision is the tower-http `classify` / linkerd2-proxy
+//! retry split: the middleware knows HTTP, the machine knows the rules.
+//!
+//! The budget and the backoff's randomness are injected as two closures,
+//! asked only when the rules need them, in the order they need them: the
+//! budget only for a retry-eligible failure that the attempt cap would allow
+//! (a suppressed error or a spent cap never costs a token), the jitter only
+//! for a granted retry on an edge with a backoff base. A driver that holds
+//! the budget under a lock and the random source under another thus takes
+//! each lock exactly when the old inline loop did. Depositing the first
+//! attempt's share into the budget stays with the driver: it is bookkeeping
+//! on every call, not a decision.
+//!
+//! The seed's three-service example: C fails and claims, B retries it once
+//! (R = 2) and gives up; the error B then returns goes up unclaimed, so A,
+//! under ownership, suppresses its retry.
+//!
+//! ```
+//! use std::time::Duration;
+//! use chaoslab::ownership::attempt::{AttemptMachine, Ending, Next};
+//! use chaoslab::ownership::retry::StopReason;
+//! use chaoslab::ownership::{Claim, Classified};
+//!
+//! let from_c = Classified::Error { claim: Claim::Claimed };
+//! let grant = || true; // the budget allows the retry
+//! let no_jitter = || 0.0; // never asked: this edge has no backoff
+//!
+//! // B calls C: the claimed error is retried once, then the cap is reached.
+//! let mut b = AttemptMachine::new(2, true, Duration::ZERO);
+//! assert_eq!(b.on_answer(from_c, grant, no_jitter), Next::RetryNow);
+//! let Next::Stop(out) = b.on_answer(from_c, grant, no_jitter) else { panic!() };
+//! assert_eq!(out.ending, Ending::GaveUp(StopReason::AttemptsExhausted));
+//! assert_eq!((out.attempts, out.retries()), (2, 1));
+//!
+//! // A calls B: B's error comes back unclaimed, A does not retry it.
+//! let from_b = Classified::Error { claim: Claim::Unclaimed };
+//! let mut a = AttemptMachine::new(2, true, Duration::ZERO);
+//! let Next::Stop(out) = a.on_answer(from_b, grant, no_jitter) else { panic!() };
+//! assert_eq!(out.stop_reason(), Some(StopReason::Suppressed));
+//! assert_eq!(out.retries(), 0);
+//! ```
+
+use std::time::Duration;
+
+use super::backoff;
+use super::claim::Outbound;
+use super::policy::EdgePolicy;
+use super::retry::{self, RetryVerdict, StopReason};
+use super::{Classified, DependencyMode};
+
+/// How a logical call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// An attempt succeeded.
+    Success,
+    /// The call failed and no further attempt is made, for this reason.
+    GaveUp(StopReason),
+}
+
+/// What a logical call did, all attempts together: what the server side's
+/// dependency analysis (rule 5) and the retry counters need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallOutcome {
+    /// Success, or why the call gave up.
+    pub ending: Ending,
+    /// The answer to the last attempt.
+    pub last: Classified,
+    /// Attempts made, the first included (always at least 1).
+    pub attempts: u32,
+}
+
+impl CallOutcome {
+    /// Whether the call failed after all its attempts.
+    pub fn failed(self) -> bool {
+        self.ending != Ending::Success
+    }
+
+    /// Retries sent: every attempt after the first.
+    pub fn retries(self) -> u32 {
+        self.attempts.saturating_sub(1)
+    }
+
+    /// Why the call gave up; `None` when it succeeded.
+    pub fn stop_reason(self) -> Option<StopReason> {
+        match self.ending {
+            Ending::Success => None,
+            Ending::GaveUp(reason) => Some(reason),
+        }
+    }
+
+    /// Rule 5's "retry criteria satisfied" for this call. A success has
+    /// nothing to satisfy; a failure satisfies them unless its edge has no
+    /// retries configured (see [`StopReason::criteria_satisfied`]).
+    pub fn criteria_satisfied(self) -> bool {
+        self.stop_reason()
+            .is_none_or(StopReason::criteria_satisfied)
+    }
+
+    /// The record the dependency analysis keeps for this call, on an edge to
+    /// `dependency` declared `mode`.
+    pub fn outbound(self, dependency: usize, mode: DependencyMode) -> Outbound {
+        let failed = self.failed();
+        Outbound {
+            dependency,
+            mode,
+            failed,
+            claim_seen: if failed { self.last.claim() } else { None },
+            criteria_satisfied: self.criteria_satisfied(),
+        }
+    }
+}
+
+/// What the driver does after feeding an answer to the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Send the next attempt at once: the edge has no backoff.
+    RetryNow,
+    /// Send the next attempt after this delay: the full-jitter draw for the
+    /// edge's backoff base (which may itself come out as zero).
+    RetryAfter(Duration),
+    /// No further attempt: the call is over.
+    Stop(CallOutcome),
+}
+
+/// The attempt state machine of one logical call.
+///
+/// Built per call from the edge's attempt cap, ownership switch and backoff
+/// base, fed one [`Classified`] answer per attempt. Once it has answered
+/// [`Next::Stop`] it keeps answering the same stop, whatever it is fed.
+#[derive(Debug, Clone)]
+pub struct AttemptMachine {
+    max_attempts: u32,
+    ownership: bool,
+    backoff: Duration,
+    /// The attempt whose answer is awaited, 0-based.
+    attempt: u32,
+    done: Option<CallOutcome>,
+}
+
+impl AttemptMachine {
+    /// A call allowing `max_attempts` attempts (the first included; 0 or 1
+    /// means no retries), honouring claims when `ownership` is on, and
+    /// waiting a full-jitter backoff on `backoff` before each retry when it
+    /// is not zero.
+    pub fn new(max_attempts: u32, ownership: bool, backoff: Duration) -> AttemptMachine {
+        AttemptMachine {
+            max_attempts,
+            ownership,
+            backoff,
+            attempt: 0,
+            done: None,
+        }
+    }
+
+    /// A call on an edge running `policy`.
+    pub fn for_policy(policy: &EdgePolicy) -> AttemptMachine {
+        AttemptMachine::new(policy.attempts, policy.ownership, policy.backoff)
+    }
+
+    /// The number of the attempt whose answer is awaited (0 for the first);
+    /// after the call has stopped, the number of its last attempt.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The call's outcome, once it has stopped.
+    pub fn outcome(&self) -> Option<CallOutcome> {
+        self.done
+    }
+
+    /// Feeds the answer to the current attempt and decides what follows.
+    ///
+    /// `budget` is asked (at most once) whether the edge's budget grants a
+    /// retry, and only for an answer the retry rule and the attempt cap
+    /// would retry; `true` grants it (an edge without a budget always
+    /// grants). `jitter` is asked (at most once) for a uniform sample in
+    /// `[0, 1)`, and only for a granted retry on an edge with a backoff.
+    pub fn on_answer(
+        &mut self,
+        answer: Classified,
+        budget: impl FnOnce() -> bool,
+        jitter: impl FnOnce() -> f64,
+    ) -> Next {
+        if let Some(done) = self.done {
+            return Next::Stop(done);
+        }
+        let verdict = retry::decide(answer, self.ownership);
+        let ending = if verdict == RetryVerdict::Done {
+            Some(Ending::Success)
+        } else {
+            retry::stop_reason(verdict, self.attempt, self.max_attempts)
+                .or_else(|| (!budget()).then_some(StopReason::BudgetDenied))
+                .map(Ending::GaveUp)
+        };
+        if let Some(ending) = ending {
+            let done = CallOutcome {
+                ending,
+                last: answer,
+                attempts: self.attempt + 1,
+            };
+            self.done = Some(done);
+            return Next::Stop(done);
+        }
+        self.attempt += 1;
+        if self.backoff.is_zero() {
+            Next::RetryNow
+        } else {
+            Next::RetryAfter(backoff::delay(self.backoff, self.attempt, jitter()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ownership::Claim;
+    use proptest::prelude::*;
+    use std::cell::Cell;
+
+    const CLAIMED: Classified = Classified::Error {
+        claim: Claim::Claimed,
+    };
+    const UNCLAIMED: Classified = Classified::Error {
+        claim: Claim::Unclaimed,
+    };
+    const MISSING: Classified = Classified::Error {
+        claim: Claim::Missing,
+    };
+
+    fn grant() -> bool {
+        true
+    }
+
+    fn no_jitter() -> f64 {
+        panic!("jitter asked on an edge without backoff")
+    }
+
+    fn stop(next: Next) -> CallOutcome {
+        match next {
+            Next::Stop(o) => o,
+            other => panic!("expected a stop, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn first_success_stops_at_once() {
+        let mut m = AttemptMachine::new(3, true, Duration::ZERO);
+        let o = stop(m.on_answer(Classified::Success, || panic!("budget"), no_jitter));
+        assert_eq!(o.ending, Ending::Success);
+        assert_eq!((o.attempts, o.retries()), (1, 0));
+        assert!(!o.failed());
+        assert_eq!(
+            o.outbound(4, DependencyMode::FailOpen),
+            Outbound {
+                dependency: 4,
+                mode: DependencyMode::FailOpen,
+                failed: false,
+                claim_seen: None,
+                criteria_satisfied: true,
+            }
+        );
+    }
+
+    #[test]
+    fn success_on_a_retry() {
+        let mut m = AttemptMachine::new(3, true, Duration::ZERO);
+        assert_eq!(
+            m.on_answer(Classified::NoResponse, grant, no_jitter),
+            Next::RetryNow
+        );
+        assert_eq!(m.attempt(), 1);
+        let o = stop(m.on_answer(Classified::Success, grant, no_jitter));
+        assert_eq!(o.ending, Ending::Success);
+        assert_eq!(o.retries(), 1);
+        assert!(o.outbound(0, DependencyMode::FailClose).criteria_satisfied);
+    }
+
+    #[test]
+    fn claimed_and_missing_errors_use_up_the_cap() {
+        for answer in [CLAIMED, MISSING, Classified::NoResponse] {
+            let mut m = AttemptMachine::new(3, true, Duration::ZERO);
+            assert_eq!(m.on_answer(answer, grant, no_jitter), Next::RetryNow);
+            assert_eq!(m.on_answer(answer, grant, no_jitter), Next::RetryNow);
+            let o = stop(m.on_answer(answer, grant, no_jitter));
+            assert_eq!(o.stop_reason(), Some(StopReason::AttemptsExhausted));
+            assert_eq!(o.attempts, 3);
+            let out = o.outbound(1, DependencyMode::FailClose);
+            assert!(out.failed && out.criteria_satisfied);
+            assert_eq!(out.claim_seen, answer.claim());
+        }
+    }
+
+    #[test]
+    fn unclaimed_is_suppressed_under_ownership_only() {
+        let mut m = AttemptMachine::new(2, true, Duration::ZERO);
+        let o = stop(m.on_answer(UNCLAIMED, || panic!("budget"), no_jitter));
+        assert_eq!(o.stop_reason(), Some(StopReason::Suppressed));
+        assert_eq!(
+            o.outbound(0, DependencyMode::FailClose).claim_seen,
+            Some(Claim::Unclaimed)
+        );
+
+        let mut m = AttemptMachine::new(2, false, Duration::ZERO);
+        assert_eq!(m.on_answer(UNCLAIMED, grant, no_jitter), Next::RetryNow);
+    }
+
+    #[test]
+    fn no_retries_configured_leaves_rule_5_unsatisfied() {
+        for cap in [0, 1] {
+            let mut m = AttemptMachine::new(cap, true, Duration::ZERO);
+            let o = stop(m.on_answer(CLAIMED, || panic!("budget"), no_jitter));
+            assert_eq!(o.stop_reason(), Some(StopReason::NoRetriesConfigured));
+            assert!(!o.outbound(0, DependencyMode::FailClose).criteria_satisfied);
+        }
+    }
+
+    #[test]
+    fn budget_denial_stops_and_satisfies_rule_5() {
+        let asked = Cell::new(0);
+        let mut m = AttemptMachine::new(2, true, Duration::ZERO);
+        let o = stop(m.on_answer(
+            CLAIMED,
+            || {
+                asked.set(asked.get() + 1);
+                false
+            },
+            no_jitter,
+        ));
+        assert_eq!(asked.get(), 1);
+        assert_eq!(o.stop_reason(), Some(StopReason::BudgetDenied));
+        assert_eq!(o.attempts, 1);
+        assert!(o.criteria_satisfied());
+    }
+
+    #[test]
+    fn budget_is_not_asked_once_the_cap_is_reached() {
+        let mut m = AttemptMachine::new(2, false, Duration::ZERO);
+        assert_eq!(m.on_answer(CLAIMED, grant, no_jitter), Next::RetryNow);
+        let o = stop(m.on_answer(CLAIMED, || panic!("budget"), no_jitter));
+        assert_eq!(o.stop_reason(), Some(StopReason::AttemptsExhausted));
+    }
+
+    #[test]
+    fn backoff_doubles_per_retry_with_the_injected_jitter() {
+        let base = Duration::from_millis(10);
+        let mut m = AttemptMachine::new(4, true, base);
+        assert_eq!(
+            m.on_answer(CLAIMED, grant, || 0.5),
+            Next::RetryAfter(Duration::from_millis(5))
+        );
+        assert_eq!(
+            m.on_answer(CLAIMED, grant, || 0.5),
+            Next::RetryAfter(Duration::from_millis(10))
+        );
+        assert_eq!(
+            m.on_answer(CLAIMED, grant, || 0.0),
+            Next::RetryAfter(Duration::ZERO)
+        );
+        let o = stop(m.on_answer(CLAIMED, grant, || panic!("jitter")));
+        assert_eq!(o.attempts, 4);
+    }
+
+    #[test]
+    fn a_stopped_call_stays_stopped() {
+        let mut m = AttemptMachine::new(3, true, Duration::ZERO);
+        let o = stop(m.on_answer(UNCLAIMED, grant, no_jitter));
+        assert_eq!(m.outcome(), Some(o));
+        let again = m.on_answer(CLAIMED, || panic!("budget"), || panic!("jitter"));
+        assert_eq!(again, Next::Stop(o));
+        assert_eq!(m.attempt(), 0);
+    }
+
+    #[test]
+    fn for_policy_reads_the_edge() {
+        let p = EdgePolicy {
+            attempts: 1,
+            budget: None,
+            ownership: false,
+            min_per_sec: 0.0,
+            ttl: Duration::from_secs(10),
+            backoff: Duration::ZERO,
+            timeout: Duration::from_secs(1),
+        };
+        let mut m = AttemptMachine::for_policy(&p);
+        let o = stop(m.on_answer(UNCLAIMED, grant, no_jitter));
+        assert_eq!(o.stop_reason(), Some(StopReason::NoRetriesConfigured));
+    }
+
+    fn answer() -> impl Strategy<Value = Classified> {
+        prop_oneof![
+            Just(Classified::Success),
+            Just(Classified::NoResponse),
+            Just(CLAIMED),
+            Just(UNCLAIMED),
+            Just(MISSING),
+        ]
+    }
+
+    proptest! {
+        /// Over any sequence of answers, budget decisions and jitter draws,
+        /// the machine keeps the rules of SPEC section 1.
+        #[test]
+        fn keeps_the_rules(
+            cap in 0u32..6,
+            ownership in any::<bool>(),
+            backoff_ms in prop_oneof![Just(0u64), 1u64..200],
+            feed in proptest::collection::vec((answer(), any::<bool>(), 0.0f64..1.0), 1..12),
+        ) {
+            let backoff = Duration::from_millis(backoff_ms);
+            let mut m = AttemptMachine::new(cap, ownership, backoff);
+            let mut fed = 0u32;
+            let mut stopped: Option<CallOutcome> = None;
+            for (answer, grants, u) in feed {
+                let attempt = m.attempt();
+                let budget_asked = Cell::new(false);
+                let jitter_asked = Cell::new(false);
+                let next = m.on_answer(
+                    answer,
+                    || { budget_asked.set(true); grants },
+                    || { jitter_asked.set(true); u },
+                );
+                if let Some(done) = stopped {
+                    // A stopped call stays stopped and asks for nothing.
+                    prop_assert_eq!(next, Next::Stop(done));
+                    prop_assert!(!budget_asked.get() && !jitter_asked.get());
+                    continue;
+                }
+                fed += 1;
+                prop_assert_eq!(attempt + 1, fed);
+                // Attempts never exceed R (at least one is always made).
+                prop_assert!(fed <= cap.max(1));
+                let verdict = retry::decide(answer, ownership);
+                // The budget is only asked for an eligible answer the cap allows.
+                prop_assert_eq!(
+                    budget_asked.get(),
+                    verdict == RetryVerdict::Retry && fed < cap
+                );
+                match next {
+                    Next::Stop(o) => {
+                        prop_assert_eq!(o.attempts, fed);
+                        prop_assert_eq!(o.last, answer);
+                        prop_assert_eq!(m.outcome(), Some(o));
+                        prop_assert!(!jitter_asked.get());
+                        if answer == Classified::Success {
+                            prop_assert_eq!(o.ending, Ending::Success);
+                        } else if ownership && answer == UNCLAIMED {
+                            prop_assert_eq!(o.stop_reason(), Some(StopReason::Suppressed));
+                        } else if cap <= 1 {
+                            prop_assert_eq!(o.stop_reason(), Some(StopReason::NoRetriesConfigured));
+                        } else if fed == cap {
+                            prop_assert_eq!(o.stop_reason(), Some(StopReason::AttemptsExhausted));
+                        } else {
+                            // A budget denial stops.
+                            prop_assert!(budget_asked.get() && !grants);
+                            prop_assert_eq!(o.stop_reason(), Some(StopReason::BudgetDenied));
+                        }
+                        if !ownership {
+                            prop_assert_ne!(o.stop_reason(), Some(StopReason::Suppressed));
+                        }
+                        let out = o.outbound(7, DependencyMode::FailClose);
+                        prop_assert_eq!(out.failed, answer != Classified::Success);
+                        prop_assert_eq!(out.claim_seen, if out.failed { answer.claim() } else { None });
+                        // Rule 5 is left unsatisfied only on an edge without retries.
+                        prop_assert_eq!(
+                            out.criteria_satisfied,
+                            o.stop_reason() != Some(StopReason::NoRetriesConfigured)
+                        );
+                        stopped = Some(o);
+                    }
+                    Next::RetryNow | Next::RetryAfter(_) => {
+                        // Only an eligible failure, within the cap, with the budget's consent.
+                        prop_assert_eq!(verdict, RetryVerdict::Retry);
+                        prop_assert!(!(ownership && answer == UNCLAIMED));
+                        prop_assert!(fed < cap && budget_asked.get() && grants);
+                        prop_assert_eq!(m.attempt(), fed);
+                        prop_assert_eq!(jitter_asked.get(), !backoff.is_zero());
+                        match next {
+                            Next::RetryNow => prop_assert!(backoff.is_zero()),
+                            Next::RetryAfter(d) => {
+                                prop_assert!(!backoff.is_zero());
+                                prop_assert!(d <= backoff::ceiling(backoff, fed));
+                            }
+                            Next::Stop(_) => unreachable!(),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
