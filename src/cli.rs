@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::error::RunError;
-use crate::scenario::Scenario;
 use crate::session::{Action, Setup};
 use crate::topology::{PolicyFields, Preset, Topology};
 
@@ -104,49 +102,56 @@ pub const DEFAULT_WARMUP: Duration = Duration::from_secs(2);
 
 impl RunArgs {
     /// The topology file, or a usage error pointing at an example.
-    pub fn topology_path(&self) -> Result<&Path, RunError> {
+    pub fn topology_path(&self) -> Result<&Path, UsageError> {
         self.topology.as_deref().ok_or_else(|| {
-            RunError::Usage(
+            UsageError(
                 "no topology given: try `chaoslab topologies/uber-chain.yaml` (see --help)".into(),
             )
         })
     }
 
+    /// The warm-up: `--warmup`, else the scenario's, else the default.
+    pub fn warmup(&self, scenario: Option<Duration>) -> Duration {
+        self.clock.warmup.or(scenario).unwrap_or(DEFAULT_WARMUP)
+    }
+
     /// The session this command line asks for: `topology` with every
-    /// override as an action at time zero, then `scenario`'s steps (its
-    /// steps at 0 s start the run; the rest come after the warm-up). A run
-    /// without `duration` lasts until it is stopped.
+    /// override as an action at time zero, then `initial` (a scenario's
+    /// steps at 0 s) and `steps` on the lab's clock. A run without
+    /// `duration` lasts until it is stopped.
     pub fn setup(
         &self,
         topology: Topology,
-        scenario: &Scenario,
+        initial: Vec<Action>,
+        steps: Vec<(Duration, Action)>,
+        warmup: Duration,
         duration: Option<Duration>,
-    ) -> Result<Setup, RunError> {
-        let mut initial = self.start.actions(&topology)?;
-        initial.extend(self.load.actions()?);
+    ) -> Result<Setup, UsageError> {
+        let mut first = self.start.actions(&topology)?;
+        first.extend(self.load.actions()?);
         if let Some(a) = self.attribution {
-            initial.push(Action::SetAttribution(a));
+            first.push(Action::SetAttribution(a));
         }
         if let Some(on) = self.at_least_once {
-            initial.push(Action::SetAtLeastOnce(on));
+            first.push(Action::SetAtLeastOnce(on));
         }
-        initial.extend(scenario.initial_actions());
-        let warmup = self
-            .clock
-            .warmup
-            .or(scenario.warmup)
-            .unwrap_or(DEFAULT_WARMUP);
+        first.extend(initial);
         Ok(Setup {
             topology,
-            initial,
+            initial: first,
             seed: self.load.seed.unwrap_or(1),
             load: true,
             warmup,
             until: duration.map(|d| warmup + d),
-            steps: scenario.plan_steps(warmup),
+            steps,
         })
     }
 }
+
+/// A flag that does not make sense, in words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
 
 /// `chaoslab compare`.
 #[derive(Debug, Args, Clone)]
@@ -248,7 +253,7 @@ pub struct Start {
 
 impl Start {
     /// The actions these flags ask for at time zero.
-    pub fn actions(&self, t: &Topology) -> Result<Vec<Action>, RunError> {
+    pub fn actions(&self, t: &Topology) -> Result<Vec<Action>, UsageError> {
         let mut actions = vec![];
         if let Some(p) = &self.policy {
             actions.push(Action::Policy(PolicyFields {
@@ -263,9 +268,9 @@ impl Start {
 
 impl Load {
     /// The rate action `--rps` asks for, if any.
-    pub fn actions(&self) -> Result<Vec<Action>, RunError> {
+    pub fn actions(&self) -> Result<Vec<Action>, UsageError> {
         match self.rps {
-            Some(r) if !r.is_finite() || r <= 0.0 => Err(RunError::Usage(format!(
+            Some(r) if !r.is_finite() || r <= 0.0 => Err(UsageError(format!(
                 "--rps {r}: the rate must be a positive number"
             ))),
             Some(r) => Ok(vec![Action::SetRps(r)]),
@@ -275,7 +280,7 @@ impl Load {
 }
 
 /// The fault actions of `--fail SERVICE[=RATE]` flags.
-pub fn fail_actions(t: &Topology, fails: &[String]) -> Result<Vec<Action>, RunError> {
+pub fn fail_actions(t: &Topology, fails: &[String]) -> Result<Vec<Action>, UsageError> {
     fails
         .iter()
         .map(|f| {
@@ -289,11 +294,11 @@ pub fn fail_actions(t: &Topology, fails: &[String]) -> Result<Vec<Action>, RunEr
 }
 
 /// Parses `SERVICE` or `SERVICE=RATE` against a topology.
-pub fn parse_fail(t: &Topology, spec: &str) -> Result<(usize, f64), RunError> {
+pub fn parse_fail(t: &Topology, spec: &str) -> Result<(usize, f64), UsageError> {
     let (name, rate) = match spec.split_once('=') {
         Some((n, r)) => {
             let rate: f64 = r.trim().parse().map_err(|_| {
-                RunError::Usage(format!(
+                UsageError(format!(
                     "--fail {spec}: `{r}` is not a rate (write e.g. {n}=0.3)"
                 ))
             })?;
@@ -302,12 +307,12 @@ pub fn parse_fail(t: &Topology, spec: &str) -> Result<(usize, f64), RunError> {
         None => (spec.trim(), 1.0),
     };
     if !(0.0..=1.0).contains(&rate) {
-        return Err(RunError::Usage(format!(
+        return Err(UsageError(format!(
             "--fail {spec}: the rate must be between 0 and 1"
         )));
     }
     let id = t.service_id(name).ok_or_else(|| {
-        RunError::Usage(format!(
+        UsageError(format!(
             "--fail {spec}: there is no service `{name}` in topology {} (services: {})",
             t.name,
             t.services
@@ -321,9 +326,9 @@ pub fn parse_fail(t: &Topology, spec: &str) -> Result<(usize, f64), RunError> {
 }
 
 /// Parses a preset name.
-pub fn parse_policy(s: &str) -> Result<Preset, RunError> {
+pub fn parse_policy(s: &str) -> Result<Preset, UsageError> {
     Preset::parse(s.trim()).ok_or_else(|| {
-        RunError::Usage(format!(
+        UsageError(format!(
             "--policy {s}: unknown policy (choose none, retry, budget or ownership)"
         ))
     })

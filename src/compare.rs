@@ -46,7 +46,8 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         .split(',')
         .filter(|s| !s.trim().is_empty())
         .map(parse_policy)
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, _>>()
+        .map_err(RunError::usage)?;
     if presets.is_empty() {
         return Err(RunError::Usage(
             "--policies is empty: name at least one of none, retry, budget, ownership".into(),
@@ -60,8 +61,8 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
             preset: Some(preset),
             ..Default::default()
         })];
-        initial.extend(fail_actions(&base, &args.fail)?);
-        initial.extend(args.load.actions()?);
+        initial.extend(fail_actions(&base, &args.fail).map_err(RunError::usage)?);
+        initial.extend(args.load.actions().map_err(RunError::usage)?);
         eprintln!(
             "compare: {} under {} for {:.0?} (+{:.0?} warm-up)…",
             base.name,

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::scenario::ScenarioError;
 use crate::session::SessionError;
 use crate::topology::TopologyError;
 
@@ -23,7 +22,7 @@ pub const EXIT_ENVIRONMENT: u8 = 3;
 /// | status | variant |
 /// |---|---|
 /// | [`EXIT_EXPECTATION`] (1) | [`RunError::ExpectationFailed`] |
-/// | [`EXIT_BAD_INPUT`] (2) | [`RunError::Usage`], [`RunError::Topology`], [`RunError::Scenario`], [`RunError::Output`] |
+/// | [`EXIT_BAD_INPUT`] (2) | [`RunError::Usage`], [`RunError::Topology`], [`RunError::Input`], [`RunError::Output`] |
 /// | [`EXIT_ENVIRONMENT`] (3) | [`RunError::Session`] when the machine refused what the fleet needs (see [`crate::fleet::FleetError::is_environment`]): a port could not be bound, an HTTP client could not be built |
 /// | 1 (failure) | any other [`RunError::Session`], [`RunError::Terminal`], [`RunError::Dashboard`] |
 #[derive(Debug, thiserror::Error)]
@@ -34,9 +33,10 @@ pub enum RunError {
     /// The topology file is not valid.
     #[error(transparent)]
     Topology(#[from] TopologyError),
-    /// The scenario file is not valid.
+    /// A file the user gave (a scenario) is not valid; the error names
+    /// the file and the line.
     #[error(transparent)]
-    Scenario(#[from] ScenarioError),
+    Input(Box<dyn std::error::Error + Send + Sync>),
     /// An output file the user asked for cannot be written.
     #[error("writing the {what} to {}: {source}", path.display())]
     Output {
@@ -68,16 +68,29 @@ impl RunError {
         match self {
             RunError::Usage(_)
             | RunError::Topology(_)
-            | RunError::Scenario(_)
+            | RunError::Input(_)
             | RunError::Output { .. } => ExitCode::from(EXIT_BAD_INPUT),
             RunError::ExpectationFailed(_) => ExitCode::from(EXIT_EXPECTATION),
             RunError::Session(SessionError::Fleet(e)) if e.is_environment() => {
                 ExitCode::from(EXIT_ENVIRONMENT)
             }
+            RunError::Session(SessionError::Load(_)) => ExitCode::from(EXIT_ENVIRONMENT),
             RunError::Session(_) | RunError::Terminal(_) | RunError::Dashboard(_) => {
                 ExitCode::FAILURE
             }
         }
+    }
+}
+
+impl RunError {
+    /// A flag that does not make sense.
+    pub fn usage(e: impl std::fmt::Display) -> RunError {
+        RunError::Usage(e.to_string())
+    }
+
+    /// A file the user gave is not valid.
+    pub fn input(e: impl std::error::Error + Send + Sync + 'static) -> RunError {
+        RunError::Input(Box::new(e))
     }
 }
 

@@ -17,19 +17,30 @@ use crate::topology::Topology;
 
 /// `chaoslab run --headless`.
 pub fn run(args: RunArgs) -> Result<(), RunError> {
-    let path = args.topology_path()?;
+    let path = args.topology_path().map_err(RunError::usage)?;
     let topology = Topology::load(path)?;
     // A scenario: `--scenario FILE`, else the topology's `scenario:` key.
-    let scenario =
-        Scenario::for_run(args.scenario.as_deref(), path, &topology)?.unwrap_or_default();
+    let scenario = Scenario::for_run(args.scenario.as_deref(), path, &topology)
+        .map_err(RunError::input)?
+        .unwrap_or_default();
     let duration = args
         .clock
         .duration
         .or(scenario.duration)
         .unwrap_or(DEFAULT_DURATION);
-    scenario.check_duration(duration, args.clock.duration.is_some())?;
-    let setup = args.setup(topology, &scenario, Some(duration))?;
-    let warmup = setup.warmup;
+    scenario
+        .check_duration(duration, args.clock.duration.is_some())
+        .map_err(RunError::input)?;
+    let warmup = args.warmup(scenario.warmup);
+    let setup = args
+        .setup(
+            topology,
+            scenario.initial_actions(),
+            scenario.plan_steps(warmup),
+            warmup,
+            Some(duration),
+        )
+        .map_err(RunError::usage)?;
     let session = Session::start(setup)?;
     let mut snaps = session.snapshots();
     session.block_on(async {

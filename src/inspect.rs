@@ -19,7 +19,7 @@ pub fn check(args: CheckArgs) -> Result<(), RunError> {
 /// `chaoslab model`: the analytical table, nothing started.
 pub fn model(args: ModelArgs) -> Result<(), RunError> {
     let mut t = Topology::load(&args.topology)?;
-    let actions = args.start.actions(&t)?;
+    let actions = args.start.actions(&t).map_err(RunError::usage)?;
     fold(LabState::of(&t), &actions)
         .map_err(|e| RunError::Usage(e.to_string()))?
         .write_to(&mut t);

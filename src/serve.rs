@@ -14,7 +14,7 @@ use crate::topology::Topology;
 /// `chaoslab serve`.
 pub fn run(args: ServeArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
-    let initial = args.start.actions(&t)?;
+    let initial = args.start.actions(&t).map_err(RunError::usage)?;
     let session = Session::start(Setup {
         initial,
         seed: args.seed.unwrap_or(1),

@@ -1,4 +1,4 @@
-//! Why a fleet (or its load generator) could not start.
+//! Why a fleet could not start.
 //!
 //! Starting a fleet asks the operating system for one loopback listener per
 //! service and builds an HTTP client per service; a big topology can run
@@ -70,17 +70,6 @@ pub enum FleetError {
         /// The client builder's error.
         source: reqwest::Error,
     },
-    /// The load generator's HTTP client could not be built.
-    #[error(
-        "Could not build the load generator's HTTP client for the entry service at {url}: {}.",
-        with_causes(source)
-    )]
-    LoadClient {
-        /// The entry service's URL the load was aimed at.
-        url: String,
-        /// The client builder's error.
-        source: reqwest::Error,
-    },
 }
 
 impl FleetError {
@@ -113,7 +102,7 @@ impl FleetError {
 /// An error's message followed by its causes': reqwest's own message for
 /// a client that cannot be built is only "builder error", the reason is
 /// in its source.
-fn with_causes(e: &dyn std::error::Error) -> String {
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

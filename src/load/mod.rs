@@ -8,7 +8,7 @@
 //! any overload.
 //!
 //! It starts with the fleet, so its one failure (its HTTP client cannot be
-//! built) is a [`FleetError`].
+//! built) is a [`LoadError`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,9 +20,35 @@ use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::fleet::FleetError;
 use crate::metrics::Metrics;
 use crate::topology::Arrival;
+
+/// The load generator's HTTP client could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "Could not build the load generator's HTTP client for the entry service at {url}: {source}{}.",
+    causes(source)
+)]
+pub struct LoadError {
+    /// The entry service's URL the load was aimed at.
+    pub url: String,
+    /// The client builder's error.
+    #[source]
+    pub source: reqwest::Error,
+}
+
+/// `: cause: cause` for an error's sources: reqwest's own message for a
+/// client that cannot be built is only "builder error".
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = String::new();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
 
 /// Root requests in flight at most, by default.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
@@ -80,7 +106,7 @@ impl LoadControl {
 
 /// Starts the generator: root requests to `url` until `stop` turns true.
 ///
-/// Fails with [`FleetError::LoadClient`] when its HTTP client cannot be
+/// Fails with [`LoadError`] when its HTTP client cannot be
 /// built.
 pub fn spawn(
     url: String,
@@ -90,7 +116,7 @@ pub fn spawn(
     seed: u64,
     metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
-) -> Result<JoinHandle<()>, FleetError> {
+) -> Result<JoinHandle<()>, LoadError> {
     let http = match reqwest::Client::builder()
         .no_proxy()
         .tcp_nodelay(true)
@@ -99,7 +125,7 @@ pub fn spawn(
         .build()
     {
         Ok(http) => http,
-        Err(source) => return Err(FleetError::LoadClient { url, source }),
+        Err(source) => return Err(LoadError { url, source }),
     };
     let url: Arc<str> = url.into();
     let slots = Arc::new(Semaphore::new(max_in_flight.max(1)));

@@ -8,11 +8,10 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::storm::StormTracker;
-use crate::middleware::{Attempted, CallFailed, Observer, RetrySent, Served};
 use crate::ownership::claim::ClaimReason;
+use crate::ownership::observe::{Attempted, CallFailed, Observer, RetrySent, Served};
 use crate::ownership::retry::StopReason;
 use crate::ownership::Claim;
-use crate::topology::Topology;
 
 /// One service's live counters.
 #[derive(Debug, Default)]
@@ -262,16 +261,13 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Counters for a topology.
-    pub fn new(t: &Topology) -> Metrics {
+    /// Counters for a fleet of `services` services and these edges
+    /// (caller, callee), in topology order.
+    pub fn new(services: usize, edges: Vec<(usize, usize)>) -> Metrics {
         Metrics {
-            services: t
-                .services
-                .iter()
-                .map(|_| ServiceCounters::default())
-                .collect(),
-            edges: t.edges.iter().map(|_| EdgeCounters::default()).collect(),
-            storm: StormTracker::new(t.edges.iter().map(|e| (e.from, e.to)).collect()),
+            services: (0..services).map(|_| ServiceCounters::default()).collect(),
+            edges: edges.iter().map(|_| EdgeCounters::default()).collect(),
+            storm: StormTracker::new(edges),
             root_sent: AtomicU64::new(0),
             root_ok: AtomicU64::new(0),
             root_errors: AtomicU64::new(0),
@@ -525,16 +521,11 @@ mod tests {
 
     #[test]
     fn served_requests_land_in_their_service_latency() {
-        let t = crate::topology::Topology::from_yaml(
-            "name: t\nservices:\n  A: { calls: [B] }\n  B:\n",
-            "t.yaml",
-        )
-        .unwrap();
-        let m = Metrics::new(&t);
+        let m = Metrics::new(2, vec![(0, 1)]);
         for ms in [1u64, 1, 1, 30] {
             m.served(&Served {
                 service: 1,
-                trace: crate::middleware::context::Trace { root: 0, depth: 1 },
+                trace: crate::ownership::observe::Trace { root: 0, depth: 1 },
                 is_root: false,
                 status: 200,
                 claim: None,

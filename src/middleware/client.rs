@@ -20,7 +20,7 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use tokio::time::Instant;
 
-use super::context::{self, Trace, TRACE};
+use super::context::{self, Trace, TraceHeader as _, TRACE};
 use super::server::BadHeaderName;
 use super::slots::Slots;
 use super::{Attempted, CallFailed, Observer, RetrySent};

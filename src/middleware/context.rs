@@ -29,28 +29,20 @@ pub const TRACE_HEADER: &str = "x-chaoslab-trace";
 /// [`TRACE_HEADER`] as a ready header name (no parsing per request).
 pub static TRACE: http::HeaderName = http::HeaderName::from_static(TRACE_HEADER);
 
-/// Where a request sits in its root request's call tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Trace {
-    /// The root request's id.
-    pub root: u64,
-    /// Hops from the entry: 0 at the entry.
-    pub depth: u32,
-}
+pub use crate::ownership::observe::Trace;
 
-impl Trace {
-    /// The trace a callee of this request carries.
-    pub fn child(self) -> Trace {
-        Trace {
-            root: self.root,
-            depth: self.depth.saturating_add(1),
-        }
-    }
-
+/// Reading and writing a [`Trace`] in the `x-chaoslab-trace` header.
+pub trait TraceHeader: Sized {
     /// Reads the trace header. A missing or malformed root yields `None`
     /// (the request opens a new root); a missing or malformed depth reads
     /// as 0. A peer's bad header never fails a request.
-    pub fn from_headers(headers: &http::HeaderMap) -> Option<Trace> {
+    fn from_headers(headers: &http::HeaderMap) -> Option<Self>;
+    /// The header value that carries this trace.
+    fn header_value(self) -> http::HeaderValue;
+}
+
+impl TraceHeader for Trace {
+    fn from_headers(headers: &http::HeaderMap) -> Option<Trace> {
         let v = headers.get(&TRACE)?.to_str().ok()?.trim();
         let (root, depth) = v.split_once('-').unwrap_or((v, ""));
         Some(Trace {
@@ -59,8 +51,7 @@ impl Trace {
         })
     }
 
-    /// The header value that carries this trace.
-    pub fn header_value(self) -> http::HeaderValue {
+    fn header_value(self) -> http::HeaderValue {
         use std::io::Write;
         // u64::MAX and u32::MAX with the dash fit in 31 bytes.
         let mut buf = [0u8; 32];

@@ -20,7 +20,7 @@ use tokio::task::futures::TaskLocalFuture;
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
-use super::context::{self, RequestContext, Trace};
+use super::context::{self, RequestContext, Trace, TraceHeader as _};
 use super::{Observer, Served};
 use crate::ownership::learn::Learner;
 use crate::ownership::{claim, is_error_status, Attribution, Claim};

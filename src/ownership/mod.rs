@@ -43,6 +43,7 @@ pub mod backoff;
 pub mod budget;
 pub mod claim;
 pub mod learn;
+pub mod observe;
 pub mod policy;
 pub mod retry;
 

@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use super::{node, samples_between, window, ExpectationReport, WindowFigures};
-use crate::scenario::spec::{self, Expectation};
+use crate::session::expect::{self as spec, Expectation};
 use crate::session::figures::{Figures, Scope};
 use crate::session::Record;
 use crate::topology::ServiceId;

@@ -24,6 +24,7 @@
 //! ```
 
 pub mod action;
+pub mod expect;
 pub mod figures;
 pub mod lab;
 pub mod record;
@@ -47,6 +48,7 @@ pub use snapshot::Snapshot;
 pub use state::{apply, fold, ActionError, Change, LabState};
 
 use crate::fleet::FleetError;
+use crate::load::LoadError;
 use crate::topology::Topology;
 
 /// Actions a front end may have queued before the run loop takes them.
@@ -61,6 +63,9 @@ pub enum SessionError {
     /// The fleet could not be started.
     #[error(transparent)]
     Fleet(#[from] FleetError),
+    /// The load generator could not be started.
+    #[error(transparent)]
+    Load(#[from] LoadError),
     /// A starting action does not apply to this topology.
     #[error("the starting state is not valid: {0}")]
     Start(#[from] ActionError),

@@ -45,7 +45,7 @@ use tokio::time::Instant;
 use crate::cli::RunArgs;
 use crate::error::{write_output, RunError};
 use crate::report::Report;
-use crate::scenario::{record, Scenario};
+use crate::scenario::record;
 use crate::session::{Event, Session};
 use crate::topology::Topology;
 
@@ -70,7 +70,7 @@ impl Options {
 /// dashboard over it until the user quits, then prints a summary and
 /// writes the report and the recording if asked.
 pub fn run(args: RunArgs) -> Result<(), RunError> {
-    let path = args.topology_path()?;
+    let path = args.topology_path().map_err(RunError::usage)?;
     let topology = Topology::load(path)?;
     if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
         return Err(RunError::Usage(format!(
@@ -78,7 +78,10 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
             path.display()
         )));
     }
-    let setup = args.setup(topology, &Scenario::default(), None)?;
+    let warmup = args.warmup(None);
+    let setup = args
+        .setup(topology, vec![], vec![], warmup, None)
+        .map_err(RunError::usage)?;
     let session = Session::start(setup)?;
     let opts = Options {
         fps: args.fps,

@@ -1,0 +1,107 @@
+//! What the middleware reports as it works: plain events (a request
+//! answered, an attempt ended, a retry sent, a call given up), the trait
+//! that receives them, and the trace that ties a request to its root.
+//!
+//! The lab's metrics implement [`Observer`]; they read these events and
+//! nothing else of the middleware, so counting stays apart from the
+//! mechanism that is counted.
+
+use super::claim::ClaimReason;
+use super::retry::StopReason;
+use super::Classified;
+
+/// One inbound request answered (server side).
+#[derive(Debug, Clone, Copy)]
+pub struct Served {
+    /// The service that answered.
+    pub service: usize,
+    /// Its trace.
+    pub trace: Trace,
+    /// Whether it opened the root.
+    pub is_root: bool,
+    /// The response status.
+    pub status: u16,
+    /// The claim decision written on an error response (`None` on success,
+    /// or when the service runs no ownership middleware).
+    pub claim: Option<(bool, ClaimReason)>,
+    /// Ground truth: the service's own fault caused the error.
+    pub own_fault: bool,
+    /// Whether any outbound call of this request failed (as recorded).
+    pub dependency_failed: bool,
+    /// From the request's arrival to its answer.
+    pub elapsed: std::time::Duration,
+}
+
+/// One attempt of an outbound call ended (client side).
+#[derive(Debug, Clone, Copy)]
+pub struct Attempted {
+    /// The calling service.
+    pub service: usize,
+    /// The edge.
+    pub edge: usize,
+    /// 0 for the first attempt.
+    pub attempt: u32,
+    /// How it ended.
+    pub outcome: Classified,
+}
+
+/// A retry is about to be sent.
+#[derive(Debug, Clone, Copy)]
+pub struct RetrySent {
+    /// The calling service.
+    pub service: usize,
+    /// The edge.
+    pub edge: usize,
+    /// The root request it serves, when known.
+    pub trace: Option<Trace>,
+}
+
+/// A logical outbound call (all its attempts) ended in failure.
+#[derive(Debug, Clone, Copy)]
+pub struct CallFailed {
+    /// The calling service.
+    pub service: usize,
+    /// The edge.
+    pub edge: usize,
+    /// Why it stopped retrying.
+    pub reason: StopReason,
+}
+
+/// Receives what the middleware sees. The lab's metrics implement it; a
+/// plain service can pass [`NoopObserver`].
+pub trait Observer: Send + Sync + 'static {
+    /// An inbound request was answered.
+    fn served(&self, _e: &Served) {}
+    /// An outbound attempt ended.
+    fn attempted(&self, _e: &Attempted) {}
+    /// A retry is being sent.
+    fn retry_sent(&self, _e: &RetrySent) {}
+    /// A logical outbound call failed for good.
+    fn call_failed(&self, _e: &CallFailed) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoopObserver;
+
+impl Observer for NoopObserver {}
+
+/// Where a request sits in its root request's call tree. It travels in
+/// the `x-chaoslab-trace` header (see `middleware::context`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trace {
+    /// The root request's id.
+    pub root: u64,
+    /// Hops from the entry: 0 at the entry.
+    pub depth: u32,
+}
+
+impl Trace {
+    /// The trace a callee of this request carries.
+    pub fn child(self) -> Trace {
+        Trace {
+            root: self.root,
+            depth: self.depth.saturating_add(1),
+        }
+    }
+}
