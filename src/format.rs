@@ -1,7 +1,7 @@
 //! Numbers and durations as the YAML writes them, for every message and
 //! table that shows a value a user wrote or could write back: `check`,
-//! scenario errors, expectations and JUnit. A leaf: it imports nothing
-//! from the crate.
+//! scenario errors, expectations and JUnit; and an error with its causes,
+//! for messages. A leaf: it imports nothing from the crate.
 
 use std::time::Duration;
 
@@ -34,6 +34,20 @@ pub fn fmt_duration(d: Duration) -> String {
     } else {
         format!("{}ns", d.as_nanos())
     }
+}
+
+/// An error's message followed by its causes': reqwest's own message for
+/// a client that cannot be built is only "builder error", the reason is
+/// in its source.
+pub fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 #[cfg(test)]

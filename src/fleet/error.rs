@@ -62,7 +62,7 @@ pub enum FleetError {
     /// A service's HTTP client could not be built.
     #[error(
         "Could not build the HTTP client of service `{service}`: {}.",
-        with_causes(source)
+        crate::format::with_causes(source)
     )]
     HttpClient {
         /// The service being started.
@@ -97,20 +97,6 @@ impl FleetError {
     pub fn is_environment(&self) -> bool {
         !matches!(self, FleetError::ClaimHeader { .. })
     }
-}
-
-/// An error's message followed by its causes': reqwest's own message for
-/// a client that cannot be built is only "builder error", the reason is
-/// in its source.
-pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }
 
 /// What a user can do about an operating-system error met while starting a

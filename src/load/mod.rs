@@ -26,8 +26,8 @@ use crate::topology::Arrival;
 /// The load generator's HTTP client could not be built.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "Could not build the load generator's HTTP client for the entry service at {url}: {source}{}.",
-    causes(source)
+    "Could not build the load generator's HTTP client for the entry service at {url}: {}.",
+    crate::format::with_causes(source)
 )]
 pub struct LoadError {
     /// The entry service's URL the load was aimed at.
@@ -35,19 +35,6 @@ pub struct LoadError {
     /// The client builder's error.
     #[source]
     pub source: reqwest::Error,
-}
-
-/// `: cause: cause` for an error's sources: reqwest's own message for a
-/// client that cannot be built is only "builder error".
-fn causes(e: &dyn std::error::Error) -> String {
-    let mut text = String::new();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }
 
 /// Root requests in flight at most, by default.

@@ -13,24 +13,6 @@ use crate::ownership::observe::{Attempted, CallFailed, Observer, RetrySent, Serv
 use crate::ownership::retry::StopReason;
 use crate::ownership::Claim;
 
-/// One service's live counters.
-#[derive(Debug, Default)]
-pub struct ServiceCounters {
-    requests: AtomicU64,
-    errors: AtomicU64,
-    roots: AtomicU64,
-    claims_returned: [AtomicU64; 3],
-    claims_seen: [AtomicU64; 3],
-    retries_sent: AtomicU64,
-    retries_suppressed: AtomicU64,
-    budget_denied: AtomicU64,
-    own_errors: AtomicU64,
-    wrongly_unclaimed: AtomicU64,
-    wrongly_claimed: AtomicU64,
-    at_least_once_claims: AtomicU64,
-    latency: LatencyCounters,
-}
-
 /// Buckets of a service's latency histogram: four per power of two from
 /// 64 µs to about 67 s, so a percentile read off a bucket's middle is
 /// within 12.5% of the exact one; faster answers count in the first
@@ -109,58 +91,88 @@ impl LatencyCounts {
     }
 }
 
-/// A copy of one service's counters.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ServiceCounts {
-    /// Requests answered.
-    pub requests: u64,
-    /// Error responses.
-    pub errors: u64,
-    /// Root requests it opened (the entry's count of end-user requests).
-    pub roots: u64,
-    /// Claims written on its error responses: true, false, missing.
-    pub claims_returned: [u64; 3],
-    /// Claims read on failed outbound attempts: true, false, missing.
-    pub claims_seen: [u64; 3],
-    /// Retries it sent.
-    pub retries_sent: u64,
-    /// Retries it did not send because the callee disowned the error.
-    pub retries_suppressed: u64,
-    /// Retries its budget refused.
-    pub budget_denied: u64,
-    /// Errors its own fault caused (ground truth).
-    pub own_errors: u64,
-    /// Own errors it nevertheless unclaimed.
-    pub wrongly_unclaimed: u64,
-    /// Errors caused below that it claimed (rule 5 claims excluded).
-    pub wrongly_claimed: u64,
-    /// Claims made by the at-least-once rule.
-    pub at_least_once_claims: u64,
-    /// Time from each request's arrival to its answer.
-    #[serde(skip)]
-    pub latency: LatencyCounts,
+/// One list makes a service's live counters ([`ServiceCounters`],
+/// atomics), their copy ([`ServiceCounts`]), the copy's difference and the
+/// load of one from the other: a counter is added in one line.
+macro_rules! service_counters {
+    (
+        counts { $($(#[doc = $d:literal])* $c:ident,)* }
+        triples { $($(#[doc = $td:literal])* $t:ident,)* }
+    ) => {
+        /// One service's live counters.
+        #[derive(Debug, Default)]
+        pub struct ServiceCounters {
+            $($c: AtomicU64,)*
+            $($t: [AtomicU64; 3],)*
+            latency: LatencyCounters,
+        }
+
+        /// A copy of one service's counters.
+        #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+        pub struct ServiceCounts {
+            $($(#[doc = $d])* pub $c: u64,)*
+            $($(#[doc = $td])* pub $t: [u64; 3],)*
+            /// Time from each request's arrival to its answer.
+            #[serde(skip)]
+            pub latency: LatencyCounts,
+        }
+
+        impl ServiceCounts {
+            /// `self - earlier`, field by field (saturating).
+            pub fn since(&self, earlier: &ServiceCounts) -> ServiceCounts {
+                let d3 = |a: [u64; 3], b: [u64; 3]| std::array::from_fn(|k| a[k].saturating_sub(b[k]));
+                ServiceCounts {
+                    $($c: self.$c.saturating_sub(earlier.$c),)*
+                    $($t: d3(self.$t, earlier.$t),)*
+                    latency: self.latency.since(&earlier.latency),
+                }
+            }
+        }
+
+        impl ServiceCounters {
+            /// A copy of every counter.
+            fn load(&self) -> ServiceCounts {
+                let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+                ServiceCounts {
+                    $($c: l(&self.$c),)*
+                    $($t: std::array::from_fn(|k| l(&self.$t[k])),)*
+                    latency: LatencyCounts(std::array::from_fn(|b| {
+                        self.latency.0[b].load(Ordering::Relaxed)
+                    })),
+                }
+            }
+        }
+    };
 }
 
-impl ServiceCounts {
-    /// `self - earlier`, field by field (saturating).
-    pub fn since(&self, earlier: &ServiceCounts) -> ServiceCounts {
-        let d = |a: u64, b: u64| a.saturating_sub(b);
-        let d3 = |a: [u64; 3], b: [u64; 3]| [d(a[0], b[0]), d(a[1], b[1]), d(a[2], b[2])];
-        ServiceCounts {
-            requests: d(self.requests, earlier.requests),
-            errors: d(self.errors, earlier.errors),
-            roots: d(self.roots, earlier.roots),
-            claims_returned: d3(self.claims_returned, earlier.claims_returned),
-            claims_seen: d3(self.claims_seen, earlier.claims_seen),
-            retries_sent: d(self.retries_sent, earlier.retries_sent),
-            retries_suppressed: d(self.retries_suppressed, earlier.retries_suppressed),
-            budget_denied: d(self.budget_denied, earlier.budget_denied),
-            own_errors: d(self.own_errors, earlier.own_errors),
-            wrongly_unclaimed: d(self.wrongly_unclaimed, earlier.wrongly_unclaimed),
-            wrongly_claimed: d(self.wrongly_claimed, earlier.wrongly_claimed),
-            at_least_once_claims: d(self.at_least_once_claims, earlier.at_least_once_claims),
-            latency: self.latency.since(&earlier.latency),
-        }
+service_counters! {
+    counts {
+        /// Requests answered.
+        requests,
+        /// Error responses.
+        errors,
+        /// Root requests it opened (the entry's count of end-user requests).
+        roots,
+        /// Retries it sent.
+        retries_sent,
+        /// Retries it did not send because the callee disowned the error.
+        retries_suppressed,
+        /// Retries its budget refused.
+        budget_denied,
+        /// Errors its own fault caused (ground truth).
+        own_errors,
+        /// Own errors it nevertheless unclaimed.
+        wrongly_unclaimed,
+        /// Errors caused below that it claimed (rule 5 claims excluded).
+        wrongly_claimed,
+        /// Claims made by the at-least-once rule.
+        at_least_once_claims,
+    }
+    triples {
+        /// Claims written on its error responses: true, false, missing.
+        claims_returned,
+        /// Claims read on failed outbound attempts: true, false, missing.
+        claims_seen,
     }
 }
 
@@ -320,29 +332,8 @@ impl Metrics {
     /// A copy of every counter.
     pub fn counts(&self) -> Counts {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let l3 = |a: &[AtomicU64; 3]| [l(&a[0]), l(&a[1]), l(&a[2])];
         Counts {
-            services: self
-                .services
-                .iter()
-                .map(|s| ServiceCounts {
-                    requests: l(&s.requests),
-                    errors: l(&s.errors),
-                    roots: l(&s.roots),
-                    claims_returned: l3(&s.claims_returned),
-                    claims_seen: l3(&s.claims_seen),
-                    retries_sent: l(&s.retries_sent),
-                    retries_suppressed: l(&s.retries_suppressed),
-                    budget_denied: l(&s.budget_denied),
-                    own_errors: l(&s.own_errors),
-                    wrongly_unclaimed: l(&s.wrongly_unclaimed),
-                    wrongly_claimed: l(&s.wrongly_claimed),
-                    at_least_once_claims: l(&s.at_least_once_claims),
-                    latency: LatencyCounts(std::array::from_fn(|b| {
-                        s.latency.0[b].load(Ordering::Relaxed)
-                    })),
-                })
-                .collect(),
+            services: self.services.iter().map(ServiceCounters::load).collect(),
             edges: self
                 .edges
                 .iter()
