@@ -22,16 +22,15 @@ pub struct Opts {
     pub command: Option<Command>,
     /// `chaoslab TOPOLOGY` is `chaoslab run TOPOLOGY`.
     #[command(flatten)]
-    pub run: Option<RunArgs>,
+    pub run: RunArgs,
 }
 
 impl Opts {
     /// The command to run, with the bare `chaoslab TOPOLOGY` form folded in.
     pub fn into_command(self) -> Command {
-        match (self.command, self.run) {
-            (Some(c), _) => c,
-            (None, Some(run)) => Command::Run(run),
-            (None, None) => Command::Run(RunArgs::default()),
+        match self.command {
+            Some(c) => c,
+            None => Command::Run(self.run),
         }
     }
 }
@@ -359,4 +358,66 @@ pub fn parse_on_off(s: &str) -> Result<bool, String> {
 /// Parses `250ms`, `10s`, `1m`, `1h`, `1.5s`, or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     crate::topology::spec::parse_duration(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_args(argv: &[&str]) -> RunArgs {
+        match Opts::try_parse_from(argv).unwrap().into_command() {
+            Command::Run(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_bare_form_is_run_with_every_flag() {
+        let r = run_args(&[
+            "chaoslab",
+            "t.yaml",
+            "--policy",
+            "retry",
+            "--fail",
+            "D=0.5",
+            "--rps",
+            "50",
+            "--duration",
+            "3s",
+            "--seed",
+            "7",
+        ]);
+        assert_eq!(r.topology.as_deref(), Some(Path::new("t.yaml")));
+        assert_eq!(r.start.policy.as_deref(), Some("retry"));
+        assert_eq!(r.start.fail, ["D=0.5"]);
+        assert_eq!((r.load.rps, r.load.seed), (Some(50.0), Some(7)));
+        assert_eq!(r.clock.duration, Some(Duration::from_secs(3)));
+        let r = run_args(&["chaoslab", "run", "t.yaml", "--headless"]);
+        assert!(r.headless);
+        assert_eq!(run_args(&["chaoslab"]).topology, None);
+    }
+
+    #[test]
+    fn the_shared_flags_mean_the_same_in_every_command() {
+        let o = Opts::try_parse_from([
+            "chaoslab", "serve", "t.yaml", "--policy", "budget", "--fail", "B",
+        ]);
+        match o.unwrap().into_command() {
+            Command::Serve(s) => {
+                assert_eq!(s.start.policy.as_deref(), Some("budget"));
+                assert_eq!(s.start.fail, ["B"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let o = Opts::try_parse_from([
+            "chaoslab", "compare", "t.yaml", "--rps", "10", "--warmup", "1s",
+        ]);
+        match o.unwrap().into_command() {
+            Command::Compare(c) => {
+                assert_eq!(c.load.rps, Some(10.0));
+                assert_eq!(c.clock.warmup, Some(Duration::from_secs(1)));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }
