@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::storm::StormTracker;
 use crate::ownership::claim::ClaimReason;
-use crate::ownership::observe::{Attempted, CallFailed, Observer, RetrySent, Served};
+use crate::ownership::observe::{Attempted, CallFailed, Observer, RetrySent, Served, ABANDONED};
 use crate::ownership::retry::StopReason;
 use crate::ownership::Claim;
 
@@ -167,6 +167,8 @@ service_counters! {
         wrongly_claimed,
         /// Claims made by the at-least-once rule.
         at_least_once_claims,
+        /// Requests whose caller went away before the answer.
+        timeouts,
     }
     triples {
         /// Claims written on its error responses: true, false, missing.
@@ -407,6 +409,10 @@ impl Observer for Metrics {
         if e.is_root {
             bump(&s.roots);
             self.storm.finish(e.trace.root);
+        }
+        if e.status == ABANDONED {
+            bump(&s.timeouts);
+            return;
         }
         if !crate::ownership::is_error_status(e.status) {
             return;

@@ -122,6 +122,21 @@ impl std::fmt::Debug for RetryClient {
     }
 }
 
+/// An attempt on its way: it is reported when it ends, and if the call is
+/// dropped first (this request's own caller went away, and the server
+/// dropped the request), it is reported then, as ended with no response:
+/// the callee counts the same request as abandoned at the same moment.
+struct InFlight<'a> {
+    observer: &'a dyn Observer,
+    attempted: Attempted,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.observer.attempted(&self.attempted);
+    }
+}
+
 impl RetryClient {
     /// A client for service number `service`, reading claims from `header`.
     pub fn new(
@@ -212,13 +227,18 @@ impl RetryClient {
         edge.with_budget(|b| b.deposit(now));
         let mut machine = AttemptMachine::for_policy(&policy);
         let outcome = loop {
+            let mut in_flight = InFlight {
+                observer: &*self.observer,
+                attempted: Attempted {
+                    service: self.service,
+                    edge: edge.id,
+                    attempt: machine.attempt(),
+                    outcome: Classified::NoResponse,
+                },
+            };
             let answer = self.attempt(edge, child, policy.timeout).await;
-            self.observer.attempted(&Attempted {
-                service: self.service,
-                edge: edge.id,
-                attempt: machine.attempt(),
-                outcome: answer,
-            });
+            in_flight.attempted.outcome = answer;
+            drop(in_flight);
             let next = machine.on_answer(
                 answer,
                 || {

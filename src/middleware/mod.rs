@@ -58,5 +58,5 @@ pub mod server;
 mod slots;
 
 pub use crate::ownership::observe::{
-    Attempted, CallFailed, NoopObserver, Observer, RetrySent, Served, Trace,
+    Attempted, CallFailed, NoopObserver, Observer, RetrySent, Served, Trace, ABANDONED,
 };

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use tower::{Layer, Service};
 
 use super::context::{self, RequestContext, Trace, TraceHeader as _};
-use super::{Observer, Served};
+use super::{Observer, Served, ABANDONED};
 use crate::ownership::learn::Learner;
 use crate::ownership::{claim, is_error_status, Attribution, Claim};
 
@@ -191,6 +191,16 @@ pin_project! {
         ctx: Arc<RequestContext>,
         cfg: Arc<ServerConfig>,
         started: Instant,
+        answered: bool,
+    }
+
+    impl<F> PinnedDrop for OwnershipFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if !*this.answered {
+                abandoned(this.cfg, this.ctx, this.started.elapsed());
+            }
+        }
     }
 }
 
@@ -202,10 +212,29 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let mut res = ready!(this.inner.poll(cx))?;
+        let res = ready!(this.inner.poll(cx));
+        *this.answered = true;
+        let mut res = res?;
         finish(this.cfg, this.ctx, this.started.elapsed(), &mut res);
         Poll::Ready(Ok(res))
     }
+}
+
+/// The caller went away before the answer (its attempt timed out, or it
+/// disconnected), and the server dropped the request: it was received all
+/// the same, and is reported as abandoned, with no status and no claim.
+fn abandoned(cfg: &ServerConfig, ctx: &RequestContext, elapsed: std::time::Duration) {
+    let record = ctx.take();
+    cfg.observer.served(&Served {
+        service: cfg.service,
+        trace: ctx.trace,
+        is_root: ctx.is_root,
+        status: ABANDONED,
+        claim: None,
+        own_fault: false,
+        dependency_failed: record.outbound.iter().any(|o| o.failed),
+        elapsed,
+    });
 }
 
 /// On the way out: decide and write the claim, feed the learner, report.
@@ -286,6 +315,7 @@ where
             ctx,
             cfg,
             started: Instant::now(),
+            answered: false,
         }
     }
 }

@@ -10,7 +10,13 @@ use super::claim::ClaimReason;
 use super::retry::StopReason;
 use super::Classified;
 
-/// One inbound request answered (server side).
+/// The status of a request whose caller went away before the answer (its
+/// attempt timed out, or it disconnected): nginx's "client closed
+/// request". Such a request is counted, with no claim, and is no error.
+pub const ABANDONED: u16 = 499;
+
+/// One inbound request answered (server side), or abandoned by its caller
+/// (status [`ABANDONED`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Served {
     /// The service that answered.

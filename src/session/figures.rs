@@ -271,6 +271,9 @@ catalogue! {
     /// Claims made by the at-least-once rule (rule 5).
     AtLeastOnceClaims = "at_least_once_claims" at "at_least_once_claims", Service Count "responses",
         None, |w, i| w.svc(i).at_least_once_claims as f64;
+    /// Requests whose caller went away before the answer (its attempt timed out).
+    Timeouts = "timeouts" at "timeouts", Service Count "requests",
+        None, |w, i| w.svc(i).timeouts as f64;
     /// Median time from a request's arrival at the service to its answer (to within 12.5%).
     LatencyMsP50 = "latency_ms_p50" at "latency_ms.p50", Service Real "ms",
         None, |w, i| w.svc(i).latency.quantile_ms(0.5).unwrap_or(0.0);

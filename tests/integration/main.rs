@@ -7,6 +7,7 @@ mod bounds;
 mod common;
 mod mechanism;
 mod outside;
+mod overload;
 mod scale;
 mod scenario;
 mod tables;
