@@ -29,6 +29,7 @@
 //!     ttl: std::time::Duration::from_secs(10),
 //!     backoff: std::time::Duration::ZERO,
 //!     timeout: std::time::Duration::from_secs(1),
+//!     deadline_propagate: false,
 //! };
 //! let payments = Arc::new(EdgeState::new(
 //!     0, 1, DependencyMode::FailClose, "http://127.0.0.1:8081/", policy,

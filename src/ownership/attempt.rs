@@ -401,6 +401,7 @@ mod tests {
             ttl: Duration::from_secs(10),
             backoff: Duration::ZERO,
             timeout: Duration::from_secs(1),
+            deadline_propagate: false,
         };
         let mut m = AttemptMachine::for_policy(&p);
         let o = stop(m.on_answer(UNCLAIMED, grant, no_jitter));

@@ -21,6 +21,7 @@
 //!     ttl: Duration::from_secs(10),
 //!     backoff: Duration::ZERO,
 //!     timeout: Duration::from_secs(1),
+//!     deadline_propagate: false,
 //! };
 //! let mut budget = p.new_budget().expect("a ratio is set");
 //! budget.deposit(Duration::ZERO);
@@ -48,6 +49,9 @@ pub struct EdgePolicy {
     pub backoff: Duration,
     /// Per-attempt timeout.
     pub timeout: Duration,
+    /// `deadline: propagate`: each call carries the time its caller has
+    /// left, and the callee's attempts never outlive it (SPEC section 7).
+    pub deadline_propagate: bool,
 }
 
 impl EdgePolicy {

@@ -194,6 +194,9 @@ fn policy(f: &PolicyFields) -> Option<String> {
             parts.push(format!("{k}: {}", exact(d)));
         }
     }
+    if let Some(d) = f.deadline {
+        parts.push(format!("deadline: {}", if d { "propagate" } else { "off" }));
+    }
     Some(format!("policy: {{ {} }}", parts.join(", ")))
 }
 
@@ -339,6 +342,7 @@ mod tests {
                     ttl: Some(Duration::from_secs(5)),
                     backoff: Some(Duration::from_millis(10)),
                     timeout: Some(Duration::from_nanos(1_000_000_001)),
+                    deadline: Some(true),
                 }),
             ),
             ev(

@@ -39,6 +39,13 @@ fn write_settings(out: &mut String, t: &Topology) {
             super::Arrival::Poisson => "poisson",
         }
     );
+    if let Some(u) = t.load.timeout {
+        let _ = writeln!(
+            out,
+            "           the end user gives up after {}",
+            fmt_duration(u)
+        );
+    }
     let _ = writeln!(out, "policy     {}", describe_policy(&t.policy));
     let _ = writeln!(
         out,
@@ -115,6 +122,12 @@ fn service_row(t: &Topology, s: &Service) -> [String; 6] {
     }
     if !s.work.is_zero() {
         flags.push(format!("work {}", fmt_duration(s.work)));
+    }
+    if let Some(w) = s.workers {
+        flags.push(format!("workers {w}, queue {}", s.queue));
+        if s.cancel {
+            flags.push("cancel".into());
+        }
     }
     [
         s.depth.to_string(),
@@ -203,6 +216,9 @@ fn describe_policy(p: &Policy) -> String {
         fmt_duration(p.backoff),
         fmt_duration(p.timeout)
     );
+    if p.deadline {
+        s.push_str(", deadline propagate");
+    }
     s
 }
 
@@ -245,6 +261,9 @@ fn describe_fields(f: &PolicyFields) -> String {
     }
     if let Some(d) = f.timeout {
         parts.push(format!("timeout {}", fmt_duration(d)));
+    }
+    if let Some(d) = f.deadline {
+        parts.push(format!("deadline {}", if d { "propagate" } else { "off" }));
     }
     parts.join(", ")
 }

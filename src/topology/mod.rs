@@ -27,6 +27,13 @@ use crate::ownership::{Attribution, DependencyMode, DEFAULT_CLAIM_HEADER};
 pub use crate::ownership::policy::EdgePolicy;
 pub use validate::TopologyError;
 
+/// Requests waiting for a worker when `workers` is set and `queue` is not.
+pub const DEFAULT_QUEUE: u32 = 1000;
+/// The largest `queue:` accepted.
+pub const MAX_QUEUE: u32 = 1_000_000;
+/// The largest `workers:` accepted: more is a typo, not a service.
+pub const MAX_WORKERS: u32 = 100_000;
+
 /// A service's position in [`Topology::services`].
 pub type ServiceId = usize;
 /// An edge's position in [`Topology::edges`].
@@ -229,6 +236,8 @@ pub struct PolicyFields {
     pub backoff: Option<Duration>,
     /// `timeout:`.
     pub timeout: Option<Duration>,
+    /// `deadline:` `Some(true)` for `propagate`, `Some(false)` for `off`.
+    pub deadline: Option<bool>,
 }
 
 impl PolicyFields {
@@ -260,6 +269,10 @@ pub struct Policy {
     pub backoff: Duration,
     /// Per-attempt timeout.
     pub timeout: Duration,
+    /// `deadline: propagate` (true) or `off` (false, the default): whether
+    /// each call carries the time its caller has left (SPEC section 7).
+    /// Independent of the preset: switching the mode keeps it.
+    pub deadline: bool,
 }
 
 impl Default for Policy {
@@ -274,6 +287,7 @@ impl Default for Policy {
             ttl: Duration::from_secs(10),
             backoff: Duration::ZERO,
             timeout: Duration::from_secs(1),
+            deadline: false,
         };
         p.apply_preset(Preset::Ownership);
         p
@@ -344,6 +358,9 @@ impl Policy {
         if let Some(t) = f.timeout {
             self.timeout = t;
         }
+        if let Some(d) = f.deadline {
+            self.deadline = d;
+        }
     }
 
     /// The policy one edge runs: this policy with the edge's overrides.
@@ -362,6 +379,7 @@ impl Policy {
             ttl: p.ttl,
             backoff: p.backoff,
             timeout: p.timeout,
+            deadline_propagate: p.deadline,
         }
     }
 }
@@ -375,6 +393,9 @@ pub struct LoadSettings {
     pub rps: f64,
     /// How arrivals are spaced.
     pub arrival: Arrival,
+    /// `load.timeout`: the end user gives up on a root request after this
+    /// (a root error); `None` waits for the answer however long it takes.
+    pub timeout: Option<Duration>,
 }
 
 /// How the open-loop generator spaces root requests.
@@ -452,8 +473,19 @@ pub struct Service {
     pub url: Option<String>,
     /// Its fault.
     pub fault: Fault,
-    /// Simulated service time.
+    /// Simulated service time (held on a worker when `workers` is set).
     pub work: Duration,
+    /// `workers:` requests in service at once; `None` (the default) is no
+    /// limit, the service behaves as without SPEC section 7.
+    pub workers: Option<u32>,
+    /// `queue:` requests waiting for a worker, FIFO; a request that finds it
+    /// full is shed with a claimed 503. [`DEFAULT_QUEUE`] unless the file
+    /// says otherwise (also when `workers` is unset, so a scenario step that
+    /// gives the service workers finds the default queue).
+    pub queue: u32,
+    /// `cancel:` a queued job whose caller has gone is skipped when it
+    /// reaches a worker (default false: it runs, and its answer is wasted).
+    pub cancel: bool,
     /// Longest path from the entry (the entry is 0); every edge goes deeper.
     pub depth: usize,
     /// Calls it receives per root request with no faults and no retries.

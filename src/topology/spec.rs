@@ -28,7 +28,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use super::{Arrival, BudgetSetting, Fault, Phase, PolicyFields, Preset};
+use super::{Arrival, BudgetSetting, Fault, Phase, PolicyFields, Preset, MAX_QUEUE, MAX_WORKERS};
 use crate::ownership::{Attribution, DependencyMode};
 use crate::yaml;
 
@@ -106,6 +106,20 @@ pub struct PolicySpec {
     /// `timeout:` per attempt.
     #[serde(default, deserialize_with = "yaml::duration")]
     pub timeout: Option<Duration>,
+    /// `deadline:` propagate | off.
+    #[serde(default)]
+    pub deadline: Option<Deadline>,
+}
+
+/// `deadline:`: whether each call carries the time its caller has left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Deadline {
+    /// Each call carries its caller's remaining time; a callee's attempts
+    /// never outlive it and a job whose deadline has passed is skipped.
+    Propagate,
+    /// No deadline travels with a call (the default).
+    Off,
 }
 
 impl PolicySpec {
@@ -119,6 +133,7 @@ impl PolicySpec {
             ttl: self.ttl,
             backoff: self.backoff,
             timeout: self.timeout,
+            deadline: self.deadline.map(|d| d == Deadline::Propagate),
         }
     }
 }
@@ -136,6 +151,9 @@ pub struct LoadSpec {
     /// `arrival:` constant | poisson.
     #[serde(default)]
     pub arrival: Option<Arrival>,
+    /// `timeout:` the end user gives up after this (more than 0).
+    #[serde(default, deserialize_with = "user_timeout")]
+    pub timeout: Option<Duration>,
 }
 
 /// `services:`: every service, in the order the file lists them.
@@ -198,6 +216,17 @@ pub struct ServiceSpec {
     /// `work:` simulated service time.
     #[serde(default, deserialize_with = "yaml::duration")]
     pub work: Option<Duration>,
+    /// `workers:` requests in service at once (1 or more).
+    #[serde(default, deserialize_with = "workers")]
+    pub workers: Option<u32>,
+    /// `queue:` requests waiting for a worker (0..=1,000,000); only with
+    /// `workers`.
+    #[serde(default, deserialize_with = "queue")]
+    pub queue: Option<u32>,
+    /// `cancel:` skip queued work whose caller has gone; only with
+    /// `workers`.
+    #[serde(default)]
+    pub cancel: Option<bool>,
 }
 
 impl Default for ServiceSpec {
@@ -211,6 +240,9 @@ impl Default for ServiceSpec {
             url: None,
             fault: FaultSpec::default(),
             work: None,
+            workers: None,
+            queue: None,
+            cancel: None,
         }
     }
 }
@@ -334,6 +366,70 @@ fn attempts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
             yaml::whole(v, 1, MAX_ATTEMPTS, "attempts")
         },
     )
+}
+
+fn workers<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a number of workers (requests in service at once)",
+        "workers needs a whole number of requests in service at once",
+        |v| {
+            if v < 1.0 {
+                return Err(format!(
+                    "workers must be at least 1, got {v}: a service with no workers never serves a request (leave workers out for no limit)"
+                ));
+            }
+            yaml::whole(v, 1, MAX_WORKERS, "workers")
+        },
+    )
+}
+
+fn queue<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a number of requests waiting for a worker",
+        "queue needs a whole number of requests waiting for a worker",
+        |v| {
+            yaml::whole(v, 0, MAX_QUEUE, "queue").map_err(|e| {
+                format!("{e}: it counts requests waiting for a worker (0: none wait, a request that finds every worker busy is shed)")
+            })
+        },
+    )
+}
+
+/// `load.timeout`: a duration of more than 0.
+fn user_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    struct V;
+    impl V {
+        fn check<E: de::Error>(s: &str) -> Result<Duration, E> {
+            let t = yaml::parse_duration(s).map_err(E::custom)?;
+            if t.is_zero() {
+                return Err(E::custom(format!(
+                    "load.timeout must be more than 0, got `{s}`: it is how long the end user waits before giving up (leave it out to wait for every answer)"
+                )));
+            }
+            Ok(t)
+        }
+    }
+    impl<'de> Visitor<'de> for V {
+        type Value = Duration;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a duration such as 5s or 2500ms")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
+            V::check(v)
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
+            V::check(&v.to_string())
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
+            V::check(&v.to_string())
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
+            V::check(&v.to_string())
+        }
+    }
+    d.deserialize_any(V).map(Some)
 }
 
 fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {

@@ -33,7 +33,10 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::spec::{ContextSpec, ServiceSpec, TopologySpec};
-use super::{Edge, LoadSettings, OwnershipSettings, Policy, Service, ServiceId, Topology};
+use super::{
+    Edge, LoadSettings, OwnershipSettings, Policy, Service, ServiceId, Topology, DEFAULT_QUEUE,
+};
+use crate::format::fmt_duration;
 use crate::yaml::{self, key_of, Lines};
 
 /// [`crate::yaml::Location`], at its old path.
@@ -145,6 +148,46 @@ pub enum TopologyError {
         /// The service.
         service: String,
     },
+    /// A key that only means something on a service with `workers`.
+    #[error("{at}: service \"{service}\" sets `{key}` but not `workers`: {why}; set `workers:` or remove `{key}:`")]
+    NeedsWorkers {
+        /// The key.
+        at: Location,
+        /// The service.
+        service: String,
+        /// `queue` or `cancel`.
+        key: &'static str,
+        /// Why it means nothing without workers.
+        why: &'static str,
+    },
+    /// An outside service (`url:`) given workers.
+    #[error(
+        "{at}: service \"{service}\" has a url, so it runs outside the fleet and the lab cannot give it `workers`, a `queue` or `cancel`"
+    )]
+    UrlWithWorkers {
+        /// The key.
+        at: Location,
+        /// The service.
+        service: String,
+    },
+    /// A per-attempt timeout the end user never waits out, on an edge that
+    /// retries.
+    #[error(
+        "{at}: the per-attempt timeout on {service} -> {callee} is {timeouts}: with {attempts} attempts every retry would start after the end user has given up; make the per-attempt timeout shorter than load.timeout, or set attempts: 1"
+    )]
+    AttemptOutlivesUser {
+        /// The per-attempt timeout where it is written, else `load.timeout`.
+        at: Location,
+        /// The caller.
+        service: String,
+        /// The callee.
+        callee: String,
+        /// Both timeouts, formatted: `2s (the default), not shorter than
+        /// load.timeout 1s`.
+        timeouts: String,
+        /// Attempts on the edge.
+        attempts: u32,
+    },
     /// `load.entry` names no service.
     #[error("{at}: load.entry is \"{entry}\", which is not in the topology{hint}")]
     UnknownEntry {
@@ -182,7 +225,10 @@ impl TopologyError {
             | TopologyError::UnknownDependency { service, .. }
             | TopologyError::SelfCall { service, .. }
             | TopologyError::Cycle { service, .. }
-            | TopologyError::UrlWithCalls { service, .. } => Some(service),
+            | TopologyError::UrlWithCalls { service, .. }
+            | TopologyError::NeedsWorkers { service, .. }
+            | TopologyError::UrlWithWorkers { service, .. }
+            | TopologyError::AttemptOutlivesUser { service, .. } => Some(service),
             TopologyError::UnknownEntry { entry, .. } => Some(entry),
             _ => None,
         }
@@ -329,6 +375,10 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
         loc,
     )?;
     layer(&mut services, &edges, &order, entry);
+    let user_timeout = spec.load.timeout;
+    if let Some(user) = user_timeout {
+        check_attempt_timeouts(&services, &edges, &policy, &fleet_fields, user, loc)?;
+    }
 
     let d = OwnershipSettings::default();
     Ok(Topology {
@@ -344,6 +394,7 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
             entry,
             rps: spec.load.rps.unwrap_or(DEFAULT_RPS),
             arrival: spec.load.arrival.unwrap_or_default(),
+            timeout: user_timeout,
         },
         services,
         edges,
@@ -394,6 +445,7 @@ fn services_and_edges(
                 service: name.clone(),
             });
         }
+        check_workers(name, s, loc)?;
         let mut calls = Vec::with_capacity(s.calls.len());
         for c in &s.calls {
             let Some(&to) = ids.get(c.to.as_str()) else {
@@ -429,11 +481,97 @@ fn services_and_edges(
             url: s.url.clone(),
             fault: s.fault.to_fault(),
             work: s.work.unwrap_or(Duration::ZERO),
+            workers: s.workers,
+            queue: s.queue.unwrap_or(DEFAULT_QUEUE),
+            cancel: s.cancel.unwrap_or(false),
             depth: 0,
             multiplicity: 0.0,
         });
     }
     Ok((services, edges))
+}
+
+/// `queue` and `cancel` need `workers`; an outside service gets none.
+fn check_workers(name: &str, s: &ServiceSpec, loc: &Locator) -> Result<(), TopologyError> {
+    if s.url.is_some() {
+        let key = [
+            ("workers", s.workers.is_some()),
+            ("queue", s.queue.is_some()),
+            ("cancel", s.cancel.is_some()),
+        ]
+        .into_iter()
+        .find(|(_, set)| *set);
+        if let Some((key, _)) = key {
+            return Err(TopologyError::UrlWithWorkers {
+                at: loc.in_service(name, &format!("{key}:")),
+                service: name.to_string(),
+            });
+        }
+    }
+    if s.workers.is_some() {
+        return Ok(());
+    }
+    let missing = if s.queue.is_some() {
+        Some((
+            "queue",
+            "the queue holds requests waiting for a worker, and without workers no request ever waits",
+        ))
+    } else if s.cancel.is_some() {
+        Some((
+            "cancel",
+            "cancel skips queued work whose caller has gone, and without workers nothing is queued",
+        ))
+    } else {
+        None
+    };
+    match missing {
+        Some((key, why)) => Err(TopologyError::NeedsWorkers {
+            at: loc.in_service(name, &format!("{key}:")),
+            service: name.to_string(),
+            key,
+            why,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// On an edge that retries (as the file's policy stands), a per-attempt
+/// timeout of `user` or more means every retry starts after the end user
+/// has given up: refused.
+fn check_attempt_timeouts(
+    services: &[Service],
+    edges: &[Edge],
+    policy: &Policy,
+    fleet: &super::PolicyFields,
+    user: Duration,
+    loc: &Locator,
+) -> Result<(), TopologyError> {
+    for e in edges {
+        let p = policy.for_edge(&e.policy);
+        if p.attempts <= 1 || p.timeout < user {
+            continue;
+        }
+        let from = &services[e.from].name;
+        let (at, default) = if e.policy.timeout.is_some() {
+            (loc.in_service(from, "timeout:"), "")
+        } else if fleet.timeout.is_some() {
+            (loc.key_under("policy", "timeout"), "")
+        } else {
+            (loc.key_under("load", "timeout"), " (the default)")
+        };
+        return Err(TopologyError::AttemptOutlivesUser {
+            at,
+            service: from.clone(),
+            callee: services[e.to].name.clone(),
+            timeouts: format!(
+                "{}{default}, not shorter than load.timeout {}",
+                fmt_duration(p.timeout),
+                fmt_duration(user)
+            ),
+            attempts: p.attempts,
+        });
+    }
+    Ok(())
 }
 
 /// The error for a cycle, spelled from its first service back to it.
@@ -597,6 +735,26 @@ impl<'a> Locator<'a> {
             .rev()
             .find(|(_, kl, _)| *kl <= l)
             .map(|&(n, _, _)| n)
+    }
+
+    /// `key:` inside the top-level `section:` (block or flow style); the
+    /// section's line when the key cannot be found there.
+    fn key_under(&self, section: &str, key: &str) -> Location {
+        let t = &self.text;
+        let Some(k) = t.find_key(0..t.len(), section) else {
+            return self.key_line(section);
+        };
+        let block = t.block(k);
+        if let Some(i) = t.find_key(block.clone(), key) {
+            return t.at(i, t.indent(i));
+        }
+        let pattern = format!("{key}:");
+        t.find(
+            k..block.end.max(k + 1),
+            &pattern,
+            t.indent(k) + section.len(),
+        )
+        .unwrap_or_else(|| t.at(k, t.indent(k)))
     }
 
     /// The first line holding `key:` as a key, block or flow style.
@@ -773,6 +931,141 @@ mod tests {
         let t = ok("name: t\nservices:\n  A: {}\nscenario:\n  duration: 30s\n  steps: []\n");
         let s = t.scenario.expect("scenario");
         assert_eq!(s["duration"].as_str(), Some("30s"));
+    }
+
+    #[test]
+    fn overload_keys_and_their_defaults() {
+        let t = ok("name: t\nload: { timeout: 4s }\npolicy: { timeout: 250ms, attempts: 3, deadline: propagate }\n\
+                    services:\n  A:\n    calls:\n      - { to: DB, policy: { deadline: off } }\n      - C\n  \
+                    DB: { workers: 4, work: 25ms, cancel: true }\n  C: { workers: 1, queue: 0 }\n");
+        assert_eq!(t.load.timeout, Some(Duration::from_secs(4)));
+        assert!(t.policy.deadline);
+        assert_eq!(t.edges[0].policy.deadline, Some(false));
+        assert!(!t.policy.for_edge(&t.edges[0].policy).deadline_propagate);
+        assert!(
+            t.policy
+                .for_edge(&PolicyFields::default())
+                .deadline_propagate
+        );
+        let a = &t.services[0];
+        assert_eq!((a.workers, a.queue, a.cancel), (None, DEFAULT_QUEUE, false));
+        let db = &t.services[1];
+        assert_eq!((db.workers, db.queue, db.cancel), (Some(4), 1000, true));
+        assert_eq!(db.work, Duration::from_millis(25));
+        assert_eq!((t.services[2].workers, t.services[2].queue), (Some(1), 0));
+        // Without the keys, nothing changes.
+        let t = ok("name: t\nservices:\n  A: {}\n");
+        assert_eq!(t.load.timeout, None);
+        assert!(!t.policy.deadline);
+        // A preset switch keeps the deadline setting.
+        let mut p = ok("name: t\npolicy: { deadline: propagate }\nservices:\n  A: {}\n").policy;
+        p.apply_preset(Preset::None);
+        assert!(p.deadline);
+    }
+
+    #[test]
+    fn overload_keys_refused_with_the_reason() {
+        let yaml = |l: &str| match err(l) {
+            e @ TopologyError::Yaml { .. } => e.to_string(),
+            e => panic!("not a parser error: {e:?}"),
+        };
+        let m = yaml("name: t\nservices:\n  A: { workers: 0 }\n");
+        assert!(
+            m.starts_with("t.yaml:3:17: ") && m.contains("at least 1"),
+            "{m}"
+        );
+        let m = yaml("name: t\nservices:\n  A: { workers: 2.5 }\n");
+        assert!(m.contains("whole number"), "{m}");
+        let m = yaml("name: t\nservices:\n  A: { workers: 2, queue: -1 }\n");
+        assert!(
+            m.starts_with("t.yaml:3:27: ") && m.contains("from 0 to 1000000"),
+            "{m}"
+        );
+        let m = yaml("name: t\nservices:\n  A: { workers: 2, queue: 5000000 }\n");
+        assert!(m.contains("services.A.queue"), "{m}");
+        let m = yaml("name: t\nload: { timeout: 0s }\nservices:\n  A: {}\n");
+        assert!(
+            m.starts_with("t.yaml:2:18: ") && m.contains("more than 0"),
+            "{m}"
+        );
+        let m = yaml("name: t\npolicy: { deadline: on }\nservices:\n  A: {}\n");
+        assert!(m.contains("`propagate` or `off`"), "{m}");
+
+        let e = err("name: t\nservices:\n  A:\n    work: 5ms\n    queue: 10\n");
+        assert_eq!(e.service(), Some("A"));
+        assert!(
+            matches!(
+                e,
+                TopologyError::NeedsWorkers {
+                    key: "queue",
+                    at: Location {
+                        line: Some(5),
+                        column: Some(5),
+                        ..
+                    },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = err("name: t\nservices:\n  A: { cancel: false }\n");
+        assert!(
+            matches!(e, TopologyError::NeedsWorkers { key: "cancel", .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("nothing is queued"), "{e}");
+        let e = err("name: t\nservices:\n  A: { calls: [B] }\n  B: { url: \"http://127.0.0.1:9\", workers: 2 }\n");
+        assert!(
+            matches!(
+                e,
+                TopologyError::UrlWithWorkers {
+                    at: Location {
+                        line: Some(4),
+                        column: Some(35),
+                        ..
+                    },
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_attempt_timeout_the_user_never_waits_out_is_refused() {
+        // Written on the fleet policy: points there.
+        let e = err("name: t\nload:\n  timeout: 2s\npolicy:\n  attempts: 3\n  timeout: 2s\nservices:\n  A: { calls: [B] }\n  B: {}\n");
+        assert!(
+            matches!(
+                e,
+                TopologyError::AttemptOutlivesUser {
+                    at: Location {
+                        line: Some(6),
+                        column: Some(3),
+                        ..
+                    },
+                    attempts: 3,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .contains("A -> B is 2s, not shorter than load.timeout 2s"),
+            "{e}"
+        );
+        // The default 1s, unwritten: points at load.timeout.
+        let e = err("name: t\nload: { timeout: 500ms }\nservices:\n  A: { calls: [B] }\n  B: {}\n");
+        assert!(e.to_string().starts_with("t.yaml:2:9: "), "{e}");
+        assert!(e.to_string().contains("1s (the default)"), "{e}");
+        // On one edge's override: points at it.
+        let e = err("name: t\nload: { timeout: 3s }\nservices:\n  A:\n    calls:\n      - { to: B, policy: { timeout: 5s } }\n  B: {}\n");
+        assert!(e.to_string().starts_with("t.yaml:6:28: "), "{e}");
+        // No retries (the mode, or one attempt), or a shorter timeout: fine.
+        ok("name: t\nload: { timeout: 500ms }\npolicy: { preset: none }\nservices:\n  A: { calls: [B] }\n  B: {}\n");
+        ok("name: t\nload: { timeout: 500ms }\npolicy: { attempts: 1 }\nservices:\n  A: { calls: [B] }\n  B: {}\n");
+        ok("name: t\nload: { timeout: 5s }\nservices:\n  A: { calls: [B] }\n  B: {}\n");
     }
 
     #[test]

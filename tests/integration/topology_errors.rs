@@ -300,6 +300,75 @@ fn wrong_types_and_values() {
 }
 
 #[test]
+fn overload_keys_say_why_they_make_no_sense() {
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        (
+            "workers-zero",
+            "name: t\nservices:\n  A: { calls: [DB] }\n  DB: { workers: 0 }\n",
+            ":4:18: ",
+            &["services.DB.workers", "at least 1", "never serves"],
+        ),
+        (
+            "queue-negative",
+            "name: t\nservices:\n  DB: { workers: 4, queue: -5 }\n",
+            ":3:28: ",
+            &["services.DB.queue", "from 0 to 1000000"],
+        ),
+        (
+            "queue-absurd",
+            "name: t\nservices:\n  DB: { workers: 4, queue: 1e9 }\n",
+            ":3:28: ",
+            &["services.DB.queue", "from 0 to 1000000"],
+        ),
+        (
+            "queue-without-workers",
+            "name: t\nservices:\n  A: { calls: [DB] }\n  DB:\n    work: 25ms\n    queue: 10\n",
+            ":6:5: ",
+            &[
+                r#"service "DB" sets `queue` but not `workers`"#,
+                "no request ever waits",
+            ],
+        ),
+        (
+            "cancel-without-workers",
+            "name: t\nservices:\n  DB: { cancel: true }\n",
+            ":3:9: ",
+            &[r#"service "DB" sets `cancel` but not `workers`"#],
+        ),
+        (
+            "url-with-workers",
+            "name: t\nservices:\n  A: { calls: [B] }\n  B: { url: \"http://127.0.0.1:9\", workers: 2 }\n",
+            ":4:35: ",
+            &[r#"service "B" has a url"#, "`workers`"],
+        ),
+        (
+            "user-timeout-zero",
+            "name: t\nload: { rps: 10, timeout: 0s }\nservices:\n  A: {}\n",
+            ":2:27: ",
+            &["load.timeout", "more than 0"],
+        ),
+        (
+            "attempt-outlives-user",
+            "name: t\nload:\n  timeout: 1s\npolicy:\n  attempts: 3\n  timeout: 2s\nservices:\n  A: { calls: [B] }\n  B: {}\n",
+            ":6:3: ",
+            &[
+                "A -> B is 2s, not shorter than load.timeout 1s",
+                "after the end user has given up",
+            ],
+        ),
+        (
+            "deadline-word",
+            "name: t\npolicy: { deadline: always }\nservices:\n  A: {}\n",
+            ":2:21: ",
+            &["policy.deadline", "`propagate` or `off`"],
+        ),
+    ];
+    for (label, yaml, at, needles) in cases {
+        rejects(label, yaml, at, needles);
+    }
+}
+
+#[test]
 fn empty_file() {
     rejects("empty", "", ": ", &["the file is empty"]);
     rejects(

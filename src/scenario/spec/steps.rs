@@ -250,6 +250,18 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_step_sets_the_deadline() {
+        let s = ok("steps:\n  - { at: 1s, policy: { deadline: propagate } }\n");
+        assert_eq!(
+            s.steps[0].action,
+            Action::Policy(PolicyFields {
+                deadline: Some(true),
+                ..Default::default()
+            })
+        );
+    }
+
+    #[test]
     fn a_bad_duration_is_refused_where_written() {
         let m = err("duration: 10 parsecs\n");
         at(&m, 1, "unknown unit");
