@@ -11,6 +11,7 @@
 
 mod error;
 mod service;
+pub mod workers;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
@@ -156,6 +157,7 @@ impl Fleet {
                 addrs[id],
                 opts.seed.wrapping_add(id as u64 + 1),
                 opts.plain,
+                &metrics,
             )?);
             if let Some(l) = listener {
                 tasks.push(tokio::spawn(service::serve(
@@ -269,6 +271,23 @@ impl Fleet {
     /// Drops or restores a service's request context.
     pub fn set_context_dropped(&self, id: ServiceId, dropped: bool) {
         self.services[id].set_context_dropped(dropped);
+    }
+
+    /// A service's resources now: workers, service time, queue.
+    pub fn resources(&self, id: ServiceId) -> (Option<u32>, std::time::Duration, u32) {
+        self.services[id].resources()
+    }
+
+    /// Changes a service's resources (SPEC section 7): its workers and
+    /// queue when it has workers, and its service time.
+    pub fn set_resources(
+        &self,
+        id: ServiceId,
+        workers: Option<u32>,
+        work: std::time::Duration,
+        queue: u32,
+    ) {
+        self.services[id].set_resources(workers, work, queue);
     }
 
     /// Stops every server and waits for them.

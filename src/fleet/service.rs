@@ -1,7 +1,7 @@
 //! One service of the fleet: its runtime state, its handler, its server.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -18,12 +18,14 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tower::Layer;
 
+use crate::metrics::Metrics;
 use crate::middleware::client::{EdgeState, RetryClient};
 use crate::middleware::context::{self, Trace};
 use crate::middleware::server::{OwnershipLayer, ServerConfig};
 use crate::ownership::DependencyMode;
 use crate::topology::{Fault, Phase, Service};
 
+use super::workers::{QueueFull, Workers};
 use super::FleetError;
 
 /// A service's state while the fleet runs.
@@ -32,13 +34,18 @@ pub struct ServiceRuntime {
     name: String,
     edges: Vec<(Arc<EdgeState>, u32)>,
     parallel: bool,
-    work: Duration,
+    /// Service time, µs (changed by `set`).
+    work_us: AtomicU64,
     outside_url: Option<String>,
     addr: Option<SocketAddr>,
     fault: RwLock<Fault>,
     context_dropped: AtomicBool,
     down: watch::Sender<bool>,
     capacity: Option<Mutex<Shedder>>,
+    workers: Option<Arc<Workers>>,
+    /// The queue length the topology gives (kept for a service without
+    /// workers, whose queue is never used).
+    queue: u32,
     rng: Mutex<SmallRng>,
     client: RetryClient,
     server: Arc<ServerConfig>,
@@ -89,6 +96,7 @@ impl ServiceRuntime {
         addr: Option<SocketAddr>,
         seed: u64,
         plain: bool,
+        metrics: &Arc<Metrics>,
     ) -> Result<ServiceRuntime, FleetError> {
         let plain = plain
             .then(|| {
@@ -109,7 +117,7 @@ impl ServiceRuntime {
             name: spec.name.clone(),
             edges,
             parallel: spec.parallel,
-            work: spec.work,
+            work_us: AtomicU64::new(u64::try_from(spec.work.as_micros()).unwrap_or(u64::MAX)),
             outside_url: spec.url.clone(),
             addr,
             fault: RwLock::new(spec.fault.clone()),
@@ -124,6 +132,16 @@ impl ServiceRuntime {
                     at: Instant::now(),
                 })
             }),
+            workers: spec.workers.map(|n| {
+                Workers::new(
+                    id,
+                    n as usize,
+                    spec.queue as usize,
+                    spec.cancel,
+                    metrics.clone(),
+                )
+            }),
+            queue: spec.queue,
             rng: Mutex::new(SmallRng::seed_from_u64(seed)),
             client,
             server,
@@ -169,6 +187,39 @@ impl ServiceRuntime {
             *d = down;
             changed
         });
+    }
+
+    /// Its service time.
+    pub fn work(&self) -> Duration {
+        Duration::from_micros(self.work_us.load(Ordering::Relaxed))
+    }
+
+    /// Changes its resources: workers and queue (when it has workers) and
+    /// service time.
+    pub fn set_resources(&self, workers: Option<u32>, work: Duration, queue: u32) {
+        let us = u64::try_from(work.as_micros()).unwrap_or(u64::MAX);
+        self.work_us.store(us, Ordering::Relaxed);
+        if let (Some(pool), Some(n)) = (&self.workers, workers) {
+            pool.set_workers(n as usize);
+            pool.set_queue(queue as usize);
+        }
+    }
+
+    /// Its resources now: workers, service time, queue.
+    pub fn resources(&self) -> (Option<u32>, Duration, u32) {
+        match &self.workers {
+            Some(p) => (
+                Some(u32::try_from(p.workers()).unwrap_or(u32::MAX)),
+                self.work(),
+                u32::try_from(p.queue()).unwrap_or(u32::MAX),
+            ),
+            None => (None, self.work(), self.queue),
+        }
+    }
+
+    /// Its workers and queue, when it has them.
+    pub fn workers(&self) -> Option<&Arc<Workers>> {
+        self.workers.as_ref()
     }
 
     /// Whether its context is dropped.
@@ -251,30 +302,81 @@ fn status(code: u16) -> StatusCode {
     StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
+/// What a service's work ended in.
+struct Answer {
+    status: u16,
+    /// Its own fault (not a dependency's) caused an error.
+    own: bool,
+    body: &'static str,
+}
+
+impl Answer {
+    fn own(status: u16, body: &'static str) -> Answer {
+        Answer {
+            status,
+            own: true,
+            body,
+        }
+    }
+}
+
+/// Turns an answer into the response, marking an error the service caused
+/// as its own in the request's context.
+fn respond(ctx: Option<&Arc<context::RequestContext>>, a: Answer) -> Response {
+    if a.own {
+        if let Some(c) = ctx {
+            c.mark_own_fault();
+        }
+    }
+    (status(a.status), a.body).into_response()
+}
+
 async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response {
     drop(req);
     // The server layer made this request's context the task's current one
     // (none in the plain baseline, which runs no layer).
     let ctx = context::current();
     let trace = ctx.as_ref().map(|c| c.trace);
-    let own = |code: u16, why: &'static str| {
-        if let Some(c) = &ctx {
-            c.mark_own_fault();
-        }
-        (status(code), why).into_response()
-    };
     if !rt.admit() {
-        return own(503, "over capacity: shedding\n");
+        return respond(ctx.as_ref(), Answer::own(503, "over capacity: shedding\n"));
     }
+    let Some(pool) = rt.workers.clone() else {
+        return respond(ctx.as_ref(), work(rt, trace, Instant::now()).await.0);
+    };
+    // The job runs on a task of its own, inside this request's context, so
+    // it goes on when the caller leaves and this future is dropped.
+    let scope = ctx.clone();
+    let job = move |start: Instant| async move {
+        match scope {
+            Some(c) => context::scope(c, work(rt, trace, start)).await,
+            None => work(rt, trace, start).await,
+        }
+    };
+    match pool.submit(job) {
+        Err(QueueFull) => respond(ctx.as_ref(), Answer::own(503, "queue full: shedding\n")),
+        Ok(answer) => match answer.await {
+            Ok(a) => respond(ctx.as_ref(), a),
+            Err(_) => respond(ctx.as_ref(), Answer::own(500, "the job was lost\n")),
+        },
+    }
+}
+
+/// The service's work for one request begun at `start`: its service time
+/// (until `start` + work + injected latency), its fault, its calls. Also
+/// when it ideally ended: at the end of its service time when it made no
+/// calls, else when its calls came back.
+async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> (Answer, Instant) {
     let fault = rt.fault();
-    if !fault.latency.is_zero() {
-        tokio::time::sleep(fault.latency).await;
-    }
-    if !rt.work.is_zero() {
-        tokio::time::sleep(rt.work).await;
+    let time = fault.latency + rt.work();
+    let done = start + time;
+    if !time.is_zero() {
+        tokio::time::sleep_until(done).await;
     }
     if fault.phase == Phase::Before && rt.roll(fault.error_rate) {
-        return own(fault.status, "injected fault\n");
+        return (Answer::own(fault.status, "injected fault\n"), done);
+    }
+    if rt.edges.is_empty() {
+        return (finish(&rt, &fault), done);
     }
     let ok = if let Some(http) = &rt.plain {
         // The baseline: the same service, its calls made with bare reqwest.
@@ -290,13 +392,29 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response
     } else {
         rt.run_calls(trace).await
     };
-    if !ok {
-        return (StatusCode::INTERNAL_SERVER_ERROR, "dependency failed\n").into_response();
-    }
+    let answer = if ok {
+        finish(&rt, &fault)
+    } else {
+        Answer {
+            status: 500,
+            own: false,
+            body: "dependency failed\n",
+        }
+    };
+    (answer, Instant::now())
+}
+
+/// The answer of work whose calls (if any) succeeded: the fault after
+/// them, or success.
+fn finish(rt: &ServiceRuntime, fault: &Fault) -> Answer {
     if fault.phase == Phase::After && rt.roll(fault.error_rate) {
-        return own(fault.status, "injected fault\n");
+        return Answer::own(fault.status, "injected fault\n");
     }
-    (StatusCode::OK, "ok\n").into_response()
+    Answer {
+        status: 200,
+        own: false,
+        body: "ok\n",
+    }
 }
 
 /// The service's router: any method, any path.

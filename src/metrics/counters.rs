@@ -98,12 +98,14 @@ macro_rules! service_counters {
     (
         counts { $($(#[doc = $d:literal])* $c:ident,)* }
         triples { $($(#[doc = $td:literal])* $t:ident,)* }
+        gauges { $($(#[doc = $gd:literal])* $g:ident,)* }
     ) => {
         /// One service's live counters.
         #[derive(Debug, Default)]
         pub struct ServiceCounters {
             $($c: AtomicU64,)*
             $($t: [AtomicU64; 3],)*
+            $($g: AtomicU64,)*
             latency: LatencyCounters,
         }
 
@@ -112,18 +114,21 @@ macro_rules! service_counters {
         pub struct ServiceCounts {
             $($(#[doc = $d])* pub $c: u64,)*
             $($(#[doc = $td])* pub $t: [u64; 3],)*
+            $($(#[doc = $gd])* pub $g: u64,)*
             /// Time from each request's arrival to its answer.
             #[serde(skip)]
             pub latency: LatencyCounts,
         }
 
         impl ServiceCounts {
-            /// `self - earlier`, field by field (saturating).
+            /// `self - earlier`, field by field (saturating); a gauge
+            /// keeps its later value.
             pub fn since(&self, earlier: &ServiceCounts) -> ServiceCounts {
                 let d3 = |a: [u64; 3], b: [u64; 3]| std::array::from_fn(|k| a[k].saturating_sub(b[k]));
                 ServiceCounts {
                     $($c: self.$c.saturating_sub(earlier.$c),)*
                     $($t: d3(self.$t, earlier.$t),)*
+                    $($g: self.$g,)*
                     latency: self.latency.since(&earlier.latency),
                 }
             }
@@ -136,6 +141,7 @@ macro_rules! service_counters {
                 ServiceCounts {
                     $($c: l(&self.$c),)*
                     $($t: std::array::from_fn(|k| l(&self.$t[k])),)*
+                    $($g: l(&self.$g),)*
                     latency: LatencyCounts(std::array::from_fn(|b| {
                         self.latency.0[b].load(Ordering::Relaxed)
                     })),
@@ -169,12 +175,29 @@ service_counters! {
         at_least_once_claims,
         /// Requests whose caller went away before the answer.
         timeouts,
+        /// Requests refused at once because the queue was full.
+        shed,
+        /// Jobs that ran to the end after their caller had gone.
+        work_wasted,
+        /// Jobs skipped on reaching a worker because their caller had gone
+        /// (`cancel: true`).
+        skipped,
+        /// Microseconds its workers spent on jobs (counted as each ends).
+        busy_us,
     }
     triples {
         /// Claims written on its error responses: true, false, missing.
         claims_returned,
         /// Claims read on failed outbound attempts: true, false, missing.
         claims_seen,
+    }
+    gauges {
+        /// Jobs waiting for a worker now.
+        queue_depth,
+        /// The deepest the queue got since the previous copy.
+        queue_peak,
+        /// Jobs on a worker now.
+        in_service,
     }
 }
 
@@ -331,7 +354,55 @@ impl Metrics {
         )
     }
 
-    /// A copy of every counter.
+    /// A job was refused: `service`'s queue was full.
+    pub fn shed(&self, service: usize) {
+        if let Some(s) = self.services.get(service) {
+            bump(&s.shed);
+        }
+    }
+
+    /// `service`'s queue now holds `depth` jobs.
+    pub fn queue_depth(&self, service: usize, depth: usize) {
+        if let Some(s) = self.services.get(service) {
+            let d = depth as u64;
+            s.queue_depth.store(d, Ordering::Relaxed);
+            s.queue_peak.fetch_max(d, Ordering::Relaxed);
+        }
+    }
+
+    /// A job of `service` took a worker.
+    pub fn job_started(&self, service: usize) {
+        if let Some(s) = self.services.get(service) {
+            s.in_service.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A job of `service` gave its worker back after `busy`.
+    pub fn job_done(&self, service: usize, busy: Duration) {
+        if let Some(s) = self.services.get(service) {
+            s.in_service.fetch_sub(1, Ordering::Relaxed);
+            let us = u64::try_from(busy.as_micros()).unwrap_or(u64::MAX);
+            s.busy_us.fetch_add(us, Ordering::Relaxed);
+        }
+    }
+
+    /// A finished job's answer had nobody to go to.
+    pub fn work_wasted(&self, service: usize) {
+        if let Some(s) = self.services.get(service) {
+            bump(&s.work_wasted);
+        }
+    }
+
+    /// A job whose caller had gone was skipped.
+    pub fn job_skipped(&self, service: usize) {
+        if let Some(s) = self.services.get(service) {
+            bump(&s.skipped);
+        }
+    }
+
+    /// A copy of every counter. Each service's queue peak starts again
+    /// from the depth now, so a sample's peak is the deepest since the
+    /// sample before.
     pub fn counts(&self) -> Counts {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Counts {

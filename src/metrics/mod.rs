@@ -270,6 +270,20 @@ impl Series {
         self.len = 0;
     }
 
+    /// The deepest each service's queue got over the samples with
+    /// `from < t <= to` (each sample keeps the deepest since the one
+    /// before).
+    pub fn queue_peaks(&self, from: Duration, to: Duration) -> Vec<u64> {
+        let mut peaks: Vec<u64> = vec![];
+        for x in self.between(from, to) {
+            peaks.resize(x.counts.services.len(), 0);
+            for (p, c) in peaks.iter_mut().zip(&x.counts.services) {
+                *p = (*p).max(c.queue_peak);
+            }
+        }
+        peaks
+    }
+
     /// Root latency over the samples with `from < t <= to`.
     pub fn latency_between(&self, from: Duration, to: Duration) -> LatencySummary {
         let mut s = LatencySummary::default();

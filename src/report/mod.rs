@@ -202,6 +202,7 @@ pub fn window<'a>(
         static_radius: model.1,
         radius,
         root_latency_ms,
+        queue_peaks: r.series.queue_peaks(first.t, last.t),
     }
 }
 

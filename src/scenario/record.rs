@@ -135,6 +135,24 @@ fn step(t: &Topology, a: &Action) -> Option<String> {
         Action::SetAtLeastOnce(on) => format!("at_least_once: {on}"),
         Action::SetAttribution(a) => format!("attribution: {}", a.name()),
         Action::SetRps(r) if r.is_finite() && *r > 0.0 => format!("rps: {r}"),
+        Action::Set {
+            service,
+            workers,
+            work,
+            queue,
+        } => {
+            let mut parts = vec![format!("service: {}", name(*service)?)];
+            if let Some(w) = workers {
+                parts.push(format!("workers: {w}"));
+            }
+            if let Some(w) = work {
+                parts.push(format!("work: {}", seconds(millis(*w))));
+            }
+            if let Some(q) = queue {
+                parts.push(format!("queue: {q}"));
+            }
+            format!("set: {{ {} }}", parts.join(", "))
+        }
         Action::SetRps(_) => return None,
         Action::Pause(p) => format!("pause: {p}"),
         Action::Reset => "reset: true".into(),

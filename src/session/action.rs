@@ -44,6 +44,18 @@ pub enum Action {
     SetAttribution(Attribution),
     /// The entry rate.
     SetRps(f64),
+    /// Change a service's resources: its workers, its service time, its
+    /// queue (each only when given).
+    Set {
+        /// The service.
+        service: ServiceId,
+        /// Workers.
+        workers: Option<u32>,
+        /// Service time held on a worker.
+        work: Option<std::time::Duration>,
+        /// Places in its queue.
+        queue: Option<u32>,
+    },
     /// Pause (`true`) or resume the load.
     Pause(bool),
     /// Reset counters, charts and the learned memory.
@@ -132,6 +144,24 @@ impl Action {
             }
             Action::SetAttribution(a) => format!("attribution {}", a.name()),
             Action::SetRps(r) => format!("entry rate {r:.0} rps"),
+            Action::Set {
+                service,
+                workers,
+                work,
+                queue,
+            } => {
+                let mut parts = vec![];
+                if let Some(w) = workers {
+                    parts.push(format!("{w} workers"));
+                }
+                if let Some(w) = work {
+                    parts.push(format!("work {w:?}"));
+                }
+                if let Some(q) = queue {
+                    parts.push(format!("queue {q}"));
+                }
+                format!("{} {}", name(*service), parts.join(", "))
+            }
             Action::Pause(p) => (if *p { "load paused" } else { "load resumed" }).into(),
             Action::Reset => "counters reset".into(),
         }

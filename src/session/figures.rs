@@ -89,6 +89,8 @@ pub struct Window<'a> {
     pub radius: RadiusStats,
     /// Root latency p50 and p99 over the window, ms.
     pub root_latency_ms: (f64, f64),
+    /// The deepest each service's queue got over the window's samples.
+    pub queue_peaks: Vec<u64>,
 }
 
 impl Window<'_> {
@@ -125,6 +127,40 @@ impl Window<'_> {
 
     fn baseline(&self, i: usize) -> f64 {
         self.root_rate() * self.topology.services[i].multiplicity
+    }
+
+    /// Service `i`'s workers, when it has them.
+    fn workers(&self, i: usize) -> Option<f64> {
+        self.topology.services[i].workers.map(f64::from)
+    }
+
+    /// Busy worker time over available worker time.
+    fn utilisation(&self, i: usize) -> f64 {
+        match self.workers(i) {
+            Some(n) if self.dt > 0.0 => self.svc(i).busy_us as f64 / 1e6 / (n * self.dt),
+            _ => 0.0,
+        }
+    }
+
+    /// Workers ÷ (work + injected latency); NaN (no limit) without workers.
+    fn capacity(&self, i: usize) -> f64 {
+        let s = &self.topology.services[i];
+        let time = (s.work + s.fault.latency).as_secs_f64();
+        match self.workers(i) {
+            Some(n) if time > 0.0 => n / time,
+            _ => f64::NAN,
+        }
+    }
+
+    /// Successful root requests per second.
+    fn goodput(&self) -> f64 {
+        let r = &self.counts.root;
+        if r.sent > 0 {
+            self.rate(r.ok)
+        } else {
+            let e = self.svc(self.topology.load.entry);
+            self.rate(e.roots.saturating_sub(e.errors + e.timeouts))
+        }
     }
 }
 
@@ -274,6 +310,30 @@ catalogue! {
     /// Requests whose caller went away before the answer (its attempt timed out).
     Timeouts = "timeouts" at "timeouts", Service Count "requests",
         None, |w, i| w.svc(i).timeouts as f64;
+    /// Jobs waiting for a worker at the window's end.
+    QueueDepth = "queue_depth" at "queue_depth.now", Service Count "jobs",
+        None, |w, i| w.svc(i).queue_depth as f64;
+    /// The deepest its queue got over the window.
+    QueueDepthMax = "queue_depth_max" at "queue_depth.max", Service Count "jobs",
+        None, |w, i| w.queue_peaks.get(i).copied().unwrap_or(0) as f64;
+    /// Jobs on a worker at the window's end.
+    InService = "in_service" at "in_service", Service Count "jobs",
+        None, |w, i| w.svc(i).in_service as f64;
+    /// Busy worker time ÷ worker time available over the window (0 without workers).
+    Utilisation = "utilisation" at "utilisation", Service Real "fraction",
+        None, |w, i| w.utilisation(i);
+    /// Requests refused at once with a claimed 503 because its queue was full.
+    Shed = "shed" at "shed", Service Count "requests",
+        None, |w, i| w.svc(i).shed as f64;
+    /// Jobs that held a worker to the end after their caller had gone; their answers were thrown away.
+    WorkWasted = "work_wasted" at "work_wasted", Service Count "jobs",
+        None, |w, i| w.svc(i).work_wasted as f64;
+    /// Jobs skipped as they reached a worker because their caller had gone (`cancel: true`).
+    Skipped = "skipped" at "skipped", Service Count "jobs",
+        None, |w, i| w.svc(i).skipped as f64;
+    /// Workers ÷ (work + injected latency): the most it can serve (null without workers).
+    CapacityRps = "capacity_rps" at "capacity_rps", Service Real "req/s",
+        None, |w, i| w.capacity(i);
     /// Median time from a request's arrival at the service to its answer (to within 12.5%).
     LatencyMsP50 = "latency_ms_p50" at "latency_ms.p50", Service Real "ms",
         None, |w, i| w.svc(i).latency.quantile_ms(0.5).unwrap_or(0.0);
@@ -283,6 +343,12 @@ catalogue! {
     /// Root requests per second into the entry.
     RootRps = "root_rps" at "root.rps", Fleet Real "req/s",
         None, |w, i| if w.counts.root.sent > 0 { w.rate(w.counts.root.sent) } else { w.root_rate() };
+    /// The entry rate offered: what the end users asked for.
+    OfferedRps = "offered_rps" at "root.offered_rps", Fleet Real "req/s",
+        None, |w, i| w.topology.load.rps;
+    /// Root requests per second that succeeded.
+    GoodputRps = "goodput_rps" at "root.goodput_rps", Fleet Real "req/s",
+        None, |w, i| w.goodput();
     /// Root requests that ended.
     RootRequests = "root_requests" at "root.requests", Fleet Count "requests",
         None, |w, i| w.root_outcomes().0 as f64;

@@ -220,6 +220,10 @@ impl Lab {
         match change {
             Change::Fault(i) => self.fleet.set_fault(i, s.faults[i].clone()),
             Change::Context(i) => self.fleet.set_context_dropped(i, s.context_dropped[i]),
+            Change::Resources(i) => {
+                let r = s.resources[i];
+                self.fleet.set_resources(i, r.workers, r.work, r.queue);
+            }
             Change::Policy => self.fleet.set_policy(s.policy.clone()),
             Change::AtLeastOnce => self.fleet.set_at_least_once(s.at_least_once),
             Change::Attribution => self.fleet.set_attribution(s.attribution),
@@ -342,6 +346,7 @@ mod tests {
 
     use super::*;
     use crate::ownership::Attribution;
+    use crate::session::state::Resources;
     use crate::topology::{BudgetSetting, Fault, Phase, PolicyFields, Preset};
 
     fn action() -> impl Strategy<Value = Action> {
@@ -396,6 +401,18 @@ mod tests {
                 ][i]
             )),
             (-10.0f64..500.0).prop_map(Action::SetRps),
+            (
+                0usize..4,
+                prop::option::of(0u32..5),
+                prop::option::of(0u64..3),
+                prop::option::of(0u32..100)
+            )
+                .prop_map(|(service, workers, work, queue)| Action::Set {
+                    service,
+                    workers,
+                    work: work.map(Duration::from_millis),
+                    queue,
+                }),
             any::<bool>().prop_map(Action::Pause),
             Just(Action::Reset),
         ]
@@ -412,6 +429,16 @@ mod tests {
             paused: lab.control.paused(),
             faults: (0..n).map(|i| lab.fleet.fault(i)).collect(),
             context_dropped: (0..n).map(|i| lab.fleet.context_dropped(i)).collect(),
+            resources: (0..n)
+                .map(|i| {
+                    let (workers, work, queue) = lab.fleet.resources(i);
+                    Resources {
+                        workers,
+                        work,
+                        queue,
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -423,7 +450,7 @@ mod tests {
             .build()
             .unwrap();
         let t = Topology::from_yaml(
-            "name: t\nload: { rps: 10 }\nservices:\n  A: { calls: [B] }\n  B: { calls: [C] }\n  C:\n",
+            "name: t\nload: { rps: 10 }\nservices:\n  A: { calls: [B] }\n  B: { calls: [C] }\n  C: { workers: 2, work: 1ms }\n",
             "t.yaml",
         )
         .unwrap();
@@ -432,6 +459,9 @@ mod tests {
             ..LabOptions::default()
         };
         let lab = RefCell::new(rt.block_on(Lab::start(t, opts)).unwrap());
+        // The lab applies actions on the runtime (fewer workers are taken
+        // back by a task).
+        let _inside = rt.enter();
         let config = ProptestConfig {
             cases: 64,
             ..ProptestConfig::default()

@@ -195,7 +195,7 @@ pub fn build(i: Inputs<'_>) -> Snapshot {
     for s in series.between(from.t, latest.t) {
         radius.merge(&s.radius);
     }
-    let window = |counts: Counts, dt: f64, radius: RadiusStats| Window {
+    let window = |counts: Counts, dt: f64, radius: RadiusStats, since: Duration| Window {
         counts,
         dt,
         topology: i.topology,
@@ -203,6 +203,7 @@ pub fn build(i: Inputs<'_>) -> Snapshot {
         static_radius: i.static_radius,
         radius,
         root_latency_ms: latest.latency_ms,
+        queue_peaks: series.queue_peaks(since, latest.t),
     };
     let per_point = (Duration::from_secs(1).as_millis()
         / i.tick.max(Duration::from_millis(1)).as_millis())
@@ -213,11 +214,13 @@ pub fn build(i: Inputs<'_>) -> Snapshot {
             latest.counts.since(&from.counts),
             latest.t.saturating_sub(from.t).as_secs_f64(),
             radius,
+            from.t,
         ),
         total: window(
             latest.counts.since(i.base),
             latest.t.saturating_sub(first.t).as_secs_f64(),
             RadiusStats::default(),
+            first.t,
         ),
         history: series
             .iter()

@@ -44,6 +44,19 @@ pub struct LabState {
     pub faults: Vec<Fault>,
     /// Each service's context dropped, topology order.
     pub context_dropped: Vec<bool>,
+    /// Each service's resources, topology order.
+    pub resources: Vec<Resources>,
+}
+
+/// A service's finite capacity (SPEC section 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resources {
+    /// Workers (`None`: unbounded, as a service without `workers`).
+    pub workers: Option<u32>,
+    /// Service time held on a worker.
+    pub work: std::time::Duration,
+    /// Places in the queue in front of the workers.
+    pub queue: u32,
 }
 
 /// What an applied action changed: the part of the fleet the lab must
@@ -54,6 +67,8 @@ pub enum Change {
     Fault(ServiceId),
     /// One service's request context.
     Context(ServiceId),
+    /// One service's resources.
+    Resources(ServiceId),
     /// The policy (mode or numbers).
     Policy,
     /// Rule 5.
@@ -91,6 +106,12 @@ pub enum ActionError {
     /// A budget ratio that is not a finite number ≥ 0.
     #[error("budget ratio {0} is not a number ≥ 0")]
     BadBudget(f64),
+    /// Workers or a queue set on a service that has no workers.
+    #[error("service #{0} has no `workers`: give it some in the topology to change them")]
+    NoWorkers(ServiceId),
+    /// Zero workers.
+    #[error("a service needs at least 1 worker")]
+    ZeroWorkers,
 }
 
 impl LabState {
@@ -104,6 +125,15 @@ impl LabState {
             paused: false,
             faults: t.services.iter().map(|s| s.fault.clone()).collect(),
             context_dropped: t.services.iter().map(|s| s.context_dropped).collect(),
+            resources: t
+                .services
+                .iter()
+                .map(|s| Resources {
+                    workers: s.workers,
+                    work: s.work,
+                    queue: s.queue,
+                })
+                .collect(),
         }
     }
 
@@ -120,6 +150,11 @@ impl LabState {
             }
             if let Some(&c) = self.context_dropped.get(i) {
                 s.context_dropped = c;
+            }
+            if let Some(r) = self.resources.get(i) {
+                s.workers = r.workers;
+                s.work = r.work;
+                s.queue = r.queue;
             }
         }
     }
@@ -155,6 +190,16 @@ impl LabState {
                 actions.push(Action::SetFault {
                     service: i,
                     fault: f.clone(),
+                });
+            }
+        }
+        for (i, r) in self.resources.iter().enumerate() {
+            if r.workers.is_some() || !r.work.is_zero() {
+                actions.push(Action::Set {
+                    service: i,
+                    workers: r.workers,
+                    work: Some(r.work),
+                    queue: r.workers.map(|_| r.queue),
                 });
             }
         }
@@ -235,6 +280,25 @@ pub fn apply(s: &mut LabState, action: &Action) -> Result<Change, ActionError> {
             }
             s.rps = *r;
             Change::Rps
+        }
+        Action::Set {
+            service,
+            workers,
+            work,
+            queue,
+        } => {
+            let i = s.service(*service)?;
+            let r = &mut s.resources[i];
+            if (workers.is_some() || queue.is_some()) && r.workers.is_none() {
+                return Err(ActionError::NoWorkers(i));
+            }
+            if *workers == Some(0) {
+                return Err(ActionError::ZeroWorkers);
+            }
+            r.workers = workers.or(r.workers);
+            r.work = work.unwrap_or(r.work);
+            r.queue = queue.unwrap_or(r.queue);
+            Change::Resources(i)
         }
         Action::Pause(p) => {
             s.paused = *p;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::ownership::Attribution;
 use crate::session::figures::{Figure, Figures, Scope};
 use crate::session::snapshot::{EdgeView, RootView, ServiceState, ServiceView};
+use crate::session::state::Resources;
 use crate::session::{Action, Event, LabState, Snapshot};
 use crate::topology::{Fault, Policy, PolicyFields, Preset};
 
@@ -130,6 +131,14 @@ fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snaps
             paused: false,
             faults: vec![Fault::default(); services.len()],
             context_dropped: vec![false; services.len()],
+            resources: vec![
+                Resources {
+                    workers: None,
+                    work: Duration::ZERO,
+                    queue: 1000,
+                };
+                services.len()
+            ],
         },
         window: Duration::from_secs(2),
         root: root(1.0, 1.2, 3.9, 0, 0),

@@ -310,10 +310,7 @@ mod tests {
             "expect[0]: unknown figure `amplificaton` (did you mean `amplification`?); per-service figures",
         );
         assert!(m.starts_with("s.yaml:4:5:"), "{m}");
-        assert!(
-            m.contains("fleet figures are root_rps, root_requests"),
-            "{m}"
-        );
+        assert!(m.contains("fleet figures are root_rps, offered_rps"), "{m}");
         let m = err("expect:\n  - during: 1s..2s\n    happiness: { max: 1 }\n");
         at(&m, 3, "unknown figure `happiness`; per-service");
     }
