@@ -68,5 +68,10 @@ pub fn model_table(t: &Topology) -> String {
         p.storm_radius,
         model::static_radius(t, &t.policy)
     );
+    let capacity = crate::topology::check::render_capacity(t);
+    if !capacity.is_empty() {
+        out.push('\n');
+        out.push_str(&capacity);
+    }
     out
 }

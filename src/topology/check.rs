@@ -1,6 +1,9 @@
 //! What `chaoslab check FILE` prints for a valid topology: its settings,
 //! one line per service (by depth), and the static storm radius of the
-//! worst single failure, with a simulation of the rules to confirm it.
+//! worst single failure, with a simulation of the rules to confirm it;
+//! for a fleet with `workers`, also each such service's capacity and
+//! utilisation and the recovery threshold per preset
+//! ([`render_capacity`], which `chaoslab model` prints too).
 
 use std::fmt::Write as _;
 
@@ -17,7 +20,155 @@ pub fn render_check(t: &Topology) -> String {
     write_services(&mut out, t);
     out.push('\n');
     write_radius(&mut out, t);
+    let capacity = render_capacity(t);
+    if !capacity.is_empty() {
+        out.push('\n');
+        out.push_str(&capacity);
+    }
     out
+}
+
+/// For a topology with `workers` somewhere: each such service's capacity
+/// and utilisation under every preset, and the recovery threshold per
+/// preset beside the offered rate, saying plainly where a trigger would
+/// leave the fleet down. Empty when no service has workers.
+///
+/// ```
+/// use chaoslab::topology::{check::render_capacity, Topology};
+///
+/// let t = Topology::from_yaml(
+///     "name: m\nload: { rps: 120 }\npolicy: { attempts: 3 }\nservices:\n  A: { calls: [DB] }\n  DB: { workers: 4, work: 25ms }\n",
+///     "m.yaml",
+/// )
+/// .unwrap();
+/// let text = render_capacity(&t);
+/// assert!(text.contains("retry      53.3 rps"), "{text}");
+/// assert!(text.contains("leaves the fleet down under retry"), "{text}");
+/// let plain = Topology::from_yaml("name: t\nservices:\n  A: {}\n", "t.yaml").unwrap();
+/// assert_eq!(render_capacity(&plain), "");
+/// ```
+pub fn render_capacity(t: &Topology) -> String {
+    let mut out = String::new();
+    let mut policies: Vec<(String, Policy)> = Preset::ALL
+        .into_iter()
+        .map(|p| {
+            let mut policy = t.policy.clone();
+            policy.apply_preset(p);
+            (p.name().to_string(), policy)
+        })
+        .collect();
+    if t.policy.preset().is_none() {
+        policies.push((t.policy.mode_name(), t.policy.clone()));
+    }
+    let caps: Vec<(String, model::capacity::Capacity)> = policies
+        .iter()
+        .map(|(name, p)| (name.clone(), model::capacity::capacity(t, p)))
+        .collect();
+    let Some((_, first)) = caps.first() else {
+        return out;
+    };
+    if first.is_empty() {
+        return out;
+    }
+    let offered = t.load.rps;
+    let _ = writeln!(
+        out,
+        "capacity at {} rps offered (utilisation: busy workers / workers, by policy):",
+        fmt_num(offered)
+    );
+    let mut header: Vec<String> = ["service", "workers", "queue", "holds", "capacity"]
+        .map(String::from)
+        .to_vec();
+    header.extend(caps.iter().map(|(name, _)| name.clone()));
+    let mut rows = vec![header];
+    for (k, sc) in first.services.iter().enumerate() {
+        let s = &t.services[sc.service];
+        let mut row = vec![
+            s.name.clone(),
+            sc.workers.to_string(),
+            s.queue.to_string(),
+            fmt_duration(sc.service_time),
+            if sc.capacity_rps.is_finite() {
+                format!("{} rps", fmt_rate(sc.capacity_rps))
+            } else {
+                "unbounded".into()
+            },
+        ];
+        row.extend(
+            caps.iter()
+                .map(|(_, c)| format!("{:.0}%", c.services[k].utilisation * 100.0)),
+        );
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in &rows {
+        let mut line = String::from(" ");
+        for (i, (cell, w)) in r.iter().zip(&widths).enumerate() {
+            if i == 0 {
+                let _ = write!(line, " {cell:<w$}");
+            } else {
+                let _ = write!(line, "  {cell:>w$}");
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if first.services.iter().any(|sc| sc.utilisation > 1.0)
+        || caps
+            .iter()
+            .any(|(_, c)| c.services.iter().any(|sc| sc.utilisation > 1.0))
+    {
+        let _ = writeln!(
+            out,
+            "  above 100% a service is overloaded: its queue grows until it sheds"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "recovery threshold (the highest entry rate that still drains once every attempt times out):"
+    );
+    let width = caps.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    for (name, c) in &caps {
+        let line = match (c.recovery_threshold, c.bottleneck) {
+            (Some(th), Some(b)) => {
+                let at = format!("{} rps at {}", fmt_rate(th), t.services[b].name);
+                if offered > th {
+                    format!(
+                        "{at}: the {} rps offered is above it: a trigger that fills the queue leaves the fleet down under {name}",
+                        fmt_num(offered)
+                    )
+                } else {
+                    format!(
+                        "{at}: the {} rps offered is below it: the fleet recovers after a trigger",
+                        fmt_num(offered)
+                    )
+                }
+            }
+            _ => "none: no service with workers takes any time".to_string(),
+        };
+        let _ = writeln!(out, "  {name:<width$}  {line}");
+    }
+    let skips = t.services.iter().any(|s| s.workers.is_some() && s.cancel)
+        || t.policy.deadline
+        || t.edges.iter().any(|e| e.policy.deadline == Some(true));
+    if skips {
+        let _ = writeln!(
+            out,
+            "  (cancel or deadline propagation skips work nobody waits for: the fleet drains faster, so these are lower bounds)"
+        );
+    }
+    out
+}
+
+/// Requests per second: one decimal below 1000, whole above.
+fn fmt_rate(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.1}");
+        s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
+    }
 }
 
 /// The name, description, entry, policy and ownership settings.
@@ -300,6 +451,43 @@ fn describe_fault(f: &super::Fault) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capacity_shows_only_with_workers() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/metastable.yaml"),
+        )
+        .unwrap();
+        let t = Topology::from_yaml(&text, "metastable.yaml").unwrap();
+        let out = render_check(&t);
+        for want in [
+            "the end user gives up after 3s",
+            "workers 4, queue 1000",
+            "capacity at 120 rps offered",
+            "  DB             4   1000   25ms   160 rps   75%    75%     75%        75%",
+            "  none       160 rps at DB: the 120 rps offered is below it",
+            "  retry      53.3 rps at DB: the 120 rps offered is above it: a trigger that fills the queue leaves the fleet down under retry",
+            "  budget     145.5 rps at DB: the 120 rps offered is below it",
+            "  ownership  145.5 rps at DB",
+        ] {
+            assert!(out.contains(want), "no `{want}` in:\n{out}");
+        }
+        assert!(!out.contains("lower bounds"), "{out}");
+        let t = Topology::from_yaml(
+            "name: t\npolicy: { deadline: propagate }\nservices:\n  A: { calls: [B] }\n  B: { workers: 1, work: 1ms }\n",
+            "t.yaml",
+        )
+        .unwrap();
+        let out = render_check(&t);
+        assert!(out.contains("deadline propagate"), "{out}");
+        assert!(out.contains("lower bounds"), "{out}");
+        let t = Topology::from_yaml("name: t\nservices:\n  A: { work: 5ms }\n", "t.yaml").unwrap();
+        let out = render_check(&t);
+        assert!(
+            !out.contains("capacity") && !out.contains("threshold"),
+            "{out}"
+        );
+    }
 
     #[test]
     fn wrap_breaks_at_the_width() {

@@ -39,7 +39,9 @@
 //! the entry (1 per root request), and each edge's first attempts, retries,
 //! suppressed retries and budget denials follow. The storm radius is the
 //! longest path of consecutive edges that send retries. Latency, timeouts,
-//! `capacity` and `min_per_sec` are not modelled.
+//! `capacity` and `min_per_sec` are not modelled here; [`capacity`] adds
+//! what `workers` imply (utilisation, capacity and the recovery threshold
+//! of a storm of timeouts) on top of these loads.
 //!
 //! ```
 //! use chaoslab::topology::{model, Preset, Topology};
@@ -55,6 +57,7 @@
 //! assert_eq!(model::static_radius(&t, &p), 2);
 //! ```
 
+pub mod capacity;
 mod radius;
 
 use super::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};
@@ -204,6 +207,14 @@ impl Dist {
         c: 0.0,
         u: 0.0,
         m: 0.0,
+    };
+
+    /// Every attempt times out: no response, so no claim.
+    const MISSING: Dist = Dist {
+        s: 0.0,
+        c: 0.0,
+        u: 0.0,
+        m: 1.0,
     };
 
     fn of(&self, claim: Claim) -> f64 {
@@ -781,7 +792,7 @@ services:
 
     /// A random DAG: service i > 0 is called by a random earlier one, and
     /// sometimes by a second.
-    fn random_dag(n: usize, seed: u64) -> String {
+    pub(super) fn random_dag(n: usize, seed: u64) -> String {
         let mut x = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);

@@ -85,7 +85,7 @@ pub fn worst_failure(t: &Topology, policy: &Policy) -> Option<(ServiceId, usize)
 
 /// Fills `set` with `x` and everything that can reach it, marking each
 /// with `x` in `mark`.
-fn ancestors(
+pub(super) fn ancestors(
     t: &Topology,
     callers: &[Vec<usize>],
     x: ServiceId,

@@ -1,0 +1,417 @@
+//! Finite capacity in the model (SPEC section 7): how busy each service
+//! with `workers` is at the configured load, what it can serve, and the
+//! **recovery threshold**, the highest entry rate at which a fleet caught
+//! in a storm of timeouts still drains.
+//!
+//! # Why a threshold
+//!
+//! A service with `workers: 4, work: 25ms` serves 4 / 25 ms = 160 requests
+//! per second. At 120 rps offered it is 75 % busy and answers in time. A
+//! trigger (a burst, a slow dependency) fills its queue; every caller's
+//! attempt now times out, and under a retrying policy every timed-out
+//! attempt is sent again, while the abandoned work still holds a worker
+//! (work is not cancelled by default). Once the trigger ends the fleet
+//! recovers only if the load a root request puts on the service *while
+//! every attempt times out* fits its capacity. A timed-out attempt has no
+//! response and so no claim (*missing*), which every retrying policy
+//! retries, ownership included; only a budget caps it. So:
+//!
+//! threshold = min over services with workers of
+//! capacity_rps / (attempts it receives per root request when every
+//! attempt leading to it times out).
+//!
+//! Above it under a policy, a trigger that fills the queue leaves the fleet
+//! down after the trigger ends: a *metastable* failure.
+//!
+//! # Method
+//!
+//! - **capacity_rps** = workers / (work + fault latency): a request holds a
+//!   worker for its whole service time.
+//! - **utilisation** = entry rate × [`super::predict`]'s load per root
+//!   request × service time / workers, reported raw: above 1 the service
+//!   is overloaded and its queue grows.
+//! - **storm load** of a service X: X and every service that can reach it
+//!   answer every attempt with no response (a timeout: its callers wait on
+//!   X's attempts, so they time out too), while the services that cannot
+//!   reach X answer as the faults in force say. Each caller still makes its
+//!   calls and retries by its policy; a budget caps retries at its ratio
+//!   exactly as in [`super::predict`]. The faults of X and its callers are
+//!   set aside: the storm is the fault. On a chain this is every attempt
+//!   anywhere failing; on a wider graph it spares X's load from sibling
+//!   calls that would have failed for no reason of X's.
+//!
+//! The threshold assumes abandoned work runs (`cancel: false`, no
+//! `deadline: propagate`). With either, work nobody waits for is skipped,
+//! the fleet drains faster, and the threshold is a lower bound.
+//!
+//! # Worked example
+//!
+//! entry → A → DB, DB `workers: 4, work: 25ms` (capacity 160 rps), 3
+//! attempts per call. Without retries a storm puts one attempt on DB per
+//! root request: threshold 160 rps. Naive retries put three: 160 / 3 ≈ 53.3
+//! rps, below the 120 rps offered, so a trigger leaves the fleet down. A
+//! 10 % budget puts 1.1: 160 / 1.1 ≈ 145 rps.
+//!
+//! ```
+//! use chaoslab::topology::{model::capacity, Preset, Topology};
+//!
+//! let t = Topology::from_yaml(
+//!     "name: m\nload: { rps: 120 }\npolicy: { attempts: 3, budget: 0.1 }\nservices:\n  A: { calls: [DB] }\n  DB: { workers: 4, work: 25ms }\n",
+//!     "m.yaml",
+//! )
+//! .unwrap();
+//! let at = |preset: Preset| {
+//!     let mut p = t.policy.clone();
+//!     p.apply_preset(preset);
+//!     capacity::capacity(&t, &p)
+//! };
+//! let none = at(Preset::None);
+//! let db = &none.services[0];
+//! assert!((db.capacity_rps - 160.0).abs() < 1e-9);
+//! assert!((db.utilisation - 0.75).abs() < 1e-9);
+//! assert!((none.recovery_threshold.unwrap() - 160.0).abs() < 1e-9);
+//! let retry = at(Preset::Retry).recovery_threshold.unwrap();
+//! assert!((retry - 160.0 / 3.0).abs() < 1e-9); // 53.3 rps
+//! let budget = at(Preset::Budget).recovery_threshold.unwrap();
+//! assert!((budget - 160.0 / 1.1).abs() < 1e-9); // ≈ 145 rps
+//! let ownership = at(Preset::Ownership).recovery_threshold.unwrap();
+//! assert!((ownership - budget).abs() < 1e-9); // a timeout carries no claim
+//! ```
+
+use std::time::Duration;
+
+use super::{Dist, Model};
+use crate::topology::{Policy, Service, ServiceId, Topology};
+
+/// One service with workers, under one policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceCapacity {
+    /// The service.
+    pub service: ServiceId,
+    /// Its `workers`.
+    pub workers: u32,
+    /// How long a request holds a worker: work + fault latency.
+    pub service_time: Duration,
+    /// workers / service time: requests per second it can serve
+    /// (`f64::INFINITY` when the service time is 0).
+    pub capacity_rps: f64,
+    /// Attempts it receives per root request, at the faults in force.
+    pub load: f64,
+    /// Busy workers / workers at the configured entry rate, raw: above 1
+    /// it is overloaded.
+    pub utilisation: f64,
+    /// Attempts it receives per root request when every attempt leading
+    /// to it times out.
+    pub storm_load: f64,
+    /// capacity_rps / storm_load: the highest entry rate at which it
+    /// drains during a storm (`f64::INFINITY` when the storm never
+    /// reaches it).
+    pub threshold_rps: f64,
+}
+
+/// The capacity figures of a topology under one policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capacity {
+    /// Every service with workers, in [`Topology::services`] order.
+    pub services: Vec<ServiceCapacity>,
+    /// The recovery threshold in root requests per second: the lowest of
+    /// the services' thresholds. `None` when nothing bounds it (no
+    /// service with workers is reached, or none takes any time).
+    pub recovery_threshold: Option<f64>,
+    /// The service that sets the threshold.
+    pub bottleneck: Option<ServiceId>,
+}
+
+impl Capacity {
+    /// Whether any service has workers.
+    pub fn is_empty(&self) -> bool {
+        self.services.is_empty()
+    }
+}
+
+/// How long one request holds a worker: `work` plus the fault's latency.
+pub fn service_time(s: &Service) -> Duration {
+    s.work.saturating_add(s.fault.latency)
+}
+
+/// workers / service time, `None` without workers; `f64::INFINITY` when
+/// the service time is 0.
+pub fn capacity_rps(s: &Service) -> Option<f64> {
+    let w = f64::from(s.workers?);
+    let secs = service_time(s).as_secs_f64();
+    Some(if secs > 0.0 { w / secs } else { f64::INFINITY })
+}
+
+/// Utilisation, capacity and the recovery threshold of every service with
+/// workers in `t` under `policy`, at `t.load.rps` and the faults in `t`.
+pub fn capacity(t: &Topology, policy: &Policy) -> Capacity {
+    let with_workers: Vec<ServiceId> = (0..t.services.len())
+        .filter(|&i| t.services[i].workers.is_some())
+        .collect();
+    if with_workers.is_empty() {
+        return Capacity {
+            services: Vec::new(),
+            recovery_threshold: None,
+            bottleneck: None,
+        };
+    }
+    let loads = super::predict(t, policy);
+    let storm = storm_loads(t, policy, &with_workers);
+    let mut services = Vec::with_capacity(with_workers.len());
+    for (&i, &storm_load) in with_workers.iter().zip(&storm) {
+        let s = &t.services[i];
+        let workers = s.workers.unwrap_or(1);
+        let time = service_time(s);
+        let capacity_rps = capacity_rps(s).unwrap_or(f64::INFINITY);
+        let load = loads.services[i].load;
+        services.push(ServiceCapacity {
+            service: i,
+            workers,
+            service_time: time,
+            capacity_rps,
+            load,
+            utilisation: t.load.rps * load * time.as_secs_f64() / f64::from(workers),
+            storm_load,
+            threshold_rps: if storm_load > 0.0 {
+                capacity_rps / storm_load
+            } else {
+                f64::INFINITY
+            },
+        });
+    }
+    let best = services
+        .iter()
+        .filter(|s| s.threshold_rps.is_finite())
+        .min_by(|a, b| a.threshold_rps.total_cmp(&b.threshold_rps));
+    Capacity {
+        recovery_threshold: best.map(|s| s.threshold_rps),
+        bottleneck: best.map(|s| s.service),
+        services,
+    }
+}
+
+/// For each service in `targets`, the attempts it receives per root
+/// request when it and everything that can reach it time out.
+fn storm_loads(t: &Topology, policy: &Policy, targets: &[ServiceId]) -> Vec<f64> {
+    let n = t.services.len();
+    let mut m = Model::new(t, policy);
+    let order = m.order.clone();
+    // Everything at the faults in force first: the services a storm does
+    // not reach answer as they would.
+    for &v in order.iter().rev() {
+        m.dist[v] = m.eval(v, &t.services[v].fault);
+    }
+    let mut pos = vec![0usize; n];
+    for (i, &v) in order.iter().enumerate() {
+        pos[v] = i;
+    }
+    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, e) in t.edges.iter().enumerate() {
+        callers[e.to].push(i);
+    }
+    let mut mark = vec![usize::MAX; n];
+    let mut load = vec![0.0; n];
+    let mut set = Vec::new();
+    let healthy = crate::topology::Fault::default();
+    targets
+        .iter()
+        .map(|&x| {
+            super::radius::ancestors(t, &callers, x, &mut mark, &mut set);
+            if mark.get(t.load.entry) != Some(&x) {
+                return 0.0; // the entry never reaches x
+            }
+            set.sort_unstable_by_key(|&v| pos[v]);
+            for &v in set.iter().rev() {
+                // It makes its calls (its own fault set aside); every
+                // attempt on it times out.
+                m.eval(v, &healthy);
+                m.dist[v] = Dist::MISSING;
+            }
+            for &v in &set {
+                load[v] = 0.0;
+            }
+            load[t.load.entry] = 1.0;
+            for &v in &set {
+                for &e in &t.services[v].calls {
+                    let w = t.edges[e].to;
+                    if mark[w] == x {
+                        let c = &m.calls[e];
+                        load[w] += load[v] * c.per_invocation * c.out.attempts;
+                    }
+                }
+            }
+            // Back to the faults in force, for the next service's storm.
+            for &v in set.iter().rev() {
+                m.dist[v] = m.eval(v, &t.services[v].fault);
+            }
+            load[x]
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{random_dag, topo, with};
+    use super::*;
+    use crate::topology::Preset;
+    use proptest::prelude::*;
+
+    const METASTABLE: &str = "name: m\nload: { rps: 120 }\npolicy: { attempts: 3, budget: 0.1 }\nservices:\n  A: { calls: [DB] }\n  DB: { workers: 4, work: 25ms }\n";
+
+    fn threshold(t: &Topology, preset: Preset) -> Option<f64> {
+        capacity(t, &with(t, preset)).recovery_threshold
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    #[test]
+    fn the_reference_fleet() {
+        let t = topo(METASTABLE);
+        for (preset, want) in [
+            (Preset::None, 160.0),
+            (Preset::Retry, 160.0 / 3.0),
+            (Preset::Budget, 160.0 / 1.1),
+            (Preset::Ownership, 160.0 / 1.1),
+        ] {
+            let c = capacity(&t, &with(&t, preset));
+            assert!(
+                close(c.recovery_threshold.unwrap(), want),
+                "{preset:?}: {c:?}"
+            );
+            assert_eq!(c.bottleneck, Some(1));
+            // No fault in force: one attempt per root request, 75 % busy.
+            assert!(close(c.services[0].utilisation, 0.75), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn fault_latency_lowers_capacity_and_raises_utilisation() {
+        let mut t = topo(METASTABLE);
+        t.services[1].fault.latency = Duration::from_millis(25);
+        let c = capacity(&t, &with(&t, Preset::None));
+        assert!(close(c.services[0].capacity_rps, 80.0));
+        assert!(close(c.services[0].utilisation, 1.5)); // overloaded, reported raw
+        assert!(close(c.recovery_threshold.unwrap(), 80.0));
+        // Errors in force raise the load that utilisation sees.
+        let mut t = topo(METASTABLE);
+        t.services[1].fault.error_rate = 1.0;
+        let c = capacity(&t, &with(&t, Preset::Retry));
+        assert!(close(c.services[0].load, 3.0));
+        assert!(close(c.services[0].utilisation, 2.25));
+    }
+
+    #[test]
+    fn no_workers_no_figures() {
+        let t = topo("name: t\nservices:\n  A: { calls: [B] }\n  B: { work: 5ms }\n");
+        let c = capacity(&t, &t.policy);
+        assert!(c.is_empty());
+        assert_eq!((c.recovery_threshold, c.bottleneck), (None, None));
+        // Workers but no work: unbounded.
+        let t = topo("name: t\nservices:\n  A: { calls: [B] }\n  B: { workers: 2 }\n");
+        let c = capacity(&t, &t.policy);
+        assert_eq!(c.services[0].capacity_rps, f64::INFINITY);
+        assert_eq!(c.recovery_threshold, None);
+    }
+
+    #[test]
+    fn a_sibling_that_does_not_lead_to_the_bottleneck_still_answers() {
+        // A calls X then DB in order; a storm at DB does not fail X, so
+        // DB is still called. Ownership's claims change nothing: a
+        // timeout carries none.
+        let t = topo("name: t\npolicy: { attempts: 2, budget: off }\nservices:\n  A: { calls: [X, DB] }\n  X: {}\n  DB: { workers: 1, work: 10ms }\n");
+        assert!(close(threshold(&t, Preset::None).unwrap(), 100.0));
+        assert!(close(threshold(&t, Preset::Retry).unwrap(), 50.0));
+        assert!(close(threshold(&t, Preset::Ownership).unwrap(), 50.0));
+        // Evaluating the storm leaves the model's state as it found it.
+        let c = capacity(&t, &with(&t, Preset::Retry));
+        assert!(close(c.services[0].load, 1.0));
+    }
+
+    /// A chain s0 → … → s(len-1) whose service `b` has workers.
+    fn chain(len: usize, b: usize, workers: u32, r: u32, budget: f64) -> Topology {
+        let mut y = format!("name: c\npolicy: {{ attempts: {r}, budget: {budget} }}\nservices:\n");
+        for i in 0..len {
+            let calls = if i + 1 < len {
+                format!("[s{}]", i + 1)
+            } else {
+                "[]".into()
+            };
+            let w = if i == b {
+                format!(", workers: {workers}, work: 10ms")
+            } else {
+                String::new()
+            };
+            y += &format!("  s{i}: {{ calls: {calls}{w} }}\n");
+        }
+        topo(&y)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Naive retries divide a chain's threshold by R per hop above the
+        /// bottleneck; no retries leave the plain capacity; a budget B
+        /// (R = 2) divides it by (1 + B) per hop.
+        #[test]
+        fn chain_thresholds(len in 1usize..10, b in 0usize..10, workers in 1u32..20,
+                            r in 1u32..5, budget in 0.0f64..1.0) {
+            let b = b % len;
+            let t = chain(len, b, workers, r, budget);
+            let cap = f64::from(workers) / 0.010;
+            let none = threshold(&t, Preset::None).unwrap();
+            prop_assert!(close(none, cap), "{none} vs {cap}");
+            let retry = threshold(&t, Preset::Retry).unwrap();
+            let want = cap / f64::from(r).powi(b as i32);
+            prop_assert!(close(retry, want), "{retry} vs {want}");
+            let t = chain(len, b, workers, 2, budget);
+            let bud = threshold(&t, Preset::Budget).unwrap();
+            let want = cap / (1.0 + budget).powi(b as i32);
+            prop_assert!(close(bud, want), "{bud} vs {want}");
+        }
+
+        /// On any graph: more workers never lower the threshold; retry ≤
+        /// budget ≤ none; ownership = budget (timeouts carry no claim);
+        /// no retries is at least the plain capacity over the baseline.
+        #[test]
+        fn thresholds_are_ordered_and_monotone(n in 2usize..25, seed in any::<u64>(),
+                                               pick in any::<u64>(), workers in 1u32..8,
+                                               more in 1u32..8, r in 1u32..4,
+                                               budget in 0.0f64..1.0) {
+            let mut t = topo(&random_dag(n, seed));
+            t.policy.attempts = r;
+            t.policy.budget = Some(budget);
+            let picked: Vec<usize> = (0..n).filter(|i| (pick >> (i % 64)) & 1 == 1).collect();
+            for &i in &picked {
+                t.services[i].workers = Some(workers);
+                t.services[i].work = Duration::from_millis(1 + i as u64);
+            }
+            let th = |t: &Topology, p| threshold(t, p).unwrap_or(f64::INFINITY);
+            let (none, retry, bud, own) = (
+                th(&t, Preset::None),
+                th(&t, Preset::Retry),
+                th(&t, Preset::Budget),
+                th(&t, Preset::Ownership),
+            );
+            let tol = |x: f64| 1e-9 * x.abs().max(1.0);
+            prop_assert!(retry <= bud + tol(bud) || bud.is_infinite(), "{retry} {bud}");
+            prop_assert!(bud <= none + tol(none) || none.is_infinite(), "{bud} {none}");
+            prop_assert!(own == bud || close(own, bud), "{own} vs {bud}");
+            let plain = picked
+                .iter()
+                .filter(|&&i| t.services[i].multiplicity > 0.0)
+                .map(|&i| capacity_rps(&t.services[i]).unwrap() / t.services[i].multiplicity)
+                .fold(f64::INFINITY, f64::min);
+            prop_assert!(plain.is_infinite() || none >= plain - tol(plain), "{none} vs {plain}");
+            if let Some(&i) = picked.first() {
+                let mut bigger = t.clone();
+                bigger.services[i].workers = Some(workers + more);
+                for p in Preset::ALL {
+                    let (before, after) = (th(&t, p), th(&bigger, p));
+                    prop_assert!(before.is_infinite() || after >= before - tol(before), "{p:?}: {before} -> {after}");
+                }
+            }
+        }
+    }
+}
