@@ -160,7 +160,8 @@ pub struct CompareArgs {
     /// The service(s) to fail: `D` or `D=0.3`.
     #[arg(long = "fail", value_name = "SERVICE[=RATE]")]
     pub fail: Vec<String>,
-    /// Policies to compare, comma-separated.
+    /// Policies to compare, comma-separated (`+deadline` propagates deadlines:
+    /// `budget+deadline`).
     #[arg(long, default_value = "retry,budget,ownership")]
     pub policies: String,
     /// How long each policy runs and how much of it to leave out.
@@ -172,6 +173,10 @@ pub struct CompareArgs {
     /// Show the model's prediction under each measured figure.
     #[arg(long)]
     pub model: bool,
+    /// Play this scenario's steps in every run and say how each policy
+    /// came through its trigger.
+    #[arg(long)]
+    pub scenario: Option<PathBuf>,
     /// Write the comparison as JSON here.
     #[arg(long)]
     pub report: Option<PathBuf>,

@@ -1,6 +1,13 @@
 //! The comparison front end: `chaoslab compare TOPOLOGY` runs the same
 //! fault under each policy on a fresh session and prints the seed-style
 //! table, one row per policy (and the model's row under each).
+//!
+//! With `--scenario FILE` each run also plays the scenario's steps (its
+//! policy steps left out: each run keeps its policy), and the comparison
+//! says how each policy came through the trigger: the time to recover
+//! (from the last step, the first second from which goodput stays at 95%
+//! of the offered rate or more), what the model's fluid queue predicts,
+//! and the availability after the trigger.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -9,9 +16,11 @@ use serde::Serialize;
 
 use crate::cli::{fail_actions, parse_policy, CompareArgs};
 use crate::error::{write_output, RunError};
-use crate::report::Report;
+use crate::report::{Report, TimeSeries};
+use crate::scenario::Scenario;
 use crate::session::figures::Figure;
-use crate::session::{Action, Session, Setup};
+use crate::session::{Action, Record, Session, Setup};
+use crate::topology::model::{self, capacity::Trigger};
 use crate::topology::{PolicyFields, Preset, Topology};
 
 /// Default measured time of each run.
@@ -22,10 +31,63 @@ pub const COMPARE_WARMUP: Duration = Duration::from_secs(2);
 /// One policy's run in a comparison.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareRun {
-    /// The preset.
+    /// The policy: a preset, `+deadline` when deadlines propagate.
     pub policy: String,
     /// The run's report.
     pub report: Report,
+    /// How it came through the scenario's trigger, with `--scenario`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+}
+
+/// How a run came through a trigger.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Recovery {
+    /// When the trigger ended (the last step), seconds after the warm-up.
+    pub trigger_end_s: f64,
+    /// Seconds from then until goodput stays ≥ 95% of the offered rate;
+    /// `null` when it never did before the run ended.
+    pub recovered_after_s: Option<f64>,
+    /// What the model's fluid queue predicts (`null`: never recovers, or
+    /// the steps are not a load spike).
+    pub model_after_s: Option<f64>,
+    /// Root availability from the trigger's end to the run's end.
+    pub availability_after: f64,
+}
+
+/// A policy to compare: a preset, and whether deadlines propagate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    /// The preset.
+    pub preset: Preset,
+    /// `+deadline`: calls carry the time left.
+    pub deadline: bool,
+}
+
+impl Choice {
+    /// Parses `budget` or `budget+deadline`.
+    pub fn parse(s: &str) -> Result<Choice, RunError> {
+        let (name, deadline) = match s.trim().split_once('+') {
+            Some((n, "deadline")) => (n, true),
+            Some((_, other)) => return Err(RunError::Usage(format!(
+                "--policies {s}: `+{other}` is not known (only `+deadline`, e.g. budget+deadline)"
+            ))),
+            None => (s.trim(), false),
+        };
+        Ok(Choice {
+            preset: parse_policy(name).map_err(RunError::usage)?,
+            deadline,
+        })
+    }
+
+    /// Its name in the table.
+    pub fn name(self) -> String {
+        format!(
+            "{}{}",
+            self.preset.name(),
+            if self.deadline { "+deadline" } else { "" }
+        )
+    }
 }
 
 /// A whole comparison.
@@ -41,24 +103,49 @@ pub struct Comparison {
 /// session, one after another.
 pub fn run(args: CompareArgs) -> Result<(), RunError> {
     let base = Topology::load(&args.topology)?;
-    let presets: Vec<Preset> = args
+    let choices: Vec<Choice> = args
         .policies
         .split(',')
         .filter(|s| !s.trim().is_empty())
-        .map(parse_policy)
-        .collect::<Result<_, _>>()
-        .map_err(RunError::usage)?;
-    if presets.is_empty() {
+        .map(Choice::parse)
+        .collect::<Result<_, _>>()?;
+    if choices.is_empty() {
         return Err(RunError::Usage(
             "--policies is empty: name at least one of none, retry, budget, ownership".into(),
         ));
     }
-    let duration = args.clock.duration.unwrap_or(COMPARE_DURATION);
-    let warmup = args.clock.warmup.unwrap_or(COMPARE_WARMUP);
+    let scenario = match &args.scenario {
+        Some(p) => Scenario::load(p, &base).map_err(RunError::input)?,
+        None => Scenario::default(),
+    };
+    let duration = args
+        .clock
+        .duration
+        .or(scenario.duration)
+        .unwrap_or(COMPARE_DURATION);
+    let warmup = args
+        .clock
+        .warmup
+        .or(scenario.warmup)
+        .unwrap_or(COMPARE_WARMUP);
+    scenario
+        .check_duration(duration, args.clock.duration.is_some())
+        .map_err(RunError::input)?;
+    // Each run keeps its policy: the scenario's policy steps are left out.
+    let keep = |a: &Action| !matches!(a, Action::Policy(_) | Action::Mode { .. });
+    let steps: Vec<(Duration, Action)> = scenario
+        .plan_steps(warmup)
+        .into_iter()
+        .filter(|(_, a)| keep(a))
+        .collect();
+    if steps.len() < scenario.steps.len() {
+        eprintln!("compare: the scenario's policy steps are left out: each run keeps its policy");
+    }
     let mut runs = vec![];
-    for preset in presets {
+    for choice in choices {
         let mut initial = vec![Action::Policy(PolicyFields {
-            preset: Some(preset),
+            preset: Some(choice.preset),
+            deadline: Some(choice.deadline),
             ..Default::default()
         })];
         initial.extend(fail_actions(&base, &args.fail).map_err(RunError::usage)?);
@@ -66,7 +153,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         eprintln!(
             "compare: {} under {} for {:.0?} (+{:.0?} warm-up)…",
             base.name,
-            preset.name(),
+            choice.name(),
             duration,
             warmup
         );
@@ -75,13 +162,15 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
             seed: args.load.seed.unwrap_or(1),
             warmup,
             until: Some(warmup + duration),
+            steps: steps.clone(),
             ..Setup::new(base.clone())
         })?;
         session.stop_on_ctrl_c();
         let record = session.wait()?;
         runs.push(CompareRun {
-            policy: preset.name().into(),
+            policy: choice.name(),
             report: Report::measure(&record, warmup, Duration::MAX),
+            recovery: (!steps.is_empty()).then(|| recovery(&record)),
         });
     }
     let cmp = Comparison {
@@ -89,11 +178,105 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         runs,
     };
     print!("{}", compare_table(&cmp, args.model));
+    print!("{}", recovery_table(&cmp));
     if let Some(p) = &args.report {
         let json = serde_json::to_string_pretty(&cmp).expect("a comparison serialises");
         write_output(p, &json, "report")?;
     }
     Ok(())
+}
+
+/// The share of the offered rate goodput must keep to count as recovered.
+pub const RECOVERED: f64 = 0.95;
+
+/// How a finished run came through its trigger: the last step ends it.
+pub fn recovery(r: &Record) -> Recovery {
+    let end = r.steps.iter().map(|(t, _)| *t).max().unwrap_or(r.warmup);
+    let series = TimeSeries::from_series(&r.series, &r.topology, r.warmup, Duration::MAX);
+    let trigger_end_s = end.saturating_sub(r.warmup).as_secs_f64();
+    // A second counts when goodput kept to the rate offered then.
+    let ok: Vec<(f64, bool)> = series
+        .t_s
+        .iter()
+        .zip(series.entry_rps.iter().zip(&series.availability))
+        .map(|(&t, (&sent, &avail))| {
+            let offered = r
+                .planned_state_at(r.warmup + Duration::from_secs_f64(t))
+                .rps;
+            (t, sent * avail >= RECOVERED * offered)
+        })
+        .collect();
+    let after: Vec<&(f64, bool)> = ok.iter().filter(|(t, _)| *t > trigger_end_s).collect();
+    let recovered_at = after
+        .iter()
+        .rposition(|(_, good)| !good)
+        .map_or(after.first().map(|(t, _)| *t), |i| {
+            after.get(i + 1).map(|(t, _)| *t)
+        });
+    let window = Report::measure(r, end, Duration::MAX);
+    Recovery {
+        trigger_end_s,
+        // The second ending at `t` is the first good one: recovery began
+        // within it, at its start.
+        recovered_after_s: recovered_at.map(|t| (t - 1.0 - trigger_end_s).max(0.0)),
+        model_after_s: spike(&r.steps).and_then(|trigger| {
+            let policy = &r.start.applied_to(&r.topology).policy;
+            model::capacity::recovery_after(&r.topology, policy, trigger).map(|d| d.as_secs_f64())
+        }),
+        availability_after: window.fleet[Figure::RootAvailability],
+    }
+}
+
+/// The load spike the steps make, when their last two set the rate: the
+/// rate of the one before last, for as long as it lasted, then the last.
+fn spike(steps: &[(Duration, Action)]) -> Option<Trigger> {
+    let rates: Vec<(Duration, f64)> = steps
+        .iter()
+        .filter_map(|(t, a)| match a {
+            Action::SetRps(r) => Some((*t, *r)),
+            _ => None,
+        })
+        .collect();
+    let [.., (t1, r1), (t2, r2)] = rates[..] else {
+        return None;
+    };
+    Some(Trigger {
+        rps: r1,
+        secs: t2.saturating_sub(t1).as_secs_f64(),
+        after: r2,
+    })
+}
+
+/// The recovery table, when the runs played a scenario.
+pub fn recovery_table(c: &Comparison) -> String {
+    let mut out = String::new();
+    let Some(first) = c.runs.iter().find_map(|r| r.recovery.as_ref()) else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "after the trigger (it ends at {}s): recovered = goodput at {:.0}% of the offered rate or more, every second from then on",
+        first.trigger_end_s,
+        RECOVERED * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "{:<18} {:>10} {:>10} {:>12}",
+        "policy", "recovered", "model", "avail after"
+    );
+    let secs = |v: Option<f64>| v.map_or_else(|| "never".to_string(), |s| format!("{s:.0} s"));
+    for run in &c.runs {
+        let Some(r) = &run.recovery else { continue };
+        let _ = writeln!(
+            out,
+            "{:<18} {:>10} {:>10} {:>11.2}%",
+            run.policy,
+            secs(r.recovered_after_s),
+            secs(r.model_after_s),
+            r.availability_after * 100.0
+        );
+    }
+    out
 }
 
 /// The seed-style table: a row per policy, a column per service.

@@ -6,6 +6,7 @@
 mod bounds;
 mod common;
 mod mechanism;
+mod metastable;
 mod outside;
 mod overload;
 mod scale;
