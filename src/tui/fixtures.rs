@@ -472,7 +472,7 @@ pub fn fanout() -> Snapshot {
 }
 
 /// topologies/metastable.yaml in its metastable state under naive
-/// `retry`: 60 s after a 3 s spike to 300 rps, back at 120 rps offered,
+/// `retry`: 42 s after a 3 s spike to 300 rps, back at 120 rps offered,
 /// DB's 4 workers are all busy, its queue is full, A's 250 ms attempts
 /// time out and are retried (3 per root request), DB sheds what its queue
 /// cannot hold and finishes work nobody waits for. Goodput is near 0. The
@@ -487,7 +487,7 @@ pub fn metastable_storm() -> Snapshot {
     let mut db = svc("DB", 1, 360.0);
     db.live.set(Figure::BaselineRps, 120.0);
     db.live.set(Figure::Amplification, 3.0);
-    db.history = step(75, 15, 1.0, 3.0);
+    db.history = step(75, 31, 1.0, 3.0);
     a.history = step(75, 0, 1.0, 1.0);
     // A: every root request fails after three failed attempts.
     a.state = ServiceState::Propagating;
@@ -522,23 +522,26 @@ pub fn metastable_storm() -> Snapshot {
     s.root = root(0.0, 502.0, 754.0, 9_000, 6_900);
     s.root.rps = 120.0;
     s.root.goodput_rps = 0.0;
-    // 15 s at rest, the 3 s spike, then 57 s that never recover.
-    let mut offered = step(15, 15, 120.0, 120.0);
+    // 30 s at rest, the 3 s spike, then 42 s that never recover.
+    let mut offered = step(30, 30, 120.0, 120.0);
     offered.extend([300.0, 300.0, 300.0]);
-    offered.extend(step(57, 0, 120.0, 120.0));
+    offered.extend(step(42, 0, 120.0, 120.0));
     s.root.offered_history = offered.clone();
     s.root.rps_history = offered;
-    let mut goodput = step(15, 15, 120.0, 120.0);
+    let mut goodput = step(30, 30, 120.0, 120.0);
     goodput.extend([160.0, 41.0, 6.0]);
-    goodput.extend([0.0; 57]);
+    goodput.extend([0.0; 42]);
     s.root.goodput_history = goodput;
-    let mut avail = step(15, 15, 1.0, 1.0);
+    let mut avail = step(30, 30, 1.0, 1.0);
     avail.extend([0.62, 0.14, 0.02]);
-    avail.extend([0.0; 57]);
+    avail.extend([0.0; 42]);
     s.root.availability_history = avail;
+    s.radius_max = 1;
+    s.radius_mean = 1.0;
+    s.radius_model = 1;
     s.recovery_threshold =
         crate::topology::model::capacity::capacity(&t, &t.policy).recovery_threshold;
     let rps = |t: f64, r: f64| event(t, Action::SetRps(r), &format!("entry rate {r:.0} rps"));
-    s.events = vec![rps(15.0, 300.0), rps(18.0, 120.0)];
+    s.events = vec![rps(30.0, 300.0), rps(33.0, 120.0)];
     s
 }

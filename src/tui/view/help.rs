@@ -44,7 +44,7 @@ const CAPACITY_GLOSSARY: &[(&str, Gloss)] = &[
     ("goodput", Gloss::Figure(Figure::GoodputRps)),
     (
         "threshold",
-        Gloss::Mark("the model's recovery threshold: above this entry rate a storm of timeouts does not drain under the policy in force"),
+        Gloss::Mark("The model's recovery threshold under the policy in force: above this entry rate, a storm of timeouts never drains."),
     ),
 ];
 

@@ -8,6 +8,7 @@
 //! compact and scrolls, the table scrolls, and the charts shrink to
 //! sparklines before anything is cut.
 
+pub mod capacity;
 pub mod charts;
 pub mod footer;
 pub mod format;

@@ -17,16 +17,16 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Modifier, Style};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 mod canvas;
+mod node;
 
 use canvas::Canvas;
 
 use super::format;
 use super::theme;
-use crate::session::figures::Figure;
 use crate::session::snapshot::ServiceState;
 use crate::session::Snapshot;
 
@@ -36,6 +36,15 @@ const MAX_NAME: usize = 12;
 const GAP_COMPACT: u16 = 8;
 /// Columns between two depths, tall (label above the line, 7 wide).
 const GAP_TALL: u16 = 10;
+/// Columns a compact node adds for its capacity (`▕█████▏100% q 1000▲`).
+const CAP_COMPACT: u16 = 20;
+/// The least width of a tall node when the fleet has workers.
+const CAP_TALL: u16 = 16;
+/// Lines a tall node takes: name, amplification, rate; with workers, a
+/// utilisation bar and its figures too.
+const TALL_LINES: u16 = 3;
+/// See [`TALL_LINES`].
+const TALL_LINES_CAP: u16 = 5;
 
 /// What sits at a place in the grid.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -166,6 +175,10 @@ impl Walk<'_> {
 pub struct Plan {
     grid: Grid,
     tall: bool,
+    /// Some service has workers: nodes show their capacity.
+    capacity: bool,
+    /// Lines a node takes.
+    node_h: u16,
     node_w: u16,
     name_w: usize,
     gap: u16,
@@ -183,9 +196,12 @@ pub struct Plan {
 
 impl Plan {
     /// Lays out `s` for `width` columns, compact (one line per service)
-    /// or tall (three lines per service: name, amplification, rate).
+    /// or tall (three lines per service: name, amplification, rate). When
+    /// a service has workers, a compact node is wider (its utilisation
+    /// bar and queue follow the pill) and a tall one two lines taller.
     pub fn new(s: &Snapshot, width: u16, tall: bool) -> Plan {
         let grid = grid(s);
+        let capacity = super::has_workers(s);
         let name_w = s
             .services
             .iter()
@@ -193,10 +209,16 @@ impl Plan {
             .max()
             .unwrap_or(1)
             .clamp(1, MAX_NAME);
-        let (node_w, gap) = if tall {
-            (name_w.max(7) as u16 + 4, GAP_TALL)
-        } else {
-            (name_w as u16 + 10, GAP_COMPACT)
+        let (node_w, gap) = match (tall, capacity) {
+            (true, false) => (name_w.max(7) as u16 + 4, GAP_TALL),
+            (true, true) => ((name_w.max(7) as u16 + 4).max(CAP_TALL), GAP_TALL),
+            (false, false) => (name_w as u16 + 10, GAP_COMPACT),
+            (false, true) => (name_w as u16 + 10 + CAP_COMPACT, GAP_COMPACT),
+        };
+        let node_h = match (tall, capacity) {
+            (false, _) => 1,
+            (true, false) => TALL_LINES,
+            (true, true) => TALL_LINES_CAP,
         };
         let cols = grid.cols.max(1);
         let one_band = cols as u16 * node_w + (cols as u16 - 1) * gap;
@@ -217,7 +239,7 @@ impl Plan {
             r.sort_unstable();
             r.dedup();
         }
-        let pitch: u16 = if tall { 4 } else { 1 };
+        let pitch: u16 = if tall { node_h + 1 } else { 1 };
         let lines = |rows: usize| -> u16 {
             if rows == 0 {
                 0
@@ -236,6 +258,8 @@ impl Plan {
         Plan {
             grid,
             tall,
+            capacity,
+            node_h,
             node_w,
             name_w,
             gap,
@@ -269,7 +293,8 @@ impl Plan {
             .iter()
             .position(|&r| r == it.row)
             .unwrap_or(0) as u16;
-        self.band_top[b] + local * if self.tall { 4 } else { 1 } + u16::from(self.tall)
+        let pitch = if self.tall { self.node_h + 1 } else { 1 };
+        self.band_top[b] + local * pitch + u16::from(self.tall)
     }
 
     /// The first column right of a band's widest column.
@@ -292,7 +317,7 @@ impl Plan {
             .map(|it| {
                 let y = self.y(it);
                 if self.tall {
-                    (y - 1, 3)
+                    (y - 1, self.node_h)
                 } else {
                     (y, 1)
                 }
@@ -339,7 +364,7 @@ impl Plan {
                 Style::new()
             };
             let (sb, tb) = (self.band(a.col), self.band(b.col));
-            let sx = self.x(a.col) + self.node_w;
+            let sx = self.x(a.col) + self.out_w(s, a);
             let sy = self.y(a);
             let tx = self.x(b.col);
             let ty = self.y(b);
@@ -379,46 +404,24 @@ impl Plan {
                 c.text(tx - 1 - w, y, &label, style);
             }
         }
-        let _ = s;
     }
 
-    fn draw_nodes(&self, s: &Snapshot, selected: usize, c: &mut Canvas) {
-        let w = self.node_w as usize;
-        for it in &self.grid.items {
-            let x = self.x(it.col);
-            let y = self.y(it);
-            match it.kind {
-                Kind::Ref(id) => {
-                    let name = truncate(&s.services[id].name, self.name_w);
-                    let text = pad(&format!(" ↪ {name}"), w);
-                    c.text(x, y, &text, Style::new().add_modifier(Modifier::DIM));
-                }
-                Kind::Node(id) => {
-                    let v = &s.services[id];
-                    let mut style = theme::pill(v.state);
-                    if id == selected {
-                        style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
-                    }
-                    let g = theme::glyph(v.state);
-                    let name = truncate(&v.name, self.name_w);
-                    let amp = format::amp(v.amplification());
-                    if self.tall {
-                        let nw = w - 4;
-                        c.text(x, y - 1, &pad(&format!(" {g} {name:<nw$}"), w), style);
-                        c.text(
-                            x,
-                            y,
-                            &pad(&format!("   {amp:>5}"), w),
-                            style.add_modifier(Modifier::BOLD),
-                        );
-                        let rps = format!("{}/s", format::rate_short(v.live[Figure::Rps]));
-                        c.text(x, y + 1, &pad(&format!("   {rps:>5}"), w), style);
-                    } else {
-                        let nw = self.name_w;
-                        c.text(x, y, &format!(" {g} {name:<nw$} {amp:>5} "), style);
-                    }
-                }
+    /// Where an item's outgoing edges start, from its left: past its
+    /// capacity when compact, or right after the pill of a service with
+    /// nothing to show there (no workers).
+    fn out_w(&self, s: &Snapshot, it: &Item) -> u16 {
+        match it.kind {
+            Kind::Node(id)
+                if self.capacity
+                    && !self.tall
+                    && s.state
+                        .resources
+                        .get(id)
+                        .is_none_or(|r| r.workers.is_none()) =>
+            {
+                self.node_w - CAP_COMPACT
             }
+            _ => self.node_w,
         }
     }
 }
