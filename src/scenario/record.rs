@@ -146,7 +146,7 @@ fn step(t: &Topology, a: &Action) -> Option<String> {
                 parts.push(format!("workers: {w}"));
             }
             if let Some(w) = work {
-                parts.push(format!("work: {}", seconds(millis(*w))));
+                parts.push(format!("work: {}", exact(*w)));
             }
             if let Some(q) = queue {
                 parts.push(format!("queue: {q}"));
@@ -404,6 +404,49 @@ mod tests {
         assert!(yaml.contains("service: \"b: 1\""), "{yaml}");
         assert!(yaml.contains("drop_context: \"b: 1\""), "{yaml}");
         assert!(yaml.contains("service: \"true\""), "{yaml}");
+    }
+
+    #[test]
+    fn a_set_line_round_trips() {
+        let t = Topology::from_yaml(
+            "name: m\nservices:\n  A: { calls: [DB] }\n  DB: { workers: 4, work: 25ms }\n",
+            "m.yaml",
+        )
+        .unwrap();
+        let set = |workers, work: Option<Duration>, queue| Action::Set {
+            service: 1,
+            workers,
+            work,
+            queue,
+        };
+        let events = vec![
+            ev(
+                1000,
+                set(Some(2), Some(Duration::from_millis(25)), Some(100)),
+            ),
+            ev(2000, set(Some(1), None, None)),
+            ev(3000, set(None, Some(Duration::from_micros(1500)), None)),
+            ev(4000, set(None, None, Some(0))),
+            ev(
+                5000,
+                Action::Set {
+                    service: 0,
+                    workers: None,
+                    work: Some(Duration::from_millis(5)),
+                    queue: None,
+                },
+            ),
+        ];
+        let yaml = to_scenario_yaml(&t, &events, Duration::from_secs(6));
+        assert!(
+            yaml.contains("    set: { service: DB, workers: 2, work: 25ms, queue: 100 }\n"),
+            "{yaml}"
+        );
+        let back = Scenario::from_yaml(&yaml, "session.yaml", &t)
+            .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+        let got: Vec<Action> = back.steps.into_iter().map(|s| s.action).collect();
+        let want: Vec<Action> = events.into_iter().map(|e| e.action).collect();
+        assert_eq!(got, want, "\n{yaml}");
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub struct Lab {
     all_events: Vec<Event>,
     prediction: Prediction,
     static_radius: usize,
+    /// The model's recovery threshold for the state in force.
+    recovery_threshold: Option<f64>,
     /// Root latency since the report's start.
     latency: Histogram<u64>,
 }
@@ -123,6 +125,7 @@ impl Lab {
         let state = LabState::of(&topology);
         let prediction = model::predict(&topology, &topology.policy);
         let static_radius = model::static_radius(&topology, &topology.policy);
+        let recovery_threshold = recovery_threshold(&topology);
         let mut lab = Lab {
             fleet,
             topology,
@@ -139,6 +142,7 @@ impl Lab {
             all_events: Vec::new(),
             prediction,
             static_radius,
+            recovery_threshold,
             latency: new_histogram(),
         };
         lab.series.push(empty_sample(Duration::ZERO, base));
@@ -201,6 +205,14 @@ impl Lab {
         self.prediction = model::predict(&self.topology, &self.topology.policy);
         if change == Change::Policy {
             self.static_radius = model::static_radius(&self.topology, &self.topology.policy);
+        }
+        // The threshold depends on the policy and on every service time
+        // (work and injected latency) and worker count.
+        if matches!(
+            change,
+            Change::Policy | Change::Resources(_) | Change::Fault(_)
+        ) {
+            self.recovery_threshold = recovery_threshold(&self.topology);
         }
         let ev = Event {
             t: self.elapsed(),
@@ -289,6 +301,7 @@ impl Lab {
             state: &self.state,
             prediction: &self.prediction,
             static_radius: self.static_radius,
+            recovery_threshold: self.recovery_threshold,
             fleet: &self.fleet,
             events: &self.events,
         })
@@ -321,6 +334,12 @@ impl Lab {
             uptime,
         }
     }
+}
+
+/// The model's recovery threshold of `t` under its own policy, `None`
+/// when no service has workers (or nothing bounds it).
+fn recovery_threshold(t: &Topology) -> Option<f64> {
+    model::capacity::capacity(t, &t.policy).recovery_threshold
 }
 
 fn empty_sample(t: Duration, counts: Counts) -> Sample {

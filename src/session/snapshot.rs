@@ -114,6 +114,13 @@ pub struct RootView {
     pub availability_history: Vec<f64>,
     /// Sent per second per sample, oldest first (bounded).
     pub rps_history: Vec<f64>,
+    /// Root requests per second that succeeded, over the window.
+    pub goodput_rps: f64,
+    /// Succeeded per second, one point a second, oldest first (bounded).
+    pub goodput_history: Vec<f64>,
+    /// Offered per second (sent, or not sent because too many were in
+    /// flight), one point a second, oldest first (bounded).
+    pub offered_history: Vec<f64>,
 }
 
 /// Everything a front end shows, at one moment.
@@ -140,6 +147,10 @@ pub struct Snapshot {
     pub radius_static: usize,
     /// Retries suppressed since the last reset.
     pub spurious_avoided: u64,
+    /// The model's recovery threshold under the policy in force (SPEC
+    /// section 7): the highest entry rate at which the fleet drains when
+    /// every attempt times out. `None` when no service has workers.
+    pub recovery_threshold: Option<f64>,
     /// Per service, topology order.
     pub services: Vec<ServiceView>,
     /// Per edge, topology order.
@@ -167,6 +178,8 @@ pub struct Inputs<'a> {
     pub prediction: &'a Prediction,
     /// The static radius under its policy.
     pub static_radius: usize,
+    /// The recovery threshold under its policy.
+    pub recovery_threshold: Option<f64>,
     /// The fleet (for learned memories).
     pub fleet: &'a Fleet,
     /// The newest events.
@@ -239,6 +252,7 @@ pub fn build(i: Inputs<'_>) -> Snapshot {
         radius_model: i.prediction.storm_radius,
         radius_static: i.static_radius,
         spurious_avoided: live.total.counts.spurious_avoided(),
+        recovery_threshold: i.recovery_threshold,
         services: (0..i.topology.services.len())
             .map(|s| service_view(&i, &live, s))
             .collect(),
@@ -263,6 +277,14 @@ fn root_view(live: &Live<'_>) -> RootView {
         live.history.windows(2).map(|p| f(p[0], p[1])).collect()
     };
     let (w, total) = (&live.w.counts.root, &live.total.counts.root);
+    let per_sec = |n: u64, a: &Sample, b: &Sample| {
+        let d = b.t.saturating_sub(a.t).as_secs_f64();
+        if d > 0.0 {
+            n as f64 / d
+        } else {
+            0.0
+        }
+    };
     RootView {
         rps: live.w.rate(w.sent),
         availability: w.availability(),
@@ -274,14 +296,12 @@ fn root_view(live: &Live<'_>) -> RootView {
         availability_history: per_second(&|a, b| {
             b.counts.root.since(&a.counts.root).availability()
         }),
-        rps_history: per_second(&|a, b| {
-            let d = b.t.saturating_sub(a.t).as_secs_f64();
-            let n = b.counts.root.since(&a.counts.root).sent as f64;
-            if d > 0.0 {
-                n / d
-            } else {
-                0.0
-            }
+        rps_history: per_second(&|a, b| per_sec(b.counts.root.since(&a.counts.root).sent, a, b)),
+        goodput_rps: Figure::GoodputRps.read(&live.w, 0),
+        goodput_history: per_second(&|a, b| per_sec(b.counts.root.since(&a.counts.root).ok, a, b)),
+        offered_history: per_second(&|a, b| {
+            let r = b.counts.root.since(&a.counts.root);
+            per_sec(r.sent + r.dropped, a, b)
         }),
     }
 }
@@ -292,7 +312,11 @@ fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize) -> ServiceView {
     let rps = live.w.rate(c.requests);
     let fault = &i.state.faults[id];
     let context_dropped = i.state.context_dropped[id];
-    let shedding = s.capacity.is_some_and(|cap| rps > cap * 1.02) && c.own_errors > 0;
+    // Over its rate limit, or its queue full (a claimed 503 at once) for
+    // at least 1% of what it received.
+    let queue_full = c.shed > 0 && c.shed * 100 >= c.requests;
+    let shedding =
+        (s.capacity.is_some_and(|cap| rps > cap * 1.02) || queue_full) && c.own_errors > 0;
     let state = if fault.down {
         ServiceState::Down
     } else if context_dropped {

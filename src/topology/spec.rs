@@ -368,7 +368,9 @@ fn attempts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     )
 }
 
-fn workers<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+/// `workers:` a whole number from 1 to [`MAX_WORKERS`] (also a scenario's
+/// `set:` step).
+pub(crate) fn workers<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     yaml::number(
         d,
         "a number of workers (requests in service at once)",
@@ -384,7 +386,9 @@ fn workers<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     )
 }
 
-fn queue<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+/// `queue:` a whole number from 0 to [`MAX_QUEUE`] (also a scenario's
+/// `set:` step).
+pub(crate) fn queue<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     yaml::number(
         d,
         "a number of requests waiting for a worker",

@@ -116,6 +116,9 @@ fn root(availability: f64, p50: f64, p99: f64, sent: u64, errors: u64) -> RootVi
         dropped: 0,
         availability_history: vec![],
         rps_history: vec![],
+        goodput_rps: 200.0 * availability,
+        goodput_history: vec![],
+        offered_history: vec![],
     }
 }
 
@@ -147,6 +150,7 @@ fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snaps
         radius_model: 0,
         radius_static: 1,
         spurious_avoided: 0,
+        recovery_threshold: None,
         edges: chain_edges(services.len(), &[], &[]),
         services,
         events: vec![],
@@ -464,5 +468,80 @@ pub fn fanout() -> Snapshot {
     s.state.context_dropped[2] = true;
     s.services[2].state = ServiceState::ContextDropped;
     s.root = root(0.0, 4.2, 11.0, 4000, 4000);
+    s
+}
+
+/// topologies/metastable.yaml in its metastable state under naive
+/// `retry`: 42 s after a 3 s spike to 300 rps, back at 120 rps offered,
+/// DB's 4 workers are all busy, its queue is full, A's 250 ms attempts
+/// time out and are retried (3 per root request), DB sheds what its queue
+/// cannot hold and finishes work nobody waits for. Goodput is near 0. The
+/// recovery threshold is the model's, for the shipped file.
+pub fn metastable_storm() -> Snapshot {
+    let t = crate::topology::Topology::from_yaml(
+        include_str!("../../topologies/metastable.yaml"),
+        "metastable.yaml",
+    )
+    .expect("the shipped topology is valid");
+    let mut a = svc("A", 0, 120.0);
+    let mut db = svc("DB", 1, 360.0);
+    db.live.set(Figure::BaselineRps, 120.0);
+    db.live.set(Figure::Amplification, 3.0);
+    db.history = step(75, 31, 1.0, 3.0);
+    a.history = step(75, 0, 1.0, 1.0);
+    // A: every root request fails after three failed attempts.
+    a.state = ServiceState::Propagating;
+    a.live.set(Figure::ErrorRate, 1.0);
+    a.live.set(Figure::LatencyMsP50, 502.0);
+    a.live.set(Figure::LatencyMsP99, 754.0);
+    a.retry_rps = 240.0;
+    a.total.set(Figure::RetriesSent, 13_700.0);
+    set3(&mut a.total, Figure::ClaimsReturnedTrue, [0, 6_900, 0]);
+    set3(&mut a.total, Figure::ClaimsSeenTrue, [11_400, 0, 9_300]);
+    // DB: 160 served a second, every answer too late; 200 shed.
+    db.state = ServiceState::Shedding;
+    db.live.set(Figure::ErrorRate, 0.556);
+    db.live.set(Figure::Utilisation, 1.0);
+    db.live.set(Figure::QueueDepth, 1000.0);
+    db.live.set(Figure::QueueDepthMax, 1000.0);
+    db.live.set(Figure::InService, 4.0);
+    db.live.set(Figure::CapacityRps, 160.0);
+    db.live.set(Figure::Shed, 400.0);
+    db.live.set(Figure::WorkWasted, 320.0);
+    db.live.set(Figure::Timeouts, 320.0);
+    db.live.set(Figure::LatencyMsP50, 6_280.0);
+    db.live.set(Figure::LatencyMsP99, 6_410.0);
+    db.total.set(Figure::Shed, 11_400.0);
+    db.total.set(Figure::WorkWasted, 9_250.0);
+    db.total.set(Figure::Timeouts, 9_300.0);
+    set3(&mut db.total, Figure::ClaimsReturnedTrue, [11_400, 0, 0]);
+    set3(&mut db.total, Figure::OwnErrors, [11_400, 0, 0]);
+    let mut s = base("metastable", 75.0, Preset::Retry, vec![a, db]);
+    s.state = LabState::of(&t);
+    s.edges = chain_edges(2, &[240.0], &[360.0]);
+    s.root = root(0.0, 502.0, 754.0, 9_000, 6_900);
+    s.root.rps = 120.0;
+    s.root.goodput_rps = 0.0;
+    // 30 s at rest, the 3 s spike, then 42 s that never recover.
+    let mut offered = step(30, 30, 120.0, 120.0);
+    offered.extend([300.0, 300.0, 300.0]);
+    offered.extend(step(42, 0, 120.0, 120.0));
+    s.root.offered_history = offered.clone();
+    s.root.rps_history = offered;
+    let mut goodput = step(30, 30, 120.0, 120.0);
+    goodput.extend([160.0, 41.0, 6.0]);
+    goodput.extend([0.0; 42]);
+    s.root.goodput_history = goodput;
+    let mut avail = step(30, 30, 1.0, 1.0);
+    avail.extend([0.62, 0.14, 0.02]);
+    avail.extend([0.0; 42]);
+    s.root.availability_history = avail;
+    s.radius_max = 1;
+    s.radius_mean = 1.0;
+    s.radius_model = 1;
+    s.recovery_threshold =
+        crate::topology::model::capacity::capacity(&t, &t.policy).recovery_threshold;
+    let rps = |t: f64, r: f64| event(t, Action::SetRps(r), &format!("entry rate {r:.0} rps"));
+    s.events = vec![rps(30.0, 300.0), rps(33.0, 120.0)];
     s
 }

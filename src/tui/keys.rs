@@ -50,6 +50,14 @@ pub enum Msg {
     ToggleDown,
     /// Drop or restore the selected service's request context.
     ToggleContext,
+    /// One worker fewer on the selected service.
+    WorkersDown,
+    /// One worker more on the selected service.
+    WorkersUp,
+    /// 100 ms more injected latency on the selected service.
+    LatencyUp,
+    /// 100 ms less injected latency on the selected service.
+    LatencyDown,
     /// A policy preset.
     Preset(Preset),
     /// The next policy preset.
@@ -88,6 +96,10 @@ pub struct KeyHelp {
     pub rank: u8,
 }
 
+/// The group of the keys that change a service's capacity: the help and
+/// the footer show it when some service has workers.
+pub const CAPACITY: &str = "Capacity (selected service)";
+
 /// Every key, grouped by theme, in the order the help shows them.
 #[rustfmt::skip]
 pub const HELP: &[KeyHelp] = &[
@@ -100,6 +112,8 @@ pub const HELP: &[KeyHelp] = &[
     KeyHelp { group: "Fault (selected service)", keys: "e  E", what: "error rate 10 points lower / higher", short: "rate", rank: 4 },
     KeyHelp { group: "Fault (selected service)", keys: "x", what: "down (connection refused) / back up", short: "down", rank: 5 },
     KeyHelp { group: "Fault (selected service)", keys: "c", what: "drop / restore its request context", short: "context", rank: 3 },
+    KeyHelp { group: CAPACITY, keys: "w  W", what: "one worker fewer / more (a service with workers)", short: "workers", rank: 2 },
+    KeyHelp { group: CAPACITY, keys: "l  L", what: "100 ms more / less injected latency (held on a worker)", short: "latency", rank: 3 },
     KeyHelp { group: "Policy", keys: "1 2 3 4", what: "preset none / retry / budget / ownership", short: "policy", rank: 1 },
     KeyHelp { group: "Policy", keys: "p", what: "next preset", short: "", rank: 9 },
     KeyHelp { group: "Policy", keys: "b", what: "retry budget on / off", short: "budget", rank: 3 },
@@ -114,6 +128,12 @@ pub const HELP: &[KeyHelp] = &[
     KeyHelp { group: "Dashboard", keys: "q  Ctrl-C", what: "quit and print the summary", short: "quit", rank: 0 },
 ];
 
+/// Whether a help line is shown: capacity keys only when `capacity`
+/// (some service has workers).
+pub fn shown(h: &KeyHelp, capacity: bool) -> bool {
+    capacity || h.group != CAPACITY
+}
+
 /// The footer's form of a help line's keys (shorter than the help's).
 pub fn footer_keys(h: &KeyHelp) -> &'static str {
     match h.keys {
@@ -122,6 +142,8 @@ pub fn footer_keys(h: &KeyHelp) -> &'static str {
         "s  S" => "s",
         "<  >" => "<>",
         "e  E" => "e/E",
+        "w  W" => "w/W",
+        "l  L" => "l/L",
         "1 2 3 4" => "1-4",
         "+  -" => "+/-",
         "q  Ctrl-C" => "q",
@@ -158,6 +180,10 @@ pub fn msg(k: KeyEvent) -> Option<Msg> {
         KeyCode::Char('E') => Msg::ErrorUp,
         KeyCode::Char('x') => Msg::ToggleDown,
         KeyCode::Char('c') => Msg::ToggleContext,
+        KeyCode::Char('w') => Msg::WorkersDown,
+        KeyCode::Char('W') => Msg::WorkersUp,
+        KeyCode::Char('l') => Msg::LatencyUp,
+        KeyCode::Char('L') => Msg::LatencyDown,
         KeyCode::Char('1') => Msg::Preset(Preset::None),
         KeyCode::Char('2') => Msg::Preset(Preset::Retry),
         KeyCode::Char('3') => Msg::Preset(Preset::Budget),
@@ -208,6 +234,10 @@ mod tests {
         );
         assert_eq!(msg(key(KeyCode::Char(' '))), Some(Msg::Pause));
         assert_eq!(msg(key(KeyCode::Char('E'))), Some(Msg::ErrorUp));
+        assert_eq!(msg(key(KeyCode::Char('w'))), Some(Msg::WorkersDown));
+        assert_eq!(msg(key(KeyCode::Char('W'))), Some(Msg::WorkersUp));
+        assert_eq!(msg(key(KeyCode::Char('l'))), Some(Msg::LatencyUp));
+        assert_eq!(msg(key(KeyCode::Char('L'))), Some(Msg::LatencyDown));
         assert_eq!(msg(key(KeyCode::Char('z'))), None);
     }
 

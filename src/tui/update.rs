@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::session::{Action, Snapshot};
-use crate::topology::{Fault, PolicyFields, Preset};
+use crate::topology::{Fault, PolicyFields, Preset, MAX_WORKERS};
 
 use super::keys::Msg;
 use super::state::{State, WINDOWS};
@@ -15,6 +15,9 @@ use crate::session::LabState;
 /// The latency the fault cycle injects: past the default 1 s timeout, so
 /// callers see timeouts (errors with no claim).
 pub const INJECTED_LATENCY: Duration = Duration::from_millis(1500);
+
+/// The latency `l` adds to the selected service's fault and `L` removes.
+pub const LATENCY_STEP: Duration = Duration::from_millis(100);
 
 /// Entry rates `+` and `-` step through; beyond them, steps of 25%.
 pub const RATE_STEPS: [f64; 24] = [
@@ -91,6 +94,16 @@ pub fn update(state: &mut State, snap: &Snapshot, msg: Msg) -> Option<Action> {
                 service: sel,
                 dropped: !d,
             }),
+        Msg::WorkersDown => workers_action(&c, sel, -1),
+        Msg::WorkersUp => workers_action(&c, sel, 1),
+        Msg::LatencyUp => fault_action(&c, sel, |f| Fault {
+            latency: f.latency.saturating_add(LATENCY_STEP),
+            ..f.clone()
+        }),
+        Msg::LatencyDown => fault_action(&c, sel, |f| Fault {
+            latency: f.latency.saturating_sub(LATENCY_STEP),
+            ..f.clone()
+        }),
         Msg::Preset(p) => Some(preset(p)),
         Msg::CyclePreset => Some(preset(next_preset(c.policy.preset()))),
         Msg::ToggleBudget => Some(Action::Mode {
@@ -161,6 +174,20 @@ fn fault_action(c: &LabState, sel: usize, change: impl Fn(&Fault) -> Fault) -> O
     c.faults.get(sel).map(|f| Action::SetFault {
         service: sel,
         fault: change(f),
+    })
+}
+
+/// The selected service's workers `by` more (or fewer), never below 1
+/// nor above [`MAX_WORKERS`]: no action on a service without workers, or
+/// at a bound.
+fn workers_action(c: &LabState, sel: usize, by: i64) -> Option<Action> {
+    let now = c.resources.get(sel)?.workers?;
+    let to = (i64::from(now) + by).clamp(1, i64::from(MAX_WORKERS)) as u32;
+    (to != now).then_some(Action::Set {
+        service: sel,
+        workers: Some(to),
+        work: None,
+        queue: None,
     })
 }
 
@@ -385,6 +412,65 @@ mod tests {
                 dropped: false
             })
         );
+    }
+
+    fn db_selected() -> (State, Snapshot) {
+        let snap = fixtures::metastable_storm();
+        let mut st = State::new();
+        update(&mut st, &snap, Msg::Down);
+        assert_eq!(snap.services[st.selected].name, "DB");
+        (st, snap)
+    }
+
+    #[test]
+    fn w_and_shift_w_change_the_workers_of_the_selected_service() {
+        let (mut st, snap) = db_selected();
+        let set = |workers| {
+            Some(Action::Set {
+                service: 1,
+                workers: Some(workers),
+                work: None,
+                queue: None,
+            })
+        };
+        assert_eq!(update(&mut st, &snap, Msg::WorkersUp), set(5));
+        assert_eq!(update(&mut st, &snap, Msg::WorkersDown), set(4));
+        // Pressed quickly: each press folds into the last one's state.
+        for w in [3, 2, 1] {
+            assert_eq!(update(&mut st, &snap, Msg::WorkersDown), set(w));
+        }
+        assert_eq!(st.controls(&snap).resources[1].workers, Some(1));
+        assert_eq!(
+            update(&mut st, &snap, Msg::WorkersDown),
+            None,
+            "never below one worker"
+        );
+        // A has no workers: nothing to change.
+        update(&mut st, &snap, Msg::Home);
+        assert_eq!(update(&mut st, &snap, Msg::WorkersUp), None);
+        assert_eq!(update(&mut st, &snap, Msg::WorkersDown), None);
+        assert_eq!(st.controls(&snap).resources[0].workers, None);
+    }
+
+    #[test]
+    fn l_and_shift_l_add_and_remove_latency_and_keep_the_rest_of_the_fault() {
+        let (mut st, snap) = d_selected();
+        let d = st.selected;
+        let latency = |a: Option<Action>| match a {
+            Some(Action::SetFault { service, fault }) => {
+                assert_eq!(service, d);
+                assert_eq!(fault.error_rate, 1.0, "the error rate is kept");
+                fault.latency
+            }
+            other => panic!("{other:?}"),
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(latency(update(&mut st, &snap, Msg::LatencyUp)), ms(100));
+        assert_eq!(latency(update(&mut st, &snap, Msg::LatencyUp)), ms(200));
+        assert_eq!(latency(update(&mut st, &snap, Msg::LatencyDown)), ms(100));
+        assert_eq!(latency(update(&mut st, &snap, Msg::LatencyDown)), ms(0));
+        assert_eq!(latency(update(&mut st, &snap, Msg::LatencyDown)), ms(0));
+        assert_eq!(st.controls(&snap).faults[d].latency, Duration::ZERO);
     }
 
     #[test]

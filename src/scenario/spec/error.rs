@@ -45,6 +45,19 @@ pub enum ScenarioError {
         /// `chain (services: A, B, C)`: the topology and what it has.
         known: String,
     },
+    /// A `set:` step the service cannot take: it runs outside the fleet,
+    /// or it has no workers to change.
+    #[error("{at}: {what}: service \"{service}\" {why}")]
+    CannotSet {
+        /// The key it cannot take, or the service's name.
+        at: Location,
+        /// The entry (`steps[2].set`).
+        what: String,
+        /// The service.
+        service: String,
+        /// Why, and what to do instead.
+        why: String,
+    },
     /// An expectation names a figure there is no such thing as.
     #[error(
         "{at}: {what}: unknown figure `{figure}`{hint}; per-service figures (with `service:`) are {}; fleet figures are {}",

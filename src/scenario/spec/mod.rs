@@ -55,6 +55,7 @@
 //! | `at_least_once` | a boolean | rule 5 on or off |
 //! | `pause` | a boolean | pauses (`true`) or resumes the load |
 //! | `reset` | `true` | resets counters, charts and learned memory |
+//! | `set` | `{ service, workers, work, queue }` (any of the three) | a service's resources: `workers` and `queue` only on a service that has workers, none on an outside (`url:`) one |
 //!
 //! ## Expectations
 //! Every entry has `during: FROM..TO` (e.g. `8s..10s`) and one or more

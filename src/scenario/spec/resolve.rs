@@ -3,7 +3,7 @@
 
 use super::error::{Locator, ScenarioError};
 use super::expect::{ExpectSpec, Expectation};
-use super::steps::{StepKind, StepSpec};
+use super::steps::{SetSpec, StepKind, StepSpec};
 use super::{Scenario, ScenarioSpec, Step};
 use crate::session::figures::{Figure, Scope};
 use crate::session::Action;
@@ -132,7 +132,64 @@ fn step_action(
         StepKind::AtLeastOnce(b) => Action::SetAtLeastOnce(*b),
         StepKind::Pause(p) => Action::Pause(*p),
         StepKind::Reset => Action::Reset,
+        StepKind::Set(set) => {
+            let service = id(&set.service, "set")?;
+            check_set(set, service, i, loc, t)?;
+            Action::Set {
+                service,
+                workers: set.workers,
+                work: set.work,
+                queue: set.queue,
+            }
+        }
     })
+}
+
+/// A `set:` step must change something, name a service of the fleet,
+/// and change `workers` or `queue` only on a service that has workers.
+fn check_set(
+    set: &SetSpec,
+    service: ServiceId,
+    i: usize,
+    loc: &Locator,
+    t: &Topology,
+) -> Result<(), ScenarioError> {
+    let s = &t.services[service];
+    let refuse = |token: &str, why: String| ScenarioError::CannotSet {
+        at: loc.token_in_item("steps", i, token),
+        what: format!("steps[{i}].set"),
+        service: s.name.clone(),
+        why,
+    };
+    if set.workers.is_none() && set.work.is_none() && set.queue.is_none() {
+        return Err(refuse(
+            "set",
+            format!(
+                "is given nothing to change: give `set:` workers, work or queue (e.g. set: {{ service: {}, workers: 1 }})",
+                set.service
+            ),
+        ));
+    }
+    if s.url.is_some() {
+        return Err(refuse(
+            &set.service,
+            "has a url, so it runs outside the fleet and the lab cannot change its workers, work or queue".into(),
+        ));
+    }
+    if s.workers.is_none() {
+        let key = if set.workers.is_some() {
+            "workers"
+        } else {
+            "queue"
+        };
+        if set.workers.is_some() || set.queue.is_some() {
+            return Err(refuse(
+                key,
+                format!("has no `workers` in the topology, so it has no {key} to change: give it `workers:` there (`set:` can change `work` alone)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Expectations in file order, one per figure of an entry.
@@ -299,6 +356,116 @@ mod tests {
         at(&m, 3, "expect[0].service: there is no service \"Q\"");
         let m = err("steps:\n  - at: 1s\n    drop_context: Z\n");
         at(&m, 3, "steps[0].drop_context");
+    }
+
+    fn capacity() -> crate::topology::Topology {
+        crate::topology::Topology::from_yaml(
+            "name: cap\nservices:\n  A: { calls: [DB, Ext] }\n  DB: { workers: 4, work: 25ms }\n  Ext: { url: \"http://127.0.0.1:9\" }\n",
+            "cap.yaml",
+        )
+        .unwrap()
+    }
+
+    fn on_capacity(yaml: &str) -> Result<super::super::Scenario, String> {
+        super::super::Scenario::from_yaml(yaml, "s.yaml", &capacity()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn set_changes_the_resources_given() {
+        let s = on_capacity(
+            "steps:\n  - { at: 1s, set: { service: DB, workers: 1 } }\n  - { at: 2s, set: { service: DB, work: 50ms, queue: 10 } }\n  - { at: 3s, set: { service: A, work: 5ms } }\n",
+        )
+        .unwrap();
+        let actions: Vec<Action> = s.steps.into_iter().map(|s| s.action).collect();
+        assert_eq!(
+            actions,
+            vec![
+                Action::Set {
+                    service: 1,
+                    workers: Some(1),
+                    work: None,
+                    queue: None
+                },
+                Action::Set {
+                    service: 1,
+                    workers: None,
+                    work: Some(Duration::from_millis(50)),
+                    queue: Some(10)
+                },
+                Action::Set {
+                    service: 0,
+                    workers: None,
+                    work: Some(Duration::from_millis(5)),
+                    queue: None
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn set_is_refused_where_written_naming_the_service() {
+        let bad = |yaml: &str, line: u32, text: &str| {
+            let m = on_capacity(yaml).expect_err("refused");
+            at(&m, line, text);
+        };
+        bad(
+            "steps:\n  - at: 1s\n    set: { service: DX, workers: 2 }\n",
+            3,
+            "steps[0].set: there is no service \"DX\" in topology cap (services: A, DB, Ext)",
+        );
+        bad(
+            "steps:\n  - at: 1s\n    set: { service: DB, workers: 0 }\n",
+            3,
+            "workers must be at least 1",
+        );
+        bad(
+            "steps:\n  - at: 1s\n    set: { service: DB, workers: 5000000 }\n",
+            3,
+            "workers",
+        );
+        bad(
+            "steps:\n  - at: 1s\n    set: { service: DB, queue: -1 }\n",
+            3,
+            "queue",
+        );
+        bad(
+            "steps:\n  - at: 1s\n    set: { service: DB, queue: 2000000 }\n",
+            3,
+            "queue",
+        );
+        bad(
+            "steps:\n  - at: 1s\n    set: { service: DB, work: -5ms }\n",
+            3,
+            "negative",
+        );
+        bad(
+            "steps:\n  - at: 1s\n    set: { service: DB }\n",
+            3,
+            "steps[0].set: service \"DB\" is given nothing to change: give `set:` workers, work or queue",
+        );
+        bad(
+            "steps:\n  - at: 1s\n    set: { service: DB, worker: 2 }\n",
+            3,
+            "unknown field `worker`",
+        );
+        bad(
+            "steps:\n  - at: 1s\n    set:\n      service: A\n      work: 1ms\n      workers: 2\n",
+            6,
+            "steps[0].set: service \"A\" has no `workers` in the topology, so it has no workers to change",
+        );
+        bad(
+            "steps:\n  - at: 1s\n    set: { service: A, queue: 2 }\n",
+            3,
+            "so it has no queue to change",
+        );
+        bad(
+            "steps:\n  - at: 1s\n    set: { service: Ext, work: 5ms }\n",
+            3,
+            "steps[0].set: service \"Ext\" has a url, so it runs outside the fleet",
+        );
+        let m =
+            on_capacity("steps:\n  - at: 1s\n    set: { service: Ext, work: 5ms }\n").unwrap_err();
+        assert!(m.starts_with("s.yaml:3:21:"), "{m}");
     }
 
     #[test]

@@ -52,6 +52,8 @@ struct RawStep {
     pause: Option<bool>,
     #[serde(default)]
     reset: Option<bool>,
+    #[serde(default)]
+    set: Option<SetSpec>,
 }
 
 /// What a step does, before it is resolved against the timeline.
@@ -70,9 +72,10 @@ pub(super) enum StepKind {
     AtLeastOnce(bool),
     Pause(bool),
     Reset,
+    Set(SetSpec),
 }
 
-const STEP_KEYS: &str = "fail, heal, down, up, policy, mode, drop_context, restore_context, rps, attribution, at_least_once, pause, reset";
+const STEP_KEYS: &str = "fail, heal, down, up, policy, mode, drop_context, restore_context, rps, attribution, at_least_once, pause, reset, set";
 
 impl TryFrom<RawStep> for StepSpec {
     type Error = String;
@@ -101,6 +104,7 @@ impl TryFrom<RawStep> for StepSpec {
         add("attribution", r.attribution.map(StepKind::Attribution));
         add("at_least_once", r.at_least_once.map(StepKind::AtLeastOnce));
         add("pause", r.pause.map(StepKind::Pause));
+        add("set", r.set.map(StepKind::Set));
         if let Some(reset) = r.reset {
             if !reset {
                 return Err("`reset:` takes `true` (leave the step out to not reset)".into());
@@ -153,6 +157,20 @@ impl FailSpec {
             down: self.down.unwrap_or(into.down),
         }
     }
+}
+
+/// `set: { service, workers, work, queue }`: a service's resources, the
+/// keys given (the resolver checks that at least one is).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SetSpec {
+    pub(super) service: String,
+    #[serde(default, deserialize_with = "crate::topology::spec::workers")]
+    pub(super) workers: Option<u32>,
+    #[serde(default, deserialize_with = "yaml::duration")]
+    pub(super) work: Option<Duration>,
+    #[serde(default, deserialize_with = "crate::topology::spec::queue")]
+    pub(super) queue: Option<u32>,
 }
 
 /// `mode: { retries, budget, ownership }`.

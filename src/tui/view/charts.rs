@@ -1,6 +1,10 @@
 //! The charts: the selected service's amplification over the chosen
 //! window with the model's figure as a reference line, and under it the
-//! entry's rate and availability as sparklines.
+//! entry's rate and availability as sparklines. When some service has
+//! workers the main chart is the end user's instead: goodput against the
+//! offered rate, with the model's recovery threshold as the reference
+//! line, and the selected service's amplification turns a sparkline (see
+//! [`goodput`]).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -15,8 +19,14 @@ use crate::session::figures::Figure;
 use crate::session::Snapshot;
 use crate::tui::state::{Focus, State};
 
+mod goodput;
+
 /// Draws the charts panel.
 pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
+    if super::has_workers(s) {
+        goodput::render(state, s, area, buf);
+        return;
+    }
     let window = state.window_secs();
     let Some(v) = s.services.get(state.selected) else {
         return;
@@ -100,7 +110,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     }
 }
 
-fn tail(v: &[f64], n: usize) -> &[f64] {
+pub(super) fn tail(v: &[f64], n: usize) -> &[f64] {
     &v[v.len().saturating_sub(n)..]
 }
 
@@ -151,13 +161,13 @@ fn amp_chart(hist: &[f64], model: f64, window: usize, area: Rect, buf: &mut Buff
     chart.render(area, buf);
 }
 
-fn trim(x: f64) -> String {
+pub(super) fn trim(x: f64) -> String {
     let s = format!("{x:.1}");
     s.strip_suffix(".0").map_or(s.clone(), str::to_string)
 }
 
 /// 1, 2, 2.5, 5 × a power of ten at or above `x`.
-fn nice_ceiling(x: f64) -> f64 {
+pub(super) fn nice_ceiling(x: f64) -> f64 {
     let p = 10f64.powf(x.log10().floor());
     for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
         if m * p >= x - 1e-9 {
@@ -167,7 +177,7 @@ fn nice_ceiling(x: f64) -> f64 {
     10.0 * p
 }
 
-fn spark_row(
+pub(super) fn spark_row(
     label: &str,
     data: &[u64],
     max: Option<u64>,

@@ -3,11 +3,15 @@
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::tui::keys::{footer_keys, HELP};
+use crate::tui::keys::{footer_keys, shown, HELP};
 
-/// The footer line for `width` columns: keys of the lowest ranks first.
-pub fn line(width: u16) -> Line<'static> {
-    let keyed: Vec<_> = HELP.iter().filter(|h| !h.short.is_empty()).collect();
+/// The footer line for `width` columns: keys of the lowest ranks first
+/// (the capacity keys only when `capacity`: some service has workers).
+pub fn line(width: u16, capacity: bool) -> Line<'static> {
+    let keyed: Vec<_> = HELP
+        .iter()
+        .filter(|h| !h.short.is_empty() && shown(h, capacity))
+        .collect();
     let render = |max_rank: u8| -> (Vec<Span<'static>>, usize) {
         let mut spans = vec![Span::raw(" ")];
         let mut w = 1;

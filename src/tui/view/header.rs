@@ -97,22 +97,7 @@ pub fn lines(s: &Snapshot, c: &LabState, width: u16) -> Vec<Line<'static>> {
         theme::figure()
     };
     let second = vec![
-        chip(
-            vec![
-                l("entry "),
-                v(format!("{:.0}", c.rps)),
-                l(" rps offered · "),
-                v(format!("{:.0}", r.rps)),
-                l(" achieved"),
-            ],
-            vec![
-                l("entry "),
-                v(format!("{:.0}", c.rps)),
-                l("/"),
-                v(format!("{:.0}", r.rps)),
-                l(" rps"),
-            ],
-        ),
+        entry(s, c),
         chip(
             vec![l("availability "), avail.clone()],
             vec![l("avail "), avail],
@@ -166,6 +151,65 @@ pub fn lines(s: &Snapshot, c: &LabState, width: u16) -> Vec<Line<'static>> {
         ),
     ];
     layout(&[first, second], width)
+}
+
+/// The entry's rates: offered and achieved; with workers in the fleet,
+/// the model's recovery threshold beside the offered rate (red when the
+/// offered rate is above it: a storm would not drain) and the goodput.
+fn entry(s: &Snapshot, c: &LabState) -> Chip {
+    let r = &s.root;
+    let offered = v(format!("{:.0}", c.rps));
+    let achieved = v(format!("{:.0}", r.rps));
+    let threshold = s
+        .recovery_threshold
+        .filter(|t| t.is_finite() && super::has_workers(s))
+        .map(|t| {
+            let style = if c.rps > t {
+                theme::alarm()
+            } else {
+                theme::good()
+            };
+            Span::styled(format!("{t:.0}"), style)
+        });
+    let Some(threshold) = threshold else {
+        return chip(
+            vec![
+                l("entry "),
+                offered.clone(),
+                l(" rps offered · "),
+                achieved.clone(),
+                l(" achieved"),
+            ],
+            vec![l("entry "), offered, l("/"), achieved, l(" rps")],
+        );
+    };
+    let ok = r.goodput_rps >= 0.95 * r.rps;
+    let goodput = Span::styled(
+        format!("{:.0}", r.goodput_rps),
+        if ok { theme::good() } else { theme::alarm() },
+    );
+    chip(
+        vec![
+            l("entry "),
+            offered.clone(),
+            l(" rps offered (threshold "),
+            threshold.clone(),
+            l(") · "),
+            achieved.clone(),
+            l(" achieved · goodput "),
+            goodput.clone(),
+        ],
+        vec![
+            l("entry "),
+            offered,
+            l("/"),
+            achieved,
+            l(" rps · threshold "),
+            threshold,
+            l(" · goodput "),
+            goodput,
+        ],
+    )
 }
 
 const SEP: &str = "   ";

@@ -9,7 +9,7 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget, Wrap};
 
 use super::theme;
 use crate::session::figures::Figure;
-use crate::tui::keys::HELP;
+use crate::tui::keys::{shown, KeyHelp, HELP};
 
 /// What a glossary line explains: a figure of the catalogue (its
 /// one-line meaning is the catalogue's) or a mark only the dashboard draws.
@@ -36,14 +36,31 @@ const GLOSSARY: &[(&str, Gloss)] = &[
     ("↻ N", Gloss::Mark("retries per second on that call")),
 ];
 
-fn group_lines(groups: &[&str], key_w: usize) -> Vec<Line<'static>> {
+/// What the capacity figures mean, shown when some service has workers.
+const CAPACITY_GLOSSARY: &[(&str, Gloss)] = &[
+    ("util", Gloss::Figure(Figure::Utilisation)),
+    ("queue", Gloss::Figure(Figure::QueueDepth)),
+    ("p99 ms", Gloss::Figure(Figure::LatencyMsP99)),
+    ("goodput", Gloss::Figure(Figure::GoodputRps)),
+    (
+        "threshold",
+        Gloss::Mark("The model's recovery threshold under the policy in force: above this entry rate, a storm of timeouts never drains."),
+    ),
+];
+
+/// The help lines shown: every key, the capacity keys only when `capacity`.
+fn help(capacity: bool) -> Vec<&'static KeyHelp> {
+    HELP.iter().filter(|h| shown(h, capacity)).collect()
+}
+
+fn group_lines(help: &[&KeyHelp], groups: &[&str], key_w: usize) -> Vec<Line<'static>> {
     let mut out = vec![];
     for g in groups {
         out.push(Line::from(Span::styled(
             g.to_string(),
             Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
         )));
-        for h in HELP.iter().filter(|h| h.group == *g) {
+        for h in help.iter().filter(|h| h.group == *g) {
             out.push(Line::from(vec![
                 Span::styled(format!("  {:<key_w$} ", h.keys), theme::figure()),
                 Span::raw(h.what),
@@ -61,9 +78,10 @@ fn heading(s: &str) -> Line<'static> {
     ))
 }
 
-fn glossary() -> Vec<Line<'static>> {
+fn glossary(capacity: bool) -> Vec<Line<'static>> {
     let mut out = vec![heading("What the figures mean")];
-    for (k, what) in GLOSSARY {
+    let extra: &[(&str, Gloss)] = if capacity { CAPACITY_GLOSSARY } else { &[] };
+    for (k, what) in GLOSSARY.iter().chain(extra) {
         let text = match what {
             Gloss::Figure(f) => f.help(),
             Gloss::Mark(m) => m,
@@ -78,14 +96,14 @@ fn glossary() -> Vec<Line<'static>> {
 
 /// The short form for small terminals: each group's keys in one
 /// wrapped paragraph.
-fn compact(groups: &[&str]) -> Vec<Line<'static>> {
+fn compact(help: &[&KeyHelp], groups: &[&str]) -> Vec<Line<'static>> {
     let mut out = vec![];
     for g in groups {
         let mut spans = vec![Span::styled(
             format!("{g}: "),
             Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
         )];
-        for (i, h) in HELP.iter().filter(|h| h.group == *g).enumerate() {
+        for (i, h) in help.iter().filter(|h| h.group == *g).enumerate() {
             if i > 0 {
                 spans.push(Span::styled(" · ", theme::label()));
             }
@@ -103,24 +121,26 @@ fn width(lines: &[Line]) -> u16 {
 
 /// Draws the overlay centred in `area`: two columns of keys and the
 /// glossary when there is room, one column when not, and on a small
-/// terminal each group's keys as one wrapped paragraph.
-pub fn render(area: Rect, buf: &mut Buffer) {
+/// terminal each group's keys as one wrapped paragraph. The capacity keys
+/// and figures are shown when `capacity` (some service has workers).
+pub fn render(area: Rect, buf: &mut Buffer, capacity: bool) {
+    let help = help(capacity);
     let mut groups: Vec<&str> = vec![];
-    for h in HELP {
+    for h in &help {
         if !groups.contains(&h.group) {
             groups.push(h.group);
         }
     }
-    let key_w = HELP
+    let key_w = help
         .iter()
         .map(|h| h.keys.chars().count())
         .max()
         .unwrap_or(8);
-    let gloss = glossary();
+    let gloss = glossary(capacity);
     // Two balanced columns.
     let sizes: Vec<usize> = groups
         .iter()
-        .map(|g| HELP.iter().filter(|h| h.group == *g).count() + 2)
+        .map(|g| help.iter().filter(|h| h.group == *g).count() + 2)
         .collect();
     let total: usize = sizes.iter().sum();
     let split = (1..groups.len())
@@ -129,19 +149,19 @@ pub fn render(area: Rect, buf: &mut Buffer) {
             left.max(total - left)
         })
         .unwrap_or(groups.len());
-    let left = group_lines(&groups[..split], key_w);
-    let right = group_lines(&groups[split..], key_w);
+    let left = group_lines(&help, &groups[..split], key_w);
+    let right = group_lines(&help, &groups[split..], key_w);
     let two_w = width(&left) + 3 + width(&right);
     let body = if two_w.max(width(&gloss)) + 4 <= area.width
         && (left.len().max(right.len()) + gloss.len()) as u16 + 2 <= area.height
     {
         Body::Two(left, right)
     } else {
-        let one = group_lines(&groups, key_w);
+        let one = group_lines(&help, &groups, key_w);
         if (one.len() + gloss.len()) as u16 + 2 <= area.height && width(&one) + 4 <= area.width {
             Body::One(one)
         } else {
-            Body::Compact(compact(&groups))
+            Body::Compact(compact(&help, &groups))
         }
     };
     let (keys_w, keys_h) = match &body {

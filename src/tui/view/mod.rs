@@ -8,6 +8,7 @@
 //! compact and scrolls, the table scrolls, and the charts shrink to
 //! sparklines before anything is cut.
 
+pub mod capacity;
 pub mod charts;
 pub mod footer;
 pub mod format;
@@ -110,11 +111,18 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         log::render(state, s, log_a, buf);
     }
 
-    footer::line(area.width).render(foot_a, buf);
+    let capacity = has_workers(s);
+    footer::line(area.width, capacity).render(foot_a, buf);
 
     if state.help {
-        help::render(area, buf);
+        help::render(area, buf, capacity);
     }
+}
+
+/// Whether some service has workers: the capacity keys, figures, bars
+/// and chart are drawn only then, so a fleet without them looks as before.
+pub fn has_workers(s: &Snapshot) -> bool {
+    s.state.resources.iter().any(|r| r.workers.is_some())
 }
 
 /// Removes every colour, keeping symbols and attributes.

@@ -2,6 +2,8 @@
 //! width (the most telling ones first), sorted as the state says, the
 //! selected row highlighted. Amplification is shown beside the model's
 //! figure and marked `*` (and coloured) when they disagree by over 5%.
+//! When some service has workers, its utilisation, queue, latency and the
+//! work its callers abandoned join them, first to go on a narrow screen.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
@@ -11,6 +13,7 @@ use ratatui::widgets::{
     Block, BorderType, Cell, HighlightSpacing, Row, StatefulWidget, Table, TableState,
 };
 
+use super::capacity;
 use super::format;
 use super::theme;
 use crate::session::figures::Figure;
@@ -25,6 +28,7 @@ struct RowData<'a> {
     v: &'a ServiceView,
     fault: &'a Fault,
     dropped: bool,
+    workers: Option<u32>,
 }
 
 type CellFn = fn(&RowData<'_>) -> (String, Style);
@@ -34,6 +38,8 @@ struct Col {
     right: bool,
     /// Lower stays longer when the table is narrow.
     rank: u8,
+    /// Shown only when some service has workers.
+    capacity: bool,
     cell: CellFn,
 }
 
@@ -43,20 +49,58 @@ fn plain(s: String) -> (String, Style) {
 
 #[rustfmt::skip]
 const COLS: &[Col] = &[
-    Col { title: "service", right: false, rank: 0, cell: |r| (format!("{} {}", theme::glyph(r.v.state), r.v.name), theme::text(r.v.state)) },
-    Col { title: "depth", right: true, rank: 6, cell: |r| plain(r.v.depth.to_string()) },
-    Col { title: "rps", right: true, rank: 1, cell: |r| plain(format::rps(r.v.live[Figure::Rps])) },
-    Col { title: "amp", right: true, rank: 0, cell: amp_cell },
-    Col { title: "model", right: true, rank: 0, cell: |r| (format::amp(Some(r.v.live[Figure::ModelAmplification])), theme::label()) },
-    Col { title: "err%", right: true, rank: 2, cell: |r| { let e = r.v.live[Figure::ErrorRate]; (format::pct1(e), if e >= 0.01 { theme::alarm() } else { Style::new() }) } },
-    Col { title: "returned t/f/-", right: true, rank: 3, cell: |r| plain(format::claims(r.v.claims(Figure::ClaimsReturnedTrue))) },
-    Col { title: "seen t/f/-", right: true, rank: 7, cell: |r| plain(format::claims(r.v.claims(Figure::ClaimsSeenTrue))) },
-    Col { title: "retries", right: true, rank: 2, cell: |r| (format::count(r.v.total.count(Figure::RetriesSent)), if r.v.retry_rps >= 0.05 { theme::alarm() } else { Style::new() }) },
-    Col { title: "suppressed", right: true, rank: 3, cell: |r| { let n = r.v.total.count(Figure::RetriesSuppressed); (format::count(n), if n > 0 { theme::good() } else { Style::new() }) } },
-    Col { title: "denied", right: true, rank: 4, cell: |r| plain(format::count(r.v.total.count(Figure::BudgetDenied))) },
-    Col { title: "fault", right: false, rank: 4, cell: |r| (format::fault(r.fault), if r.fault.is_active() { theme::alarm() } else { theme::label() }) },
-    Col { title: "context", right: false, rank: 5, cell: |r| if r.dropped { ("dropped".into(), theme::text(ServiceState::ContextDropped)) } else { ("kept".into(), theme::label()) } },
+    Col { title: "service", right: false, rank: 0, capacity: false, cell: |r| (format!("{} {}", theme::glyph(r.v.state), r.v.name), theme::text(r.v.state)) },
+    Col { title: "depth", right: true, rank: 6, capacity: false, cell: |r| plain(r.v.depth.to_string()) },
+    Col { title: "rps", right: true, rank: 1, capacity: false, cell: |r| plain(format::rps(r.v.live[Figure::Rps])) },
+    Col { title: "amp", right: true, rank: 0, capacity: false, cell: amp_cell },
+    Col { title: "model", right: true, rank: 0, capacity: false, cell: |r| (format::amp(Some(r.v.live[Figure::ModelAmplification])), theme::label()) },
+    Col { title: "err%", right: true, rank: 2, capacity: false, cell: |r| { let e = r.v.live[Figure::ErrorRate]; (format::pct1(e), if e >= 0.01 { theme::alarm() } else { Style::new() }) } },
+    Col { title: "returned t/f/-", right: true, rank: 3, capacity: false, cell: |r| plain(format::claims(r.v.claims(Figure::ClaimsReturnedTrue))) },
+    Col { title: "seen t/f/-", right: true, rank: 7, capacity: false, cell: |r| plain(format::claims(r.v.claims(Figure::ClaimsSeenTrue))) },
+    Col { title: "retries", right: true, rank: 2, capacity: false, cell: |r| (format::count(r.v.total.count(Figure::RetriesSent)), if r.v.retry_rps >= 0.05 { theme::alarm() } else { Style::new() }) },
+    Col { title: "suppressed", right: true, rank: 3, capacity: false, cell: |r| { let n = r.v.total.count(Figure::RetriesSuppressed); (format::count(n), if n > 0 { theme::good() } else { Style::new() }) } },
+    Col { title: "denied", right: true, rank: 4, capacity: false, cell: |r| plain(format::count(r.v.total.count(Figure::BudgetDenied))) },
+    Col { title: "fault", right: false, rank: 4, capacity: false, cell: |r| (format::fault(r.fault), if r.fault.is_active() { theme::alarm() } else { theme::label() }) },
+    Col { title: "context", right: false, rank: 5, capacity: false, cell: |r| if r.dropped { ("dropped".into(), theme::text(ServiceState::ContextDropped)) } else { ("kept".into(), theme::label()) } },
+    Col { title: "util", right: false, rank: 8, capacity: true, cell: util_cell },
+    Col { title: "queue", right: true, rank: 8, capacity: true, cell: |r| with_workers(r, |v, w| (capacity::depth(v, w), capacity::style(v, w))) },
+    Col { title: "p99 ms", right: true, rank: 8, capacity: true, cell: |r| plain(latency(r.v.live[Figure::LatencyMsP99])) },
+    Col { title: "timeouts", right: true, rank: 9, capacity: true, cell: |r| plain(format::count(r.v.total.count(Figure::Timeouts))) },
+    Col { title: "shed", right: true, rank: 9, capacity: true, cell: |r| plain(format::count(r.v.total.count(Figure::Shed))) },
+    Col { title: "wasted", right: true, rank: 9, capacity: true, cell: |r| plain(format::count(r.v.total.count(Figure::WorkWasted))) },
 ];
+
+/// A cell only a service with workers has (`–` for the others).
+fn with_workers(
+    r: &RowData<'_>,
+    f: impl Fn(&ServiceView, u32) -> (String, Style),
+) -> (String, Style) {
+    match r.workers {
+        Some(w) => f(r.v, w),
+        None => ("–".into(), theme::label()),
+    }
+}
+
+/// Milliseconds: one decimal below 100, whole above.
+fn latency(ms: f64) -> String {
+    if !ms.is_finite() {
+        "–".into()
+    } else if ms < 99.95 {
+        format!("{ms:.1}")
+    } else {
+        format!("{ms:.0}")
+    }
+}
+
+fn util_cell(r: &RowData<'_>) -> (String, Style) {
+    with_workers(r, |v, w| {
+        let u = v.live[Figure::Utilisation];
+        (
+            format!("{}{}", capacity::bar(u, 4), capacity::percent(v)),
+            capacity::style(v, w),
+        )
+    })
+}
 
 fn amp_cell(r: &RowData<'_>) -> (String, Style) {
     let amp = r.v.amplification();
@@ -73,6 +117,7 @@ fn row(s: &Snapshot, id: usize) -> RowData<'_> {
         v: &s.services[id],
         fault: &s.state.faults[id],
         dropped: s.state.context_dropped[id],
+        workers: s.state.resources.get(id).and_then(|r| r.workers),
     }
 }
 
@@ -85,6 +130,7 @@ pub fn height(s: &Snapshot) -> u16 {
 pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     let order = state.order(s);
     let inner_w = area.width.saturating_sub(2) as usize;
+    let capacity = super::has_workers(s);
     // Content widths.
     let widths: Vec<usize> = COLS
         .iter()
@@ -101,7 +147,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     for rank in 0..=9u8 {
         let mut trial = keep.clone();
         for (i, c) in COLS.iter().enumerate() {
-            if c.rank == rank {
+            if c.rank == rank && (capacity || !c.capacity) {
                 trial[i] = true;
             }
         }

@@ -120,10 +120,68 @@ fn deep_chain_80x24() {
 }
 
 #[test]
+fn metastable_storm_160x45() {
+    let s = fixtures::metastable_storm();
+    let t = screen(&select(&s, "DB"), &s, 160, 45);
+    let out = text(&t);
+    for fig in ["100%", "q 1000▲", "threshold", "goodput", "p99 ms", "w/W"] {
+        assert!(out.contains(fig), "{fig} missing");
+    }
+    insta::assert_snapshot!("metastable_storm_160x45", t.backend());
+}
+
+#[test]
+fn metastable_storm_80x24() {
+    let s = fixtures::metastable_storm();
+    let t = screen(&select(&s, "DB"), &s, 80, 24);
+    let out = text(&t);
+    for fig in ["100%", "q 1000▲", "goodput"] {
+        assert!(out.contains(fig), "{fig} missing");
+    }
+    insta::assert_snapshot!("metastable_storm_80x24", t.backend());
+}
+
+#[test]
+fn metastable_help_lists_the_capacity_keys() {
+    let s = fixtures::metastable_storm();
+    let mut st = State::new();
+    update(&mut st, &s, Msg::Help);
+    for (w, h) in [(160, 45), (80, 24)] {
+        let out = text(&screen(&st, &s, w, h));
+        assert!(
+            out.contains("w  W") && out.contains("l  L"),
+            "{w}x{h}\n{out}"
+        );
+    }
+}
+
+#[test]
+fn a_saturated_service_is_red_and_reads_without_colour() {
+    let s = fixtures::metastable_storm();
+    let st = select(&s, "A");
+    let t = screen(&st, &s, 160, 45);
+    let buf = t.backend().buffer();
+    let (x, y) = find(buf, "100%").expect("DB's utilisation");
+    assert_eq!(buf[(x, y)].fg, Color::Red);
+}
+
+#[test]
 fn tiny_terminals_do_not_panic() {
     let s = fixtures::deep_chain();
     for (w, h) in [(1, 1), (10, 3), (20, 6), (40, 10), (60, 15), (200, 60)] {
         let _ = screen(&select(&s, "S13"), &s, w, h);
+    }
+    let s = fixtures::metastable_storm();
+    for (w, h) in [
+        (1, 1),
+        (10, 3),
+        (20, 6),
+        (30, 8),
+        (40, 10),
+        (60, 15),
+        (200, 60),
+    ] {
+        let _ = screen(&select(&s, "DB"), &s, w, h);
     }
 }
 

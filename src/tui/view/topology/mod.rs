@@ -17,12 +17,16 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Modifier, Style};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
+
+mod canvas;
+mod node;
+
+use canvas::Canvas;
 
 use super::format;
 use super::theme;
-use crate::session::figures::Figure;
 use crate::session::snapshot::ServiceState;
 use crate::session::Snapshot;
 
@@ -32,6 +36,15 @@ const MAX_NAME: usize = 12;
 const GAP_COMPACT: u16 = 8;
 /// Columns between two depths, tall (label above the line, 7 wide).
 const GAP_TALL: u16 = 10;
+/// Columns a compact node adds for its capacity (`▕█████▏100% q 1000▲`).
+const CAP_COMPACT: u16 = 20;
+/// The least width of a tall node when the fleet has workers.
+const CAP_TALL: u16 = 16;
+/// Lines a tall node takes: name, amplification, rate; with workers, a
+/// utilisation bar and its figures too.
+const TALL_LINES: u16 = 3;
+/// See [`TALL_LINES`].
+const TALL_LINES_CAP: u16 = 5;
 
 /// What sits at a place in the grid.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -162,6 +175,10 @@ impl Walk<'_> {
 pub struct Plan {
     grid: Grid,
     tall: bool,
+    /// Some service has workers: nodes show their capacity.
+    capacity: bool,
+    /// Lines a node takes.
+    node_h: u16,
     node_w: u16,
     name_w: usize,
     gap: u16,
@@ -179,9 +196,12 @@ pub struct Plan {
 
 impl Plan {
     /// Lays out `s` for `width` columns, compact (one line per service)
-    /// or tall (three lines per service: name, amplification, rate).
+    /// or tall (three lines per service: name, amplification, rate). When
+    /// a service has workers, a compact node is wider (its utilisation
+    /// bar and queue follow the pill) and a tall one two lines taller.
     pub fn new(s: &Snapshot, width: u16, tall: bool) -> Plan {
         let grid = grid(s);
+        let capacity = super::has_workers(s);
         let name_w = s
             .services
             .iter()
@@ -189,10 +209,16 @@ impl Plan {
             .max()
             .unwrap_or(1)
             .clamp(1, MAX_NAME);
-        let (node_w, gap) = if tall {
-            (name_w.max(7) as u16 + 4, GAP_TALL)
-        } else {
-            (name_w as u16 + 10, GAP_COMPACT)
+        let (node_w, gap) = match (tall, capacity) {
+            (true, false) => (name_w.max(7) as u16 + 4, GAP_TALL),
+            (true, true) => ((name_w.max(7) as u16 + 4).max(CAP_TALL), GAP_TALL),
+            (false, false) => (name_w as u16 + 10, GAP_COMPACT),
+            (false, true) => (name_w as u16 + 10 + CAP_COMPACT, GAP_COMPACT),
+        };
+        let node_h = match (tall, capacity) {
+            (false, _) => 1,
+            (true, false) => TALL_LINES,
+            (true, true) => TALL_LINES_CAP,
         };
         let cols = grid.cols.max(1);
         let one_band = cols as u16 * node_w + (cols as u16 - 1) * gap;
@@ -213,7 +239,7 @@ impl Plan {
             r.sort_unstable();
             r.dedup();
         }
-        let pitch: u16 = if tall { 4 } else { 1 };
+        let pitch: u16 = if tall { node_h + 1 } else { 1 };
         let lines = |rows: usize| -> u16 {
             if rows == 0 {
                 0
@@ -232,6 +258,8 @@ impl Plan {
         Plan {
             grid,
             tall,
+            capacity,
+            node_h,
             node_w,
             name_w,
             gap,
@@ -265,7 +293,8 @@ impl Plan {
             .iter()
             .position(|&r| r == it.row)
             .unwrap_or(0) as u16;
-        self.band_top[b] + local * if self.tall { 4 } else { 1 } + u16::from(self.tall)
+        let pitch = if self.tall { self.node_h + 1 } else { 1 };
+        self.band_top[b] + local * pitch + u16::from(self.tall)
     }
 
     /// The first column right of a band's widest column.
@@ -288,7 +317,7 @@ impl Plan {
             .map(|it| {
                 let y = self.y(it);
                 if self.tall {
-                    (y - 1, 3)
+                    (y - 1, self.node_h)
                 } else {
                     (y, 1)
                 }
@@ -335,7 +364,7 @@ impl Plan {
                 Style::new()
             };
             let (sb, tb) = (self.band(a.col), self.band(b.col));
-            let sx = self.x(a.col) + self.node_w;
+            let sx = self.x(a.col) + self.out_w(s, a);
             let sy = self.y(a);
             let tx = self.x(b.col);
             let ty = self.y(b);
@@ -375,46 +404,24 @@ impl Plan {
                 c.text(tx - 1 - w, y, &label, style);
             }
         }
-        let _ = s;
     }
 
-    fn draw_nodes(&self, s: &Snapshot, selected: usize, c: &mut Canvas) {
-        let w = self.node_w as usize;
-        for it in &self.grid.items {
-            let x = self.x(it.col);
-            let y = self.y(it);
-            match it.kind {
-                Kind::Ref(id) => {
-                    let name = truncate(&s.services[id].name, self.name_w);
-                    let text = pad(&format!(" ↪ {name}"), w);
-                    c.text(x, y, &text, Style::new().add_modifier(Modifier::DIM));
-                }
-                Kind::Node(id) => {
-                    let v = &s.services[id];
-                    let mut style = theme::pill(v.state);
-                    if id == selected {
-                        style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
-                    }
-                    let g = theme::glyph(v.state);
-                    let name = truncate(&v.name, self.name_w);
-                    let amp = format::amp(v.amplification());
-                    if self.tall {
-                        let nw = w - 4;
-                        c.text(x, y - 1, &pad(&format!(" {g} {name:<nw$}"), w), style);
-                        c.text(
-                            x,
-                            y,
-                            &pad(&format!("   {amp:>5}"), w),
-                            style.add_modifier(Modifier::BOLD),
-                        );
-                        let rps = format!("{}/s", format::rate_short(v.live[Figure::Rps]));
-                        c.text(x, y + 1, &pad(&format!("   {rps:>5}"), w), style);
-                    } else {
-                        let nw = self.name_w;
-                        c.text(x, y, &format!(" {g} {name:<nw$} {amp:>5} "), style);
-                    }
-                }
+    /// Where an item's outgoing edges start, from its left: past its
+    /// capacity when compact, or right after the pill of a service with
+    /// nothing to show there (no workers).
+    fn out_w(&self, s: &Snapshot, it: &Item) -> u16 {
+        match it.kind {
+            Kind::Node(id)
+                if self.capacity
+                    && !self.tall
+                    && s.state
+                        .resources
+                        .get(id)
+                        .is_none_or(|r| r.workers.is_none()) =>
+            {
+                self.node_w - CAP_COMPACT
             }
+            _ => self.node_w,
         }
     }
 }
@@ -455,218 +462,5 @@ fn pad(s: &str, w: usize) -> String {
     }
 }
 
-const UP: u8 = 1;
-const DOWN: u8 = 2;
-const LEFT: u8 = 4;
-const RIGHT: u8 = 8;
-
-#[derive(Debug, Clone, Default)]
-struct CanvasCell {
-    bits: u8,
-    text: Option<char>,
-    style: Style,
-}
-
-/// A grid of line bits and text, turned into box-drawing characters.
-struct Canvas {
-    w: u16,
-    h: u16,
-    cells: Vec<CanvasCell>,
-}
-
-impl Canvas {
-    fn new(w: u16, h: u16) -> Canvas {
-        Canvas {
-            w,
-            h,
-            cells: vec![CanvasCell::default(); w as usize * h as usize],
-        }
-    }
-
-    fn cell(&mut self, x: u16, y: u16) -> Option<&mut CanvasCell> {
-        (x < self.w && y < self.h)
-            .then(|| &mut self.cells[y as usize * self.w as usize + x as usize])
-    }
-
-    fn h(&mut self, y: u16, x0: u16, x1: u16, style: Style) {
-        let (a, b) = (x0.min(x1), x0.max(x1));
-        for x in a..=b {
-            if let Some(c) = self.cell(x, y) {
-                if x > a || a == b {
-                    c.bits |= LEFT;
-                }
-                if x < b || a == b {
-                    c.bits |= RIGHT;
-                }
-                c.style = style;
-            }
-        }
-    }
-
-    fn v(&mut self, x: u16, y0: u16, y1: u16, style: Style) {
-        let (a, b) = (y0.min(y1), y0.max(y1));
-        for y in a..=b {
-            if let Some(c) = self.cell(x, y) {
-                if y > a {
-                    c.bits |= UP;
-                }
-                if y < b {
-                    c.bits |= DOWN;
-                }
-                c.style = style;
-            }
-        }
-    }
-
-    fn text(&mut self, x: u16, y: u16, s: &str, style: Style) {
-        for (i, ch) in s.chars().enumerate() {
-            if let Some(c) = self.cell(x + i as u16, y) {
-                c.text = Some(ch);
-                c.style = style;
-            }
-        }
-    }
-
-    fn blit(&self, buf: &mut Buffer, area: Rect, scroll: u16) {
-        for row in 0..area.height {
-            let y = row + scroll;
-            if y >= self.h {
-                break;
-            }
-            for x in 0..area.width.min(self.w) {
-                let c = &self.cells[y as usize * self.w as usize + x as usize];
-                let ch = match c.text {
-                    Some(t) => t,
-                    None => match box_char(c.bits) {
-                        Some(b) => b,
-                        None => continue,
-                    },
-                };
-                let mut tmp = [0u8; 4];
-                if let Some(cell) = buf.cell_mut((area.x + x, area.y + row)) {
-                    cell.set_symbol(ch.encode_utf8(&mut tmp));
-                    cell.set_style(c.style);
-                }
-            }
-        }
-    }
-}
-
-fn box_char(bits: u8) -> Option<char> {
-    Some(match bits {
-        0 => return None,
-        b if b == LEFT || b == RIGHT || b == LEFT | RIGHT => '─',
-        b if b == UP || b == DOWN || b == UP | DOWN => '│',
-        b if b == DOWN | RIGHT => '┌',
-        b if b == DOWN | LEFT => '┐',
-        b if b == UP | RIGHT => '└',
-        b if b == UP | LEFT => '┘',
-        b if b == UP | DOWN | RIGHT => '├',
-        b if b == UP | DOWN | LEFT => '┤',
-        b if b == LEFT | RIGHT | DOWN => '┬',
-        b if b == LEFT | RIGHT | UP => '┴',
-        _ => '┼',
-    })
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tui::fixtures;
-
-    fn draw(s: &Snapshot, w: u16, tall: bool, selected: usize) -> Vec<String> {
-        let plan = Plan::new(s, w, tall);
-        let area = Rect::new(0, 0, w, plan.height());
-        let mut buf = Buffer::empty(area);
-        plan.render(s, selected, area, &mut buf);
-        (0..area.height)
-            .map(|y| {
-                (0..w)
-                    .map(|x| buf[(x, y)].symbol().to_string())
-                    .collect::<String>()
-                    .trim_end()
-                    .to_string()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_chain_is_one_row_when_it_fits() {
-        let s = fixtures::uber_chain_retry();
-        let lines = draw(&s, 150, false, 99);
-        assert_eq!(lines.len(), 1);
-        let l = &lines[0];
-        for (name, amp) in [
-            ("A", "1.00×"),
-            ("B", "2.00×"),
-            ("C", "4.00×"),
-            ("D", "8.00×"),
-        ] {
-            assert!(l.contains(&format!("{name} {amp}")), "{l}");
-        }
-        assert!(
-            l.contains("↻200▶") && l.contains("↻400▶") && l.contains("↻800▶"),
-            "{l}"
-        );
-    }
-
-    #[test]
-    fn a_deep_chain_snakes_and_nothing_overlaps() {
-        let s = fixtures::deep_chain();
-        let lines = draw(&s, 78, false, 0);
-        // Every service appears once, whole.
-        for v in &s.services {
-            let n = lines
-                .iter()
-                .filter(|l| l.contains(&format!(" {} ", v.name)))
-                .count();
-            assert_eq!(n, 1, "{} in {lines:#?}", v.name);
-        }
-        assert!(lines.len() > 3);
-        assert!(lines.iter().any(|l| l.starts_with('┌')), "{lines:#?}");
-    }
-
-    #[test]
-    fn a_tree_branches_without_crossing() {
-        let s = fixtures::fanout();
-        let lines = draw(&s, 120, false, 0);
-        assert!(
-            lines[0].contains("gateway") && lines[0].contains("auth"),
-            "{lines:#?}"
-        );
-        assert!(lines.iter().any(|l| l.contains("├") || l.contains("└")));
-        assert_eq!(lines.len(), 6, "{lines:#?}");
-        assert!(!lines.iter().any(|l| l.contains('┼')), "{lines:#?}");
-    }
-
-    #[test]
-    fn the_view_scrolls_to_the_selected_service() {
-        let s = fixtures::deep_chain();
-        let plan = Plan::new(&s, 60, false);
-        assert!(plan.height() > 4);
-        let area = Rect::new(0, 0, 60, 3);
-        let mut buf = Buffer::empty(area);
-        plan.render(&s, 24, area, &mut buf);
-        let text: String = (0..3)
-            .flat_map(|y| (0..60).map(move |x| (x, y)))
-            .map(|p| buf[p].symbol().to_string())
-            .collect();
-        assert!(text.contains("S25"), "{text}");
-    }
-
-    #[test]
-    fn a_joining_dag_points_back_instead_of_crossing() {
-        let mut s = fixtures::fanout();
-        // auth also calls inventory: inventory is drawn once.
-        s.edges.push(crate::session::snapshot::EdgeView {
-            from: 1,
-            to: 3,
-            attempt_rps: 200.0,
-            retry_rps: 0.0,
-        });
-        let lines = draw(&s, 120, false, 0);
-        let all = lines.join("\n");
-        assert_eq!(all.matches("inventory").count(), 2, "{all}");
-        assert!(all.contains("↪ inventory"), "{all}");
-    }
-}
+mod tests;
