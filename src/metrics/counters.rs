@@ -543,7 +543,9 @@ impl Observer for Metrics {
                 bump(&s.budget_denied);
                 bump(&edge.budget_denied);
             }
-            StopReason::AttemptsExhausted | StopReason::NoRetriesConfigured => {}
+            StopReason::AttemptsExhausted
+            | StopReason::NoRetriesConfigured
+            | StopReason::DeadlinePassed => {}
         }
     }
 }
