@@ -80,6 +80,7 @@ impl Fleet {
         ));
         let roots = Arc::new(AtomicU64::new(1));
         let policy = topology.policy.clone();
+        control.set_root_deadline(topology.load.timeout, policy.deadline);
 
         // Bind first, so every edge knows its callee's address.
         let mut listeners = Vec::with_capacity(topology.services.len());
@@ -230,6 +231,8 @@ impl Fleet {
         for (id, edge) in self.edges.iter().enumerate() {
             edge.set_policy(edge_policy(&self.topology, &policy, id));
         }
+        self.control
+            .set_root_deadline(self.topology.load.timeout, policy.deadline);
         *self.policy.write().unwrap_or_else(|e| e.into_inner()) = policy;
     }
 

@@ -352,10 +352,15 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response
             None => work(rt, trace, start).await,
         }
     };
-    match pool.submit(job) {
+    // A deadline its caller propagated skips the job once passed.
+    let deadline = ctx.as_ref().and_then(|c| c.propagated_deadline());
+    match pool.submit(deadline, job) {
         Err(QueueFull) => respond(ctx.as_ref(), Answer::own(503, "queue full: shedding\n")),
         Ok(answer) => match answer.await {
             Ok(a) => respond(ctx.as_ref(), a),
+            Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => {
+                respond(ctx.as_ref(), Answer::own(504, "deadline exceeded\n"))
+            }
             Err(_) => respond(ctx.as_ref(), Answer::own(500, "the job was lost\n")),
         },
     }

@@ -10,7 +10,9 @@
 //! and in a real server the work goes on regardless. A job whose caller
 //! has gone runs to the end all the same and its answer is thrown away
 //! (`work_wasted`), unless the service has `cancel: true`, when it is
-//! skipped as it reaches a worker.
+//! skipped as it reaches a worker. A job whose caller propagated a deadline
+//! (`deadline: propagate`) is skipped as it reaches a worker once that
+//! deadline has passed, whatever `cancel` says: nobody waits for it.
 //!
 //! The queue is bounded and so is the number of tasks: at most `queue`
 //! jobs wait and at most `workers` run.
@@ -117,8 +119,14 @@ impl Workers {
     /// Submits a job: `run` is started on a worker when one is free, in
     /// arrival order, with the instant its service ideally began; it
     /// returns its output and the instant it ideally ended, and the output
-    /// comes back on the receiver. A full queue refuses the job.
-    pub fn submit<J, F, T>(self: &Arc<Self>, run: J) -> Result<oneshot::Receiver<T>, QueueFull>
+    /// comes back on the receiver. A full queue refuses the job. A job
+    /// that reaches a worker after its `deadline` is skipped (its receiver
+    /// then sees the sender dropped).
+    pub fn submit<J, F, T>(
+        self: &Arc<Self>,
+        deadline: Option<Instant>,
+        run: J,
+    ) -> Result<oneshot::Receiver<T>, QueueFull>
     where
         J: FnOnce(Instant) -> F + Send + 'static,
         F: Future<Output = (T, Instant)> + Send + 'static,
@@ -141,7 +149,8 @@ impl Workers {
             };
             let depth = me.queued.fetch_sub(1, Ordering::Relaxed) - 1;
             me.metrics.queue_depth(me.service, depth);
-            if tx.is_closed() && me.cancel.load(Ordering::Relaxed) {
+            let gone = tx.is_closed() && me.cancel.load(Ordering::Relaxed);
+            if gone || deadline.is_some_and(|d| Instant::now() >= d) {
                 me.metrics.job_skipped(me.service);
                 return;
             }

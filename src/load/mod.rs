@@ -47,7 +47,8 @@ pub fn in_flight_for(rps: f64) -> usize {
     ((2.0 * rps.max(0.0)) as usize).clamp(1024, DEFAULT_MAX_IN_FLIGHT)
 }
 
-/// How long the end user waits for one root request.
+/// How long the end user waits for one root request when the topology
+/// sets no `load.timeout`.
 pub const ROOT_TIMEOUT: Duration = Duration::from_secs(30);
 /// After a stall (a paused machine, a suspended process) the schedule
 /// catches up at most this far back instead of sending a burst.
@@ -92,13 +93,18 @@ impl LoadControl {
 }
 
 /// Starts the generator: root requests to `url` until `stop` turns true.
+/// The end user gives a root request up after `timeout` (`load.timeout`;
+/// [`ROOT_TIMEOUT`] when `None`): it counts as a root error, and the
+/// request is dropped, which the entry counts as abandoned.
 ///
 /// Fails with [`LoadError`] when its HTTP client cannot be
 /// built.
+#[allow(clippy::too_many_arguments)]
 pub fn spawn(
     url: String,
     control: Arc<LoadControl>,
     arrival: Arrival,
+    timeout: Option<Duration>,
     max_in_flight: usize,
     seed: u64,
     metrics: Arc<Metrics>,
@@ -108,7 +114,7 @@ pub fn spawn(
         .no_proxy()
         .tcp_nodelay(true)
         .pool_max_idle_per_host(max_in_flight)
-        .timeout(ROOT_TIMEOUT)
+        .timeout(timeout.unwrap_or(ROOT_TIMEOUT))
         .build()
     {
         Ok(http) => http,

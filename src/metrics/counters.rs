@@ -180,10 +180,12 @@ service_counters! {
         /// Jobs that ran to the end after their caller had gone.
         work_wasted,
         /// Jobs skipped on reaching a worker because their caller had gone
-        /// (`cancel: true`).
+        /// (`cancel: true`) or their deadline had passed.
         skipped,
         /// Microseconds its workers spent on jobs (counted as each ends).
         busy_us,
+        /// Outbound attempts still in flight after their call's deadline.
+        late_attempts,
     }
     triples {
         /// Claims written on its error responses: true, false, missing.
@@ -512,8 +514,14 @@ impl Observer for Metrics {
         if let Some(edge) = self.edges.get(e.edge) {
             bump(&edge.attempts);
         }
-        if let (Some(s), Some(claim)) = (self.services.get(e.service), e.outcome.claim()) {
+        let Some(s) = self.services.get(e.service) else {
+            return;
+        };
+        if let Some(claim) = e.outcome.claim() {
             bump(&s.claims_seen[claim.index()]);
+        }
+        if e.late {
+            bump(&s.late_attempts);
         }
     }
 
@@ -543,7 +551,9 @@ impl Observer for Metrics {
                 bump(&s.budget_denied);
                 bump(&edge.budget_denied);
             }
-            StopReason::AttemptsExhausted | StopReason::NoRetriesConfigured => {}
+            StopReason::AttemptsExhausted
+            | StopReason::NoRetriesConfigured
+            | StopReason::DeadlinePassed => {}
         }
     }
 }

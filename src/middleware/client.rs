@@ -9,6 +9,14 @@
 //! satisfied — into the current request's context, where the server layer
 //! will find it, and reports every attempt, retry and failed call to the
 //! [`Observer`].
+//!
+//! Under `deadline: propagate` (SPEC section 7) each attempt's timeout is
+//! the per-attempt timeout clipped to the time the calling request has left
+//! ([`attempt_timeout`]), the callee is told that time in the
+//! `x-chaoslab-deadline` header, and no attempt starts once it is gone.
+//! Whatever the policy, an attempt still in flight after a deadline the
+//! calling request knows is reported late. Without a known deadline the
+//! client reads no clock for it, and without `propagate` it sends no header.
 
 use std::sync::{Arc, Mutex};
 
@@ -20,11 +28,11 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use tokio::time::Instant;
 
-use super::context::{self, Trace, TraceHeader as _, TRACE};
+use super::context::{self, Trace, TraceHeader as _, DEADLINE, TRACE};
 use super::server::BadHeaderName;
 use super::slots::Slots;
 use super::{Attempted, CallFailed, Observer, RetrySent};
-use crate::ownership::attempt::{AttemptMachine, Next};
+use crate::ownership::attempt::{attempt_timeout, AttemptMachine, Next};
 use crate::ownership::budget::RetryBudget;
 use crate::ownership::claim::Outbound;
 use crate::ownership::policy::EdgePolicy;
@@ -168,11 +176,14 @@ impl RetryClient {
         Instant::now().saturating_duration_since(self.epoch)
     }
 
+    /// One attempt that may take `timeout`; with `propagate`, the callee is
+    /// told what is left of it when the request leaves.
     async fn attempt(
         &self,
         edge: &EdgeState,
         trace: Option<Trace>,
         timeout: Duration,
+        propagate: bool,
     ) -> Classified {
         // A free slot is taken at once; only a full edge waits (and only
         // then pays for a timer).
@@ -193,6 +204,9 @@ impl RetryClient {
         let mut req = self.http.get(&edge.url);
         if let Some(t) = trace {
             req = req.header(&TRACE, t.header_value());
+        }
+        if propagate {
+            req = req.header(&DEADLINE, context::deadline_header_value(timeout));
         }
         // One timer for the whole attempt, held in place (reqwest's own
         // per-request timeout boxes one).
@@ -222,11 +236,26 @@ impl RetryClient {
         // A copy: no guard or reference count held across the call.
         let policy: EdgePolicy = **edge.policy.load();
         let child = trace.map(Trace::child);
+        // When the calling request's caller stops waiting, if known: the
+        // attempts keep to it under `deadline: propagate`, and are measured
+        // against it whatever the policy.
+        let deadline = context::current_deadline();
+        let propagate = policy.deadline_propagate;
+        let clip = deadline.filter(|_| propagate);
         // Every first attempt earns the edge's budget its share.
         let now = self.now();
         edge.with_budget(|b| b.deposit(now));
         let mut machine = AttemptMachine::for_policy(&policy);
         let outcome = loop {
+            let started = deadline.map(|_| Instant::now());
+            let left = clip
+                .zip(started)
+                .map(|(d, t)| d.saturating_duration_since(t));
+            let Some(timeout) = attempt_timeout(policy.timeout, left) else {
+                break machine
+                    .before_attempt(true)
+                    .expect("a call whose deadline has passed stops");
+            };
             let mut in_flight = InFlight {
                 observer: &*self.observer,
                 attempted: Attempted {
@@ -234,13 +263,22 @@ impl RetryClient {
                     edge: edge.id,
                     attempt: machine.attempt(),
                     outcome: Classified::NoResponse,
+                    late: false,
                 },
             };
-            let answer = self.attempt(edge, child, policy.timeout).await;
+            let answer = self.attempt(edge, child, timeout, propagate).await;
             in_flight.attempted.outcome = answer;
+            // Late: still in flight after the deadline, which its own time
+            // limit allowed it to outlive (an attempt clipped to the
+            // deadline ends there, give or take the timer's tick).
+            if let (Some(d), Some(t)) = (deadline, started) {
+                in_flight.attempted.late = t + timeout > d && Instant::now() > d;
+            }
             drop(in_flight);
-            let next = machine.on_answer(
+            let deadline_passed = clip.is_some_and(|d| Instant::now() >= d);
+            let next = machine.on_answer_by(
                 answer,
+                deadline_passed,
                 || {
                     let now = self.now();
                     // No budget on the edge grants every retry.

@@ -14,9 +14,11 @@
 //! freshly spawned task.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use smallvec::SmallVec;
 use tokio::task::futures::TaskLocalFuture;
+use tokio::time::Instant;
 
 use crate::ownership::claim::Outbound;
 
@@ -30,6 +32,36 @@ pub const TRACE_HEADER: &str = "x-chaoslab-trace";
 pub static TRACE: http::HeaderName = http::HeaderName::from_static(TRACE_HEADER);
 
 pub use crate::ownership::observe::Trace;
+
+/// Header carrying a call's deadline under `deadline: propagate`: the time,
+/// in whole milliseconds, its caller will still wait for the answer, in the
+/// spirit of gRPC's `grpc-timeout`. A time left rather than an instant, so
+/// the two ends need no common clock; what the request spends on the wire
+/// only makes the callee's deadline a little earlier than its caller's.
+pub const DEADLINE_HEADER: &str = "x-chaoslab-deadline";
+
+/// [`DEADLINE_HEADER`] as a ready header name.
+pub static DEADLINE: http::HeaderName = http::HeaderName::from_static(DEADLINE_HEADER);
+
+/// Reads the deadline header: the time the caller has left. A missing
+/// header, or anything but plain decimal milliseconds (a sign, a unit,
+/// garbage), reads as no deadline: a peer's bad header never fails a
+/// request, it only loses the deadline.
+pub fn deadline_from_headers(headers: &http::HeaderMap) -> Option<Duration> {
+    let v = headers.get(&DEADLINE)?.as_bytes().trim_ascii();
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    // Digits only: the one failure left is overflow.
+    let ms: u64 = std::str::from_utf8(v).ok()?.parse().ok()?;
+    Some(Duration::from_millis(ms))
+}
+
+/// The deadline header's value for `left`, rounded down to the
+/// millisecond, so the callee's deadline never falls after its caller's.
+pub fn deadline_header_value(left: Duration) -> http::HeaderValue {
+    http::HeaderValue::from(u64::try_from(left.as_millis()).unwrap_or(u64::MAX))
+}
 
 /// Reading and writing a [`Trace`] in the `x-chaoslab-trace` header.
 pub trait TraceHeader: Sized {
@@ -82,6 +114,14 @@ pub struct RequestContext {
     pub trace: Trace,
     /// Whether this request opened the root (no root header arrived).
     pub is_root: bool,
+    /// When its caller stops waiting for the answer, when that is known:
+    /// the deadline its caller propagated, or for a root request the end
+    /// user's patience (`load.timeout`).
+    pub deadline: Option<Instant>,
+    /// Whether the deadline was propagated to this service
+    /// (`deadline: propagate`), so that its work acts on it; a deadline
+    /// known but not propagated is only observed (late attempts).
+    pub deadline_propagated: bool,
     record: Mutex<Record>,
 }
 
@@ -95,8 +135,23 @@ impl RequestContext {
         RequestContext {
             trace,
             is_root,
+            deadline: None,
+            deadline_propagated: false,
             record: Mutex::new(Record::default()),
         }
+    }
+
+    /// This context with a deadline: `at`, propagated to the service (it
+    /// acts on it) or only known (it observes it).
+    pub fn with_deadline(mut self, at: Option<Instant>, propagated: bool) -> RequestContext {
+        self.deadline = at;
+        self.deadline_propagated = propagated && at.is_some();
+        self
+    }
+
+    /// The deadline the service acts on: the one its caller propagated.
+    pub fn propagated_deadline(&self) -> Option<Instant> {
+        self.deadline.filter(|_| self.deadline_propagated)
     }
 
     /// Records one outbound call's outcome.
@@ -132,6 +187,12 @@ pub fn record_current(o: Outbound) {
     let _ = CURRENT.try_with(|c| c.record_outbound(o));
 }
 
+/// The current task's request context's deadline, if it carries a context
+/// with one (no reference count is taken).
+pub fn current_deadline() -> Option<Instant> {
+    CURRENT.try_with(|c| c.deadline).ok().flatten()
+}
+
 /// The current task's request context, if it carries one.
 pub fn current() -> Option<Arc<RequestContext>> {
     CURRENT.try_with(Arc::clone).ok()
@@ -165,6 +226,53 @@ mod tests {
                 "{v:?}"
             );
         }
+    }
+
+    #[test]
+    fn malformed_deadline_headers_read_as_no_deadline() {
+        let mut h = http::HeaderMap::new();
+        assert_eq!(deadline_from_headers(&h), None);
+        let too_big = format!("{}0", u64::MAX);
+        for bad in [
+            "", " ", "-5", "+5", "5ms", "1.5", "abc", "0x10", "4 2", &too_big,
+        ] {
+            h.insert(DEADLINE_HEADER, bad.parse().unwrap());
+            assert_eq!(deadline_from_headers(&h), None, "{bad:?}");
+        }
+        for (v, ms) in [("0", 0), ("250", 250), (" 17 ", 17)] {
+            h.insert(DEADLINE_HEADER, v.parse().unwrap());
+            assert_eq!(
+                deadline_from_headers(&h),
+                Some(Duration::from_millis(ms)),
+                "{v:?}"
+            );
+        }
+        h.insert(DEADLINE_HEADER, u64::MAX.to_string().parse().unwrap());
+        assert_eq!(
+            deadline_from_headers(&h),
+            Some(Duration::from_millis(u64::MAX))
+        );
+    }
+
+    #[test]
+    fn a_deadline_is_sent_rounded_down_to_the_millisecond() {
+        let mut h = http::HeaderMap::new();
+        for (left, ms) in [(Duration::from_micros(249_999), 249), (Duration::ZERO, 0)] {
+            h.insert(&DEADLINE, deadline_header_value(left));
+            assert_eq!(deadline_from_headers(&h), Some(Duration::from_millis(ms)));
+        }
+    }
+
+    #[test]
+    fn only_a_propagated_deadline_is_acted_on() {
+        let t = Trace { root: 1, depth: 0 };
+        let at = Some(Instant::now());
+        let known = RequestContext::new(t, true).with_deadline(at, false);
+        assert_eq!((known.deadline, known.propagated_deadline()), (at, None));
+        let sent = RequestContext::new(t, false).with_deadline(at, true);
+        assert_eq!(sent.propagated_deadline(), at);
+        let none = RequestContext::new(t, false).with_deadline(None, true);
+        assert!(!none.deadline_propagated);
     }
 
     #[test]

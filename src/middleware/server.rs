@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::ready;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Request, Response};
 use pin_project_lite::pin_project;
@@ -30,6 +31,11 @@ use crate::ownership::{claim, is_error_status, Attribution, Claim};
 pub struct OwnershipControl {
     attribution: AtomicU8,
     at_least_once: AtomicBool,
+    /// How long the end user waits for a root request, µs; `u64::MAX`
+    /// when it waits for every answer.
+    root_timeout_us: AtomicU64,
+    /// Whether the end user's deadline is propagated to the entry.
+    root_deadline_propagated: AtomicBool,
 }
 
 impl OwnershipControl {
@@ -38,6 +44,8 @@ impl OwnershipControl {
         OwnershipControl {
             attribution: AtomicU8::new(attribution as u8),
             at_least_once: AtomicBool::new(at_least_once),
+            root_timeout_us: AtomicU64::new(u64::MAX),
+            root_deadline_propagated: AtomicBool::new(false),
         }
     }
 
@@ -63,6 +71,33 @@ impl OwnershipControl {
     /// Turns rule 5 on or off.
     pub fn set_at_least_once(&self, on: bool) {
         self.at_least_once.store(on, Ordering::Relaxed);
+    }
+
+    /// How long the end user waits for a root request, if it gives up.
+    pub fn root_timeout(&self) -> Option<Duration> {
+        match self.root_timeout_us.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            us => Some(Duration::from_micros(us)),
+        }
+    }
+
+    /// Whether the end user's deadline is propagated to the entry.
+    pub fn root_deadline_propagated(&self) -> bool {
+        self.root_deadline_propagated.load(Ordering::Relaxed)
+    }
+
+    /// Sets the end user's patience (`load.timeout`): a request that opens
+    /// a root request has that long before its caller gives up. The entry
+    /// always knows it (late attempts are measured against it); with
+    /// `propagated` it also acts on it, as on a deadline a caller
+    /// propagated (`deadline: propagate`).
+    pub fn set_root_deadline(&self, timeout: Option<Duration>, propagated: bool) {
+        let us = timeout.map_or(u64::MAX, |t| {
+            u64::try_from(t.as_micros()).unwrap_or(u64::MAX - 1)
+        });
+        self.root_timeout_us.store(us, Ordering::Relaxed);
+        self.root_deadline_propagated
+            .store(propagated, Ordering::Relaxed);
     }
 }
 
@@ -237,6 +272,31 @@ fn abandoned(cfg: &ServerConfig, ctx: &RequestContext, elapsed: std::time::Durat
     });
 }
 
+/// A request's deadline, arriving at `now`, and whether it was propagated:
+/// the one its caller sent in the deadline header (propagated), and for a
+/// request that opens a root the end user's patience (propagated when the
+/// fleet says so); the earlier of the two when both are known. A deadline
+/// beyond the clock's range is no deadline.
+fn deadline(
+    control: &OwnershipControl,
+    headers: &http::HeaderMap,
+    is_root: bool,
+    now: Instant,
+) -> (Option<Instant>, bool) {
+    let sent = context::deadline_from_headers(headers).and_then(|d| now.checked_add(d));
+    let user = if is_root {
+        control.root_timeout().and_then(|t| now.checked_add(t))
+    } else {
+        None
+    };
+    match (sent, user) {
+        (None, None) => (None, false),
+        (Some(s), None) => (Some(s), true),
+        (None, Some(u)) => (Some(u), control.root_deadline_propagated()),
+        (Some(s), Some(u)) => (Some(s.min(u)), true),
+    }
+}
+
 /// On the way out: decide and write the claim, feed the learner, report.
 fn finish<R>(
     cfg: &ServerConfig,
@@ -307,15 +367,71 @@ where
                 true,
             ),
         };
-        let ctx = Arc::new(RequestContext::new(trace, is_root));
+        let started = Instant::now();
+        let (deadline, propagated) = deadline(&cfg.control, req.headers(), is_root, started);
+        let ctx = Arc::new(RequestContext::new(trace, is_root).with_deadline(deadline, propagated));
         // The inner future owns what it needs, so the service that was
         // made ready is called in place: no clone per request.
         OwnershipFuture {
             inner: context::scope(ctx.clone(), self.inner.call(req)),
             ctx,
             cfg,
-            started: Instant::now(),
+            started,
             answered: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(deadline: Option<&str>) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        if let Some(v) = deadline {
+            h.insert(context::DEADLINE_HEADER, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn a_request_knows_its_deadline_from_its_caller_or_its_end_user() {
+        let ms = Duration::from_millis;
+        let now = Instant::now();
+        let c = OwnershipControl::default();
+        // Nothing known: no deadline, whether root or not.
+        assert_eq!(deadline(&c, &headers(None), true, now), (None, false));
+        // A caller's header is a propagated deadline; garbage is none.
+        assert_eq!(
+            deadline(&c, &headers(Some("80")), false, now),
+            (Some(now + ms(80)), true)
+        );
+        assert_eq!(
+            deadline(&c, &headers(Some("-80")), false, now),
+            (None, false)
+        );
+        // The farthest a header can say is still a deadline, far away.
+        let far = u64::MAX.to_string();
+        assert!(deadline(&c, &headers(Some(&far)), false, now).0 > Some(now + ms(1 << 40)));
+        // The end user's patience: known at a root, acted on when propagated.
+        c.set_root_deadline(Some(ms(300)), false);
+        assert_eq!(
+            deadline(&c, &headers(None), true, now),
+            (Some(now + ms(300)), false)
+        );
+        assert_eq!(deadline(&c, &headers(None), false, now), (None, false));
+        c.set_root_deadline(Some(ms(300)), true);
+        assert_eq!(
+            deadline(&c, &headers(None), true, now),
+            (Some(now + ms(300)), true)
+        );
+        // Both: the earlier.
+        assert_eq!(
+            deadline(&c, &headers(Some("120")), true, now),
+            (Some(now + ms(120)), true)
+        );
+        c.set_root_deadline(None, true);
+        assert_eq!(c.root_timeout(), None);
+        assert_eq!(deadline(&c, &headers(None), true, now), (None, false));
     }
 }

@@ -32,6 +32,17 @@
 //! attempt's share into the budget stays with the driver: it is bookkeeping
 //! on every call, not a decision.
 //!
+//! A call with a deadline (`deadline: propagate`, SPEC section 7) feeds
+//! the machine one more input, read off the driver's clock: whether the
+//! deadline has passed. It is asked before every attempt
+//! ([`AttemptMachine::before_attempt`]: no attempt is started once the
+//! caller has stopped waiting) and with every answer
+//! ([`AttemptMachine::on_answer_by`]: a retry the rule and the cap would
+//! allow is refused before the budget is asked, so a late retry costs no
+//! token). Either way the call gives up with [`StopReason::DeadlinePassed`].
+//! How long an attempt may then take is [`attempt_timeout`]: the
+//! per-attempt timeout, clipped to the time left.
+//!
 //! The seed's three-service example: C fails and claims, B retries it once
 //! (R = 2) and gives up; the error B then returns goes up unclaimed, so A,
 //! under ownership, suppresses its retry.
@@ -86,7 +97,8 @@ pub struct CallOutcome {
     pub ending: Ending,
     /// The answer to the last attempt.
     pub last: Classified,
-    /// Attempts made, the first included (always at least 1).
+    /// Attempts made, the first included: at least 1, unless the call's
+    /// deadline had passed before the first was sent.
     pub attempts: u32,
 }
 
@@ -155,7 +167,30 @@ pub struct AttemptMachine {
     backoff: Duration,
     /// The attempt whose answer is awaited, 0-based.
     attempt: u32,
+    /// The answer to the latest attempt (no response before the first).
+    last: Classified,
     done: Option<CallOutcome>,
+}
+
+/// How long the next attempt of a call may take: the per-attempt
+/// `timeout`, clipped to the time `left` before the call's deadline when it
+/// has one. `None` when no time is left: no attempt is started.
+///
+/// ```
+/// use std::time::Duration;
+/// use chaoslab::ownership::attempt::attempt_timeout;
+///
+/// let ms = Duration::from_millis;
+/// assert_eq!(attempt_timeout(ms(250), None), Some(ms(250)));
+/// assert_eq!(attempt_timeout(ms(250), Some(ms(40))), Some(ms(40)));
+/// assert_eq!(attempt_timeout(ms(250), Some(Duration::ZERO)), None);
+/// ```
+pub fn attempt_timeout(timeout: Duration, left: Option<Duration>) -> Option<Duration> {
+    match left {
+        None => Some(timeout),
+        Some(left) if left.is_zero() => None,
+        Some(left) => Some(timeout.min(left)),
+    }
 }
 
 impl AttemptMachine {
@@ -169,6 +204,7 @@ impl AttemptMachine {
             ownership,
             backoff,
             attempt: 0,
+            last: Classified::NoResponse,
             done: None,
         }
     }
@@ -179,7 +215,8 @@ impl AttemptMachine {
     }
 
     /// The number of the attempt whose answer is awaited (0 for the first);
-    /// after the call has stopped, the number of its last attempt.
+    /// after the call has stopped, the number of its last attempt (or of the
+    /// attempt its deadline kept from being sent).
     pub fn attempt(&self) -> u32 {
         self.attempt
     }
@@ -189,27 +226,61 @@ impl AttemptMachine {
         self.done
     }
 
-    /// Feeds the answer to the current attempt and decides what follows.
-    ///
-    /// `budget` is asked (at most once) whether the edge's budget grants a
-    /// retry, and only for an answer the retry rule and the attempt cap
-    /// would retry; `true` grants it (an edge without a budget always
-    /// grants). `jitter` is asked (at most once) for a uniform sample in
-    /// `[0, 1)`, and only for a granted retry on an edge with a backoff.
+    /// Asked before each attempt, the first included, of a call with a
+    /// deadline: whether it may be sent. When `deadline_passed`, the call
+    /// gives up ([`StopReason::DeadlinePassed`]) and its outcome is
+    /// returned: no attempt is started once the caller has stopped waiting.
+    /// A stopped call returns its outcome whatever it is fed.
+    pub fn before_attempt(&mut self, deadline_passed: bool) -> Option<CallOutcome> {
+        if self.done.is_none() && deadline_passed {
+            self.done = Some(CallOutcome {
+                ending: Ending::GaveUp(StopReason::DeadlinePassed),
+                last: self.last,
+                attempts: self.attempt,
+            });
+        }
+        self.done
+    }
+
+    /// Feeds the answer to the current attempt and decides what follows,
+    /// for a call without a deadline: [`on_answer_by`](Self::on_answer_by)
+    /// with a deadline that never passes.
     pub fn on_answer(
         &mut self,
         answer: Classified,
         budget: impl FnOnce() -> bool,
         jitter: impl FnOnce() -> f64,
     ) -> Next {
+        self.on_answer_by(answer, false, budget, jitter)
+    }
+
+    /// Feeds the answer to the current attempt and decides what follows.
+    ///
+    /// `deadline_passed` says whether the call's deadline has passed: an
+    /// answer the retry rule and the attempt cap would retry then stops the
+    /// call ([`StopReason::DeadlinePassed`]) before the budget is asked.
+    /// `budget` is asked (at most once) whether the edge's budget grants a
+    /// retry, and only for an answer the retry rule and the attempt cap
+    /// would retry; `true` grants it (an edge without a budget always
+    /// grants). `jitter` is asked (at most once) for a uniform sample in
+    /// `[0, 1)`, and only for a granted retry on an edge with a backoff.
+    pub fn on_answer_by(
+        &mut self,
+        answer: Classified,
+        deadline_passed: bool,
+        budget: impl FnOnce() -> bool,
+        jitter: impl FnOnce() -> f64,
+    ) -> Next {
         if let Some(done) = self.done {
             return Next::Stop(done);
         }
+        self.last = answer;
         let verdict = retry::decide(answer, self.ownership);
         let ending = if verdict == RetryVerdict::Done {
             Some(Ending::Success)
         } else {
             retry::stop_reason(verdict, self.attempt, self.max_attempts)
+                .or_else(|| deadline_passed.then_some(StopReason::DeadlinePassed))
                 .or_else(|| (!budget()).then_some(StopReason::BudgetDenied))
                 .map(Ending::GaveUp)
         };
@@ -408,6 +479,87 @@ mod tests {
         assert_eq!(o.stop_reason(), Some(StopReason::NoRetriesConfigured));
     }
 
+    #[test]
+    fn no_attempt_is_started_past_the_deadline() {
+        let mut m = AttemptMachine::new(3, true, Duration::ZERO);
+        assert_eq!(m.before_attempt(false), None);
+        let o = m.before_attempt(true).expect("the deadline has passed");
+        assert_eq!(o.stop_reason(), Some(StopReason::DeadlinePassed));
+        assert_eq!((o.attempts, o.retries()), (0, 0));
+        // Nothing came back: a failed call with no claim, like a timeout.
+        let out = o.outbound(2, DependencyMode::FailClose);
+        assert!(out.failed && out.criteria_satisfied);
+        assert_eq!(out.claim_seen, Some(Claim::Missing));
+        // Stopped for good.
+        assert_eq!(m.before_attempt(false), Some(o));
+        assert_eq!(
+            m.on_answer(Classified::Success, || panic!("budget"), no_jitter),
+            Next::Stop(o)
+        );
+    }
+
+    #[test]
+    fn a_passed_deadline_refuses_the_retry_before_the_budget_is_asked() {
+        for answer in [CLAIMED, MISSING, Classified::NoResponse] {
+            let mut m = AttemptMachine::new(3, true, Duration::ZERO);
+            let o = stop(m.on_answer_by(answer, true, || panic!("budget"), no_jitter));
+            assert_eq!(o.stop_reason(), Some(StopReason::DeadlinePassed));
+            assert_eq!((o.attempts, o.last), (1, answer));
+            assert!(o.criteria_satisfied());
+        }
+    }
+
+    #[test]
+    fn success_suppression_and_the_cap_come_before_the_deadline() {
+        let mut m = AttemptMachine::new(3, true, Duration::ZERO);
+        let o = stop(m.on_answer_by(Classified::Success, true, grant, no_jitter));
+        assert_eq!(o.ending, Ending::Success);
+        let mut m = AttemptMachine::new(3, true, Duration::ZERO);
+        let o = stop(m.on_answer_by(UNCLAIMED, true, grant, no_jitter));
+        assert_eq!(o.stop_reason(), Some(StopReason::Suppressed));
+        let mut m = AttemptMachine::new(1, true, Duration::ZERO);
+        let o = stop(m.on_answer_by(CLAIMED, true, grant, no_jitter));
+        assert_eq!(o.stop_reason(), Some(StopReason::NoRetriesConfigured));
+        let mut m = AttemptMachine::new(2, true, Duration::ZERO);
+        assert_eq!(
+            m.on_answer_by(CLAIMED, false, grant, no_jitter),
+            Next::RetryNow
+        );
+        let o = stop(m.on_answer_by(CLAIMED, true, grant, no_jitter));
+        assert_eq!(o.stop_reason(), Some(StopReason::AttemptsExhausted));
+    }
+
+    #[test]
+    fn a_deadline_that_passes_during_the_backoff_stops_the_retry() {
+        let mut m = AttemptMachine::new(3, true, Duration::from_millis(10));
+        assert!(matches!(
+            m.on_answer_by(CLAIMED, false, grant, || 0.5),
+            Next::RetryAfter(_)
+        ));
+        let o = m.before_attempt(true).expect("stopped");
+        assert_eq!(o.stop_reason(), Some(StopReason::DeadlinePassed));
+        // One attempt went out; its answer is the call's last.
+        assert_eq!((o.attempts, o.last), (1, CLAIMED));
+        assert_eq!(
+            o.outbound(0, DependencyMode::FailClose).claim_seen,
+            Some(Claim::Claimed)
+        );
+    }
+
+    #[test]
+    fn an_attempt_never_outlives_the_time_left() {
+        let ms = Duration::from_millis;
+        assert_eq!(attempt_timeout(ms(250), None), Some(ms(250)));
+        assert_eq!(attempt_timeout(ms(250), Some(ms(300))), Some(ms(250)));
+        assert_eq!(attempt_timeout(ms(250), Some(ms(250))), Some(ms(250)));
+        assert_eq!(attempt_timeout(ms(250), Some(ms(1))), Some(ms(1)));
+        assert_eq!(
+            attempt_timeout(ms(250), Some(Duration::from_nanos(1))),
+            Some(Duration::from_nanos(1))
+        );
+        assert_eq!(attempt_timeout(ms(250), Some(Duration::ZERO)), None);
+    }
+
     fn answer() -> impl Strategy<Value = Classified> {
         prop_oneof![
             Just(Classified::Success),
@@ -426,18 +578,22 @@ mod tests {
             cap in 0u32..6,
             ownership in any::<bool>(),
             backoff_ms in prop_oneof![Just(0u64), 1u64..200],
-            feed in proptest::collection::vec((answer(), any::<bool>(), 0.0f64..1.0), 1..12),
+            feed in proptest::collection::vec(
+                (answer(), any::<bool>(), 0.0f64..1.0, prop_oneof![4 => Just(false), 1 => Just(true)]),
+                1..12,
+            ),
         ) {
             let backoff = Duration::from_millis(backoff_ms);
             let mut m = AttemptMachine::new(cap, ownership, backoff);
             let mut fed = 0u32;
             let mut stopped: Option<CallOutcome> = None;
-            for (answer, grants, u) in feed {
+            for (answer, grants, u, passed) in feed {
                 let attempt = m.attempt();
                 let budget_asked = Cell::new(false);
                 let jitter_asked = Cell::new(false);
-                let next = m.on_answer(
+                let next = m.on_answer_by(
                     answer,
+                    passed,
                     || { budget_asked.set(true); grants },
                     || { jitter_asked.set(true); u },
                 );
@@ -452,10 +608,11 @@ mod tests {
                 // Attempts never exceed R (at least one is always made).
                 prop_assert!(fed <= cap.max(1));
                 let verdict = retry::decide(answer, ownership);
-                // The budget is only asked for an eligible answer the cap allows.
+                // The budget is only asked for an eligible answer the cap
+                // and the deadline allow.
                 prop_assert_eq!(
                     budget_asked.get(),
-                    verdict == RetryVerdict::Retry && fed < cap
+                    verdict == RetryVerdict::Retry && fed < cap && !passed
                 );
                 match next {
                     Next::Stop(o) => {
@@ -471,6 +628,8 @@ mod tests {
                             prop_assert_eq!(o.stop_reason(), Some(StopReason::NoRetriesConfigured));
                         } else if fed == cap {
                             prop_assert_eq!(o.stop_reason(), Some(StopReason::AttemptsExhausted));
+                        } else if passed {
+                            prop_assert_eq!(o.stop_reason(), Some(StopReason::DeadlinePassed));
                         } else {
                             // A budget denial stops.
                             prop_assert!(budget_asked.get() && !grants);
@@ -490,8 +649,10 @@ mod tests {
                         stopped = Some(o);
                     }
                     Next::RetryNow | Next::RetryAfter(_) => {
-                        // Only an eligible failure, within the cap, with the budget's consent.
+                        // Only an eligible failure, within the cap and the
+                        // deadline, with the budget's consent.
                         prop_assert_eq!(verdict, RetryVerdict::Retry);
+                        prop_assert!(!passed);
                         prop_assert!(!(ownership && answer == UNCLAIMED));
                         prop_assert!(fed < cap && budget_asked.get() && grants);
                         prop_assert_eq!(m.attempt(), fed);

@@ -49,6 +49,10 @@ pub struct Attempted {
     pub attempt: u32,
     /// How it ended.
     pub outcome: Classified,
+    /// It was still in flight after its call's deadline (the time the
+    /// calling request's own caller had left), which its time limit did not
+    /// stop it at: work nobody was waiting for any more.
+    pub late: bool,
 }
 
 /// A retry is about to be sent.

@@ -50,12 +50,15 @@ pub enum StopReason {
     NoRetriesConfigured,
     /// The retry budget refused the retry.
     BudgetDenied,
+    /// The call's deadline had passed (`deadline: propagate`): its caller
+    /// has stopped waiting, so no further attempt is started.
+    DeadlinePassed,
 }
 
 impl StopReason {
     /// Rule 5's "retry criteria satisfied": a retry was sent, refused by
-    /// budget or cap, or the callee disowned its error. Only an edge with no
-    /// retries configured leaves the criteria unsatisfied.
+    /// budget, cap or deadline, or the callee disowned its error. Only an
+    /// edge with no retries configured leaves the criteria unsatisfied.
     pub fn criteria_satisfied(self) -> bool {
         !matches!(self, StopReason::NoRetriesConfigured)
     }
@@ -131,6 +134,7 @@ mod tests {
         assert!(StopReason::BudgetDenied.criteria_satisfied());
         assert!(StopReason::Suppressed.criteria_satisfied());
         assert!(StopReason::AttemptsExhausted.criteria_satisfied());
+        assert!(StopReason::DeadlinePassed.criteria_satisfied());
     }
 
     fn outcome() -> impl Strategy<Value = Classified> {

@@ -328,9 +328,12 @@ catalogue! {
     /// Jobs that held a worker to the end after their caller had gone; their answers were thrown away.
     WorkWasted = "work_wasted" at "work_wasted", Service Count "jobs",
         None, |w, i| w.svc(i).work_wasted as f64;
-    /// Jobs skipped as they reached a worker because their caller had gone (`cancel: true`).
+    /// Jobs skipped as they reached a worker: their caller had gone (`cancel: true`) or their deadline had passed (`deadline: propagate`).
     Skipped = "skipped" at "skipped", Service Count "jobs",
         None, |w, i| w.svc(i).skipped as f64;
+    /// Attempts it still had in flight after their call's deadline, when one was known (0 under `deadline: propagate`).
+    LateAttempts = "late_attempts" at "late_attempts", Service Count "attempts",
+        None, |w, i| w.svc(i).late_attempts as f64;
     /// Workers ÷ (work + injected latency): the most it can serve (null without workers).
     CapacityRps = "capacity_rps" at "capacity_rps", Service Real "req/s",
         None, |w, i| w.capacity(i);

@@ -107,6 +107,7 @@ impl Lab {
                 fleet.entry_url(),
                 control.clone(),
                 topology.load.arrival,
+                topology.load.timeout,
                 opts.max_in_flight
                     .min(load::in_flight_for(topology.load.rps)),
                 opts.seed.wrapping_mul(31).wrapping_add(7),

@@ -173,3 +173,152 @@ fn work_nobody_waits_for_still_holds_a_worker_unless_cancelled() {
     );
     assert_eq!(num(w, "shed"), 0.0, "skipping keeps the queue short");
 }
+
+/// The end user waits 300 ms (`load.timeout`). S answers after 200 ms and
+/// fails half the time, claimed; A retries it once (R = 2). A root whose
+/// first attempt succeeds is answered at 200 ms; one whose first attempt
+/// fails needs a second 200 ms and the user has gone by then: a root error,
+/// and a request the entry counts as abandoned. Availability is thus
+/// 1 − 0.5, where the same fleet without `load.timeout` reaches the model's
+/// 1 − 0.5² = 0.75.
+#[test]
+fn the_end_user_gives_up_after_load_timeout() {
+    let _fleet = fleet_lock();
+    let yaml = |timeout: &str| {
+        format!(
+            "name: user-timeout\npolicy: {{ preset: retry, attempts: 2, timeout: 250ms }}\n\
+             load: {{ rps: 40{timeout} }}\n\
+             services:\n  A: {{ calls: [S] }}\n  S:\n    fault: {{ latency: 200ms, error_rate: 0.5 }}\n"
+        )
+    };
+    let args = ["--duration", "5s", "--warmup", "1s", "--seed", "11"];
+    let r = headless_report(
+        &topology_file("user-timeout", &yaml(", timeout: 300ms")),
+        &args,
+    );
+    let root = &r["root"];
+    let (requests, errors) = (num(root, "requests"), num(root, "errors"));
+    let gave_up = num(node(&r, "A"), "timeouts");
+    assert!(requests >= 190.0, "only {requests} root requests");
+    // Every root error is a request the user gave up on, and the entry
+    // counted each of them as abandoned.
+    assert!(
+        (errors - gave_up).abs() <= 0.02 * errors + 2.0,
+        "{errors} root errors, {gave_up} abandoned at A"
+    );
+    assert_eq!(num(node(&r, "A"), "errors"), 0.0, "A never answered late");
+    let avail = num(root, "availability");
+    assert!(
+        (avail - (1.0 - errors / requests)).abs() < 1e-9,
+        "availability {avail} against {errors} errors of {requests}"
+    );
+    assert!(
+        (avail - 0.5).abs() <= 0.12,
+        "availability {avail}, 0.5 expected"
+    );
+    // Nobody waits longer than the user's patience (a timer's slack aside).
+    let p99 = num(&root["latency_ms"], "p99");
+    assert!(p99 <= 320.0, "root p99 {p99} ms with a 300 ms timeout");
+
+    // The same fleet, with a user who waits: the retried roots succeed.
+    let r = headless_report(&topology_file("user-waits", &yaml("")), &args);
+    let root = &r["root"];
+    let (avail, model) = (num(root, "availability"), num(root, "model_availability"));
+    assert!((model - 0.75).abs() < 1e-9, "model availability {model}");
+    assert!(
+        (avail - model).abs() <= 0.1,
+        "availability {avail}, the model says {model}"
+    );
+    assert_eq!(num(node(&r, "A"), "timeouts"), 0.0);
+}
+
+/// A 3-deep chain whose bottom never answers in time: the user waits
+/// 300 ms, every per-attempt timeout is 250 ms, R = 3, and A and B keep
+/// working after their callers leave (workers). Without propagation A's
+/// job sends its 2nd and 3rd attempts at 250 and 500 ms: both still in
+/// flight after the root's deadline (2 late attempts per root), and C sees
+/// every root 3 × 3 = 9 times. With `deadline: propagate` each attempt is
+/// clipped to the time left (A: 250 ms, then the 50 ms left), B is told
+/// and keeps to it, and no attempt anywhere outlives the root: C sees each
+/// root twice, and no service counts a late attempt.
+#[test]
+fn propagated_deadlines_keep_every_attempt_within_the_root_deadline() {
+    let _fleet = fleet_lock();
+    let yaml = |deadline: &str| {
+        format!(
+            "name: deep-deadline\n\
+             policy: {{ preset: retry, attempts: 3, timeout: 250ms, deadline: {deadline} }}\n\
+             load: {{ rps: 20, timeout: 300ms }}\n\
+             services:\n  A: {{ calls: [B], workers: 64 }}\n  B: {{ calls: [C], workers: 64 }}\n\
+             \x20 C:\n    fault: {{ latency: 1s }}\n"
+        )
+    };
+    let args = ["--duration", "5s", "--warmup", "1s"];
+    let r = headless_report(&topology_file("deep-off", &yaml("off")), &args);
+    let roots = num(&r["root"], "requests");
+    assert!(roots >= 95.0, "only {roots} root requests");
+    let late = num(node(&r, "A"), "late_attempts");
+    assert!(
+        (late - 2.0 * roots).abs() <= 0.05 * 2.0 * roots + 3.0,
+        "A: {late} late attempts for {roots} roots, 2 each expected"
+    );
+    let amp = num(node(&r, "C"), "amplification");
+    assert!(
+        (amp - 9.0).abs() <= 0.05 * 9.0,
+        "C at {amp}× without deadlines"
+    );
+
+    let r = headless_report(&topology_file("deep-propagate", &yaml("propagate")), &args);
+    for name in ["A", "B", "C"] {
+        assert_eq!(
+            num(node(&r, name), "late_attempts"),
+            0.0,
+            "{name} had attempts in flight past their deadline"
+        );
+    }
+    let amp = num(node(&r, "C"), "amplification");
+    assert!(
+        (amp - 2.0).abs() <= 0.05 * 2.0,
+        "C at {amp}× with deadlines"
+    );
+    // A's third attempt is never sent: no time is left for it.
+    let a_b = num(edge(&r, "A", "B"), "attempts");
+    assert!(
+        (a_b - 2.0 * roots).abs() <= 0.05 * 2.0 * roots + 3.0,
+        "A→B: {a_b} attempts for about {roots} roots, 2 each expected"
+    );
+}
+
+/// As above, W's 400 ms of work outlast its caller's 100 ms, with
+/// `cancel: false`. Under `deadline: propagate` each job carries its
+/// caller's 100 ms, and a job that reaches a worker after them is skipped
+/// whatever `cancel` says: the two workers still run 2 / 0.4 s = 5 jobs a
+/// second, the other 5 of the 10 offered are skipped, and the queue never
+/// fills. Without propagation nothing is skipped and the queue sheds.
+#[test]
+fn a_queued_job_past_its_propagated_deadline_is_skipped() {
+    let _fleet = fleet_lock();
+    let yaml = |deadline: &str| {
+        format!(
+            "name: w\npolicy: {{ preset: none, timeout: 100ms, deadline: {deadline} }}\n\
+             load: {{ rps: 10 }}\n\
+             services:\n  A: {{ calls: [W] }}\n  W: {{ workers: 2, work: 400ms, queue: 10, cancel: false }}\n"
+        )
+    };
+    let args = ["--duration", "8s", "--warmup", "2s"];
+    let r = headless_report(&topology_file("w-deadline", &yaml("propagate")), &args);
+    let w = node(&r, "W");
+    let dt = r["duration_s"].as_f64().unwrap();
+    let skipped = num(w, "skipped") / dt;
+    assert!(
+        (skipped - 5.0).abs() <= 0.5,
+        "{skipped:.2} skipped jobs a second, 5 expected"
+    );
+    assert_eq!(num(w, "shed"), 0.0, "skipping keeps the queue short");
+    assert!(num(w, "utilisation") >= 0.95);
+
+    let r = headless_report(&topology_file("w-no-deadline", &yaml("off")), &args);
+    let w = node(&r, "W");
+    assert_eq!(num(w, "skipped"), 0.0);
+    assert!(num(w, "shed") > 0.0, "the queue filled");
+}
