@@ -69,9 +69,11 @@ impl Choice {
     pub fn parse(s: &str) -> Result<Choice, RunError> {
         let (name, deadline) = match s.trim().split_once('+') {
             Some((n, "deadline")) => (n, true),
-            Some((_, other)) => return Err(RunError::Usage(format!(
+            Some((_, other)) => {
+                return Err(RunError::Usage(format!(
                 "--policies {s}: `+{other}` is not known (only `+deadline`, e.g. budget+deadline)"
-            ))),
+            )))
+            }
             None => (s.trim(), false),
         };
         Ok(Choice {
