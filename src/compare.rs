@@ -48,8 +48,9 @@ pub struct Recovery {
     /// Seconds from then until goodput stays ≥ 95% of the offered rate;
     /// `null` when it never did before the run ended.
     pub recovered_after_s: Option<f64>,
-    /// What the model's fluid queue predicts (`null`: never recovers, or
-    /// the steps are not a load spike).
+    /// What the model's fluid queue predicts (`null`: never recovers, the
+    /// steps are not a load spike, or deadlines propagate, which it does
+    /// not model).
     pub model_after_s: Option<f64>,
     /// Root availability from the trigger's end to the run's end.
     pub availability_after: f64,
@@ -223,6 +224,10 @@ pub fn recovery(r: &Record) -> Recovery {
         recovered_after_s: recovered_at.map(|t| (t - 1.0 - trigger_end_s).max(0.0)),
         model_after_s: spike(&r.steps).and_then(|trigger| {
             let policy = &r.start.applied_to(&r.topology).policy;
+            // The fluid queue knows nothing of deadlines.
+            if policy.deadline {
+                return None;
+            }
             model::capacity::recovery_after(&r.topology, policy, trigger).map(|d| d.as_secs_f64())
         }),
         availability_after: window.fleet[Figure::RootAvailability],
@@ -269,12 +274,17 @@ pub fn recovery_table(c: &Comparison) -> String {
     let secs = |v: Option<f64>| v.map_or_else(|| "never".to_string(), |s| format!("{s:.0} s"));
     for run in &c.runs {
         let Some(r) = &run.recovery else { continue };
+        let model = if run.policy.ends_with("+deadline") {
+            "-".to_string()
+        } else {
+            secs(r.model_after_s)
+        };
         let _ = writeln!(
             out,
             "{:<18} {:>10} {:>10} {:>11.2}%",
             run.policy,
             secs(r.recovered_after_s),
-            secs(r.model_after_s),
+            model,
             r.availability_after * 100.0
         );
     }
@@ -295,7 +305,8 @@ pub fn compare_table(c: &Comparison, with_model: bool) -> String {
         c.topology,
         if with_model { "; model below" } else { "" }
     );
-    let _ = write!(out, "{:<10}", "policy");
+    let pw = c.runs.iter().map(|r| r.policy.len()).max().unwrap_or(0).max(10);
+    let _ = write!(out, "{:<pw$}", "policy");
     for n in &names {
         let _ = write!(out, " {n:>w$}");
     }
@@ -308,7 +319,7 @@ pub fn compare_table(c: &Comparison, with_model: bool) -> String {
                avail: f64,
                radius: u64,
                suppressed: String| {
-        let _ = write!(out, "{label:<10}");
+        let _ = write!(out, "{label:<pw$}");
         for a in amps {
             let _ = write!(out, " {a:>w$.2}");
         }

@@ -9,6 +9,7 @@
 //! [`Topology`], never on YAML.
 
 pub mod check;
+mod error;
 pub mod generate;
 pub mod model;
 pub mod sim;
@@ -25,7 +26,7 @@ use crate::ownership::{Attribution, DependencyMode, DEFAULT_CLAIM_HEADER};
 /// The resolved policy of one edge lives with the mechanism that reads it;
 /// [`Policy::for_edge`] produces it from the topology's settings.
 pub use crate::ownership::policy::EdgePolicy;
-pub use validate::TopologyError;
+pub use error::TopologyError;
 
 /// Requests waiting for a worker when `workers` is set and `queue` is not.
 pub const DEFAULT_QUEUE: u32 = 1000;

@@ -94,20 +94,25 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             buf,
             Color::Cyan,
         );
-        let av: Vec<u64> = tail(&s.root.availability_history, window)
-            .iter()
-            .map(|a| (a * 1000.0).round() as u64)
-            .collect();
-        spark_row(
-            "availability",
-            &av,
-            Some(1000),
-            &format::availability(s.root.availability),
-            b,
-            buf,
-            Color::Green,
-        );
+        availability_row(s, window, b, buf);
     }
+}
+
+/// The root availability sparkline over the window, on one row.
+pub(super) fn availability_row(s: &Snapshot, window: usize, area: Rect, buf: &mut Buffer) {
+    let av: Vec<u64> = tail(&s.root.availability_history, window)
+        .iter()
+        .map(|a| (a * 1000.0).round() as u64)
+        .collect();
+    spark_row(
+        "availability",
+        &av,
+        Some(1000),
+        &format::availability(s.root.availability),
+        area,
+        buf,
+        Color::Green,
+    );
 }
 
 pub(super) fn tail(v: &[f64], n: usize) -> &[f64] {

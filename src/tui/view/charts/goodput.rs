@@ -92,19 +92,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
                 Color::Red,
             );
         }
-        let av: Vec<u64> = tail(&s.root.availability_history, window)
-            .iter()
-            .map(|a| (a * 1000.0).round() as u64)
-            .collect();
-        spark_row(
-            "availability",
-            &av,
-            Some(1000),
-            &format::availability(s.root.availability),
-            b,
-            buf,
-            Color::Green,
-        );
+        super::availability_row(s, window, b, buf);
     }
 }
 
