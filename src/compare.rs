@@ -305,7 +305,13 @@ pub fn compare_table(c: &Comparison, with_model: bool) -> String {
         c.topology,
         if with_model { "; model below" } else { "" }
     );
-    let pw = c.runs.iter().map(|r| r.policy.len()).max().unwrap_or(0).max(10);
+    let pw = c
+        .runs
+        .iter()
+        .map(|r| r.policy.len())
+        .max()
+        .unwrap_or(0)
+        .max(10);
     let _ = write!(out, "{:<pw$}", "policy");
     for n in &names {
         let _ = write!(out, " {n:>w$}");
