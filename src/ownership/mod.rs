@@ -16,7 +16,9 @@
 //!
 //! This module holds no I/O. It *classifies* what came back from a call
 //! ([`Classified`]), *decides* whether to retry it ([`retry`]), whether a
-//! retry may be afforded ([`budget`]), how long to wait ([`backoff`]), and
+//! retry may be afforded ([`budget`]; the industry's other budget models are
+//! [`tokens`] for gRPC, [`quota`] for the AWS SDKs and [`concurrency`] for
+//! Envoy), how long to wait ([`backoff`]), and
 //! whether a failing service owns its error ([`claim`]). The [`attempt`]
 //! state machine puts the client-side decisions together into the one retry
 //! loop of a logical call, fed the classified answer of each attempt; the
@@ -42,10 +44,13 @@ pub mod attempt;
 pub mod backoff;
 pub mod budget;
 pub mod claim;
+pub mod concurrency;
 pub mod learn;
 pub mod observe;
 pub mod policy;
+pub mod quota;
 pub mod retry;
+pub mod tokens;
 
 use serde::{Deserialize, Serialize};
 
