@@ -17,7 +17,8 @@
 //! This module holds no I/O. It *classifies* what came back from a call
 //! ([`Classified`]), *decides* whether to retry it ([`retry`]), whether a
 //! retry may be afforded ([`budget`]), how long to wait ([`backoff`]), and
-//! whether a failing service owns its error ([`claim`]). The [`attempt`]
+//! whether a failing service owns its error ([`claim`]), and what the other
+//! stacks' don't-retry headers say ([`signal`]). The [`attempt`]
 //! state machine puts the client-side decisions together into the one retry
 //! loop of a logical call, fed the classified answer of each attempt; the
 //! edge's resolved numbers (attempts, budget, ownership, backoff) come in
@@ -46,6 +47,7 @@ pub mod learn;
 pub mod observe;
 pub mod policy;
 pub mod retry;
+pub mod signal;
 
 use serde::{Deserialize, Serialize};
 
