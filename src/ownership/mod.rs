@@ -18,8 +18,9 @@
 //! ([`Classified`]), *decides* whether to retry it ([`retry`]), whether a
 //! retry may be afforded ([`budget`]; the industry's other budget models are
 //! [`tokens`] for gRPC, [`quota`] for the AWS SDKs and [`concurrency`] for
-//! Envoy), how long to wait ([`backoff`]), and
-//! whether a failing service owns its error ([`claim`]). The [`attempt`]
+//! Envoy), how long to wait ([`backoff`]), whether a failing service owns
+//! its error ([`claim`]), and what the other stacks' don't-retry headers
+//! say ([`signal`]). The [`attempt`]
 //! state machine puts the client-side decisions together into the one retry
 //! loop of a logical call, fed the classified answer of each attempt; the
 //! edge's resolved numbers (attempts, budget, ownership, backoff) come in
@@ -50,6 +51,7 @@ pub mod observe;
 pub mod policy;
 pub mod quota;
 pub mod retry;
+pub mod signal;
 pub mod tokens;
 
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,679 @@
+//! Don't-retry signals: how a callee tells its caller whether to come back,
+//! in the dialect of each retry policy of the industry (SPEC section 8).
+//!
+//! # Why signals
+//!
+//! A budget caps *how many* retries an edge may send; a signal says *which*
+//! answers must not be retried at all. Ownership's claim header is one such
+//! signal: an error its callee disowns (`x-error-claim: false`) is not worth
+//! retrying, because the failure lies further down. The other stacks carry
+//! the same idea in their own headers, and a preset is only tested fairly
+//! against ownership when services speak its dialect on the wire. Each
+//! dialect here has two halves, both pure functions over header bytes:
+//!
+//! * **reading** an answer ([`Signal::read`], or one `read_*` function per
+//!   dialect) gives an [`Advice`]: retry, retry after a delay, don't retry
+//!   (and why), or [`Advice::Silent`] when the dialect says nothing and the
+//!   other rules (attempts, budget) decide;
+//! * **writing** an answer ([`Signal::refusal_headers`]) gives the headers a
+//!   service that sheds a request or is overloaded sets, so its callers'
+//!   reader understands it. Such an answer carries [`REFUSAL_STATUS`].
+//!
+//! A success is never retried, so every reader is [`Advice::Silent`] on a
+//! status that is not an error ([`is_error_status`]).
+//!
+//! # The dialects and their sources
+//!
+//! | signal        | header(s)                                                     | source |
+//! |---------------|---------------------------------------------------------------|--------|
+//! | `ownership`   | [`DEFAULT_CLAIM_HEADER`]                                      | SPEC section 1 (Uber's error ownership) |
+//! | `nack`        | [`NACK_HEADER`], [`NONRETRYABLE_NACK_HEADER`], [`RETRY_AFTER_HEADER`] | Finagle `HttpNackFilter` |
+//! | `overloaded`  | [`ENVOY_OVERLOADED_HEADER`]                                   | Envoy router, `x-envoy-overloaded` |
+//! | `pushback`    | [`GRPC_PUSHBACK_HEADER`]                                      | gRPC proposal A6, "Pushback" |
+//! | `retry-after` | [`RETRY_AFTER_HEADER`]                                        | RFC 9110 section 10.2.3 |
+//!
+//! * **`ownership`**: claim `true` → retry; `false` → don't retry (the
+//!   callee disowned it); missing or malformed → silent (ownership retries
+//!   unmarked errors, SPEC section 1).
+//! * **`nack`** (Finagle): only a 503 is a nack. With
+//!   `finagle-http-nonretryable-nack` it must not be retried; with
+//!   `finagle-http-nack`, or with `Retry-After: 0`, it is a retryable nack
+//!   (the request was not processed, so retrying is safe). Finagle tests
+//!   each header for *presence* and never reads its value, and so does
+//!   [`read_nack`]. If both nack headers are present, the non-retryable one
+//!   wins: a contradictory answer must not start a retry. Writing: a shed
+//!   request gets `finagle-http-nack: true` and `retry-after: 0`, exactly
+//!   what Finagle's server sends for a retryable nack; an overloaded service
+//!   gets `finagle-http-nonretryable-nack: true`.
+//! * **`overloaded`** (Envoy): an error carrying `x-envoy-overloaded` is
+//!   never retried. Envoy's router tests the header for presence, so any
+//!   value (even `false`) counts. Writing: `x-envoy-overloaded: true` for
+//!   both kinds of refusal, as Envoy sets on a circuit-breaker overflow or
+//!   when its overload manager sheds. (Envoy 1.15 made upstream
+//!   `x-envoy-overloaded` answers retryable by default; SPEC section 8
+//!   follows the long-standing rule, which is also what a caller facing a
+//!   local overflow sees.)
+//! * **`pushback`** (gRPC A6): `grpc-retry-pushback-ms` holding a decimal
+//!   integer n ≥ 0 means retry after n ms; a negative value, or one that is
+//!   not a number, means don't retry. Parsing follows grpc-go (`Atoi`: an
+//!   optional sign, then digits, within i64; surrounding whitespace is
+//!   trimmed as HTTP does). No header → silent. Writing: a shed request gets
+//!   the caller's back-off hint in ms; an overloaded service gets `-1`.
+//! * **`retry-after`**: `Retry-After` in delay-seconds (one or more digits)
+//!   → retry after that many seconds. The HTTP-date form is read as
+//!   [`Advice::Silent`]: this module has no wall clock (clocks are injected
+//!   elsewhere, and a date would also need the two hosts' clocks to agree),
+//!   so the other rules decide. Any other value is malformed and, as
+//!   RFC 9110 lets a recipient do, ignored: silent too. The dialect has no
+//!   way to say "never", so both kinds of refusal write the back-off hint,
+//!   rounded *up* to whole seconds so a caller never comes back early.
+//!
+//! ```
+//! use std::time::Duration;
+//! use chaoslab::ownership::signal::{Advice, DontRetry, Refusal, Signal};
+//!
+//! // A gRPC server that is overloaded asks its callers not to retry.
+//! let headers = Signal::Pushback.refusal_headers(Refusal::Overloaded, Duration::from_millis(50));
+//! assert_eq!(headers, vec![("grpc-retry-pushback-ms", "-1".to_string())]);
+//!
+//! // Its caller reads the answer in the same dialect.
+//! let advice = Signal::Pushback.read(503, |name| {
+//!     headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_bytes())
+//! });
+//! assert_eq!(advice, Advice::DontRetry(DontRetry::PushbackNegative));
+//!
+//! // A Finagle nack is retryable unless it says otherwise.
+//! assert_eq!(
+//!     chaoslab::ownership::signal::read_nack(503, Some(b"true"), None, None),
+//!     Advice::Retry
+//! );
+//! assert_eq!(Signal::parse("retry-after"), Some(Signal::RetryAfter));
+//! ```
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{is_error_status, trim_ascii, Claim, DEFAULT_CLAIM_HEADER};
+
+/// Finagle's retryable nack header (`HttpNackFilter.RetryableNackHeader`).
+pub const NACK_HEADER: &str = "finagle-http-nack";
+/// Finagle's non-retryable nack header
+/// (`HttpNackFilter.NonRetryableNackHeader`).
+pub const NONRETRYABLE_NACK_HEADER: &str = "finagle-http-nonretryable-nack";
+/// Envoy's overload header, set on a circuit-breaker overflow or a shed.
+pub const ENVOY_OVERLOADED_HEADER: &str = "x-envoy-overloaded";
+/// gRPC A6's server pushback, in milliseconds.
+pub const GRPC_PUSHBACK_HEADER: &str = "grpc-retry-pushback-ms";
+/// HTTP's `Retry-After` (lowercase, as HTTP/2 and the `http` crate spell it).
+pub const RETRY_AFTER_HEADER: &str = "retry-after";
+/// The status of a nack, and of every refusal written by this module.
+pub const REFUSAL_STATUS: u16 = 503;
+
+/// Which answers forbid a retry: the `signal` field of an edge's policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Signal {
+    /// The claim header of SPEC section 1.
+    Ownership,
+    /// Finagle's HTTP nacks.
+    Nack,
+    /// Envoy's `x-envoy-overloaded`.
+    Overloaded,
+    /// gRPC A6's `grpc-retry-pushback-ms`.
+    Pushback,
+    /// HTTP's `Retry-After`.
+    RetryAfter,
+}
+
+/// What an answer's signal says about retrying it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advice {
+    /// The callee invites a retry now.
+    Retry,
+    /// The callee invites a retry once this delay has passed.
+    RetryAfter(Duration),
+    /// The callee forbids a retry, for this reason.
+    DontRetry(DontRetry),
+    /// The dialect says nothing about this answer: the other rules decide.
+    Silent,
+}
+
+/// Why a signal forbade a retry; the reason a suppressed retry is counted
+/// under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DontRetry {
+    /// `ownership`: the callee disowned its error (claim `false`).
+    Unclaimed,
+    /// `nack`: a 503 with `finagle-http-nonretryable-nack`.
+    NonRetryableNack,
+    /// `overloaded`: the answer carried `x-envoy-overloaded`.
+    Overloaded,
+    /// `pushback`: `grpc-retry-pushback-ms` was negative.
+    PushbackNegative,
+    /// `pushback`: `grpc-retry-pushback-ms` was not a number.
+    PushbackMalformed,
+}
+
+impl DontRetry {
+    /// The key this reason is reported under.
+    pub fn key(self) -> &'static str {
+        match self {
+            DontRetry::Unclaimed => "unclaimed",
+            DontRetry::NonRetryableNack => "nonretryable-nack",
+            DontRetry::Overloaded => "overloaded",
+            DontRetry::PushbackNegative => "pushback-negative",
+            DontRetry::PushbackMalformed => "pushback-malformed",
+        }
+    }
+}
+
+/// Why a service refuses a request without serving it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// The request was shed before any work (queue full, over capacity):
+    /// it is safe to try again later.
+    Shed,
+    /// The service is overloaded and asks its callers not to retry.
+    Overloaded,
+}
+
+impl Signal {
+    /// Every signal, in SPEC section 8's order.
+    pub const ALL: [Signal; 5] = [
+        Signal::Ownership,
+        Signal::Nack,
+        Signal::Overloaded,
+        Signal::Pushback,
+        Signal::RetryAfter,
+    ];
+
+    /// Reads a signal's YAML/CLI word; `None` for an unknown word.
+    pub fn parse(word: &str) -> Option<Signal> {
+        Signal::ALL.into_iter().find(|s| s.name() == word)
+    }
+
+    /// The word used in YAML, on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Ownership => "ownership",
+            Signal::Nack => "nack",
+            Signal::Overloaded => "overloaded",
+            Signal::Pushback => "pushback",
+            Signal::RetryAfter => "retry-after",
+        }
+    }
+
+    /// The response headers this dialect reads, so a caller knows which to
+    /// look up.
+    pub fn headers(self) -> &'static [&'static str] {
+        match self {
+            Signal::Ownership => &[DEFAULT_CLAIM_HEADER],
+            Signal::Nack => &[NACK_HEADER, NONRETRYABLE_NACK_HEADER, RETRY_AFTER_HEADER],
+            Signal::Overloaded => &[ENVOY_OVERLOADED_HEADER],
+            Signal::Pushback => &[GRPC_PUSHBACK_HEADER],
+            Signal::RetryAfter => &[RETRY_AFTER_HEADER],
+        }
+    }
+
+    /// Reads an answer in this dialect. `header` is asked for each name in
+    /// [`Signal::headers`] and returns that header's raw value, if present.
+    /// For `ownership` it is asked for [`DEFAULT_CLAIM_HEADER`]; a caller
+    /// with a renamed claim header answers with that header instead.
+    pub fn read<'a>(
+        self,
+        status: u16,
+        header: impl Fn(&'static str) -> Option<&'a [u8]>,
+    ) -> Advice {
+        match self {
+            Signal::Ownership => read_ownership(status, header(DEFAULT_CLAIM_HEADER)),
+            Signal::Nack => read_nack(
+                status,
+                header(NACK_HEADER),
+                header(NONRETRYABLE_NACK_HEADER),
+                header(RETRY_AFTER_HEADER),
+            ),
+            Signal::Overloaded => read_overloaded(status, header(ENVOY_OVERLOADED_HEADER)),
+            Signal::Pushback => read_pushback(status, header(GRPC_PUSHBACK_HEADER)),
+            Signal::RetryAfter => read_retry_after(status, header(RETRY_AFTER_HEADER)),
+        }
+    }
+
+    /// The headers a service refusing a request sets so that callers
+    /// reading this dialect understand it; the answer's status is
+    /// [`REFUSAL_STATUS`]. `retry_in` is the back-off the service suggests,
+    /// used by the dialects that carry a delay (`pushback` for a shed,
+    /// `retry-after` for both); the others ignore it.
+    pub fn refusal_headers(
+        self,
+        refusal: Refusal,
+        retry_in: Duration,
+    ) -> Vec<(&'static str, String)> {
+        match (self, refusal) {
+            // A service that sheds or is overloaded caused its own error.
+            (Signal::Ownership, _) => {
+                vec![(DEFAULT_CLAIM_HEADER, Claim::wire_value(true).to_string())]
+            }
+            (Signal::Nack, Refusal::Shed) => vec![
+                (NACK_HEADER, "true".to_string()),
+                (RETRY_AFTER_HEADER, "0".to_string()),
+            ],
+            (Signal::Nack, Refusal::Overloaded) => {
+                vec![(NONRETRYABLE_NACK_HEADER, "true".to_string())]
+            }
+            (Signal::Overloaded, _) => vec![(ENVOY_OVERLOADED_HEADER, "true".to_string())],
+            (Signal::Pushback, Refusal::Shed) => {
+                vec![(GRPC_PUSHBACK_HEADER, retry_in.as_millis().to_string())]
+            }
+            (Signal::Pushback, Refusal::Overloaded) => {
+                vec![(GRPC_PUSHBACK_HEADER, "-1".to_string())]
+            }
+            (Signal::RetryAfter, _) => {
+                let secs = retry_in.as_secs() + u64::from(retry_in.subsec_nanos() > 0);
+                vec![(RETRY_AFTER_HEADER, secs.to_string())]
+            }
+        }
+    }
+}
+
+/// `ownership`: claim `true` → retry, `false` → don't, missing or
+/// malformed → silent.
+pub fn read_ownership(status: u16, claim: Option<&[u8]>) -> Advice {
+    if !is_error_status(status) {
+        return Advice::Silent;
+    }
+    match Claim::parse(claim) {
+        Claim::Claimed => Advice::Retry,
+        Claim::Unclaimed => Advice::DontRetry(DontRetry::Unclaimed),
+        Claim::Missing => Advice::Silent,
+    }
+}
+
+/// `nack` (Finagle): only a 503 is a nack. The nack headers count by
+/// presence; `retry_after` makes a retryable nack only when it is exactly
+/// `0`, as in Finagle's `HttpNackFilter`.
+pub fn read_nack(
+    status: u16,
+    nack: Option<&[u8]>,
+    nonretryable_nack: Option<&[u8]>,
+    retry_after: Option<&[u8]>,
+) -> Advice {
+    if status != REFUSAL_STATUS {
+        return Advice::Silent;
+    }
+    if nonretryable_nack.is_some() {
+        Advice::DontRetry(DontRetry::NonRetryableNack)
+    } else if nack.is_some() || retry_after.map(trim_ascii) == Some(b"0") {
+        Advice::Retry
+    } else {
+        Advice::Silent
+    }
+}
+
+/// `overloaded` (Envoy): an error carrying `x-envoy-overloaded`, whatever
+/// its value, is never retried.
+pub fn read_overloaded(status: u16, overloaded: Option<&[u8]>) -> Advice {
+    if is_error_status(status) && overloaded.is_some() {
+        Advice::DontRetry(DontRetry::Overloaded)
+    } else {
+        Advice::Silent
+    }
+}
+
+/// `pushback` (gRPC A6): n ≥ 0 → retry after n ms; negative → don't
+/// retry; not a number → don't retry; absent → silent.
+pub fn read_pushback(status: u16, pushback: Option<&[u8]>) -> Advice {
+    if !is_error_status(status) {
+        return Advice::Silent;
+    }
+    let Some(raw) = pushback else {
+        return Advice::Silent;
+    };
+    let parsed = std::str::from_utf8(trim_ascii(raw))
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok());
+    match parsed {
+        None => Advice::DontRetry(DontRetry::PushbackMalformed),
+        Some(n) if n < 0 => Advice::DontRetry(DontRetry::PushbackNegative),
+        Some(n) => Advice::RetryAfter(Duration::from_millis(n.unsigned_abs())),
+    }
+}
+
+/// `retry-after`: delay-seconds → retry after that many seconds; an
+/// HTTP-date, a malformed value or no header → silent.
+pub fn read_retry_after(status: u16, retry_after: Option<&[u8]>) -> Advice {
+    if !is_error_status(status) {
+        return Advice::Silent;
+    }
+    let Some(raw) = retry_after else {
+        return Advice::Silent;
+    };
+    let v = trim_ascii(raw);
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return Advice::Silent;
+    }
+    // All ASCII digits, so valid UTF-8; only an overflow can fail.
+    match std::str::from_utf8(v)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        Some(secs) => Advice::RetryAfter(Duration::from_secs(secs)),
+        None => Advice::Silent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// Reads `headers` back through `signal`'s reader, as a caller would.
+    fn read_back(signal: Signal, status: u16, headers: &[(&'static str, String)]) -> Advice {
+        signal.read(status, |name| {
+            headers
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.as_bytes())
+        })
+    }
+
+    #[test]
+    fn names_are_the_yaml_words() {
+        let words: Vec<_> = Signal::ALL.iter().map(|s| s.name()).collect();
+        assert_eq!(
+            words,
+            ["ownership", "nack", "overloaded", "pushback", "retry-after"]
+        );
+        assert_eq!(Signal::parse("retry_after"), None);
+        assert_eq!(Signal::parse("Nack"), None);
+        assert_eq!(Signal::parse(""), None);
+        // serde spells them the same way as `name`.
+        for s in Signal::ALL {
+            assert_eq!(serde_yaml::to_string(&s).unwrap().trim(), s.name(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn ownership_follows_the_claim() {
+        assert_eq!(read_ownership(500, Some(b"true")), Advice::Retry);
+        assert_eq!(read_ownership(503, Some(b" CLAIMED ")), Advice::Retry);
+        assert_eq!(
+            read_ownership(500, Some(b"false")),
+            Advice::DontRetry(DontRetry::Unclaimed)
+        );
+        assert_eq!(read_ownership(500, Some(b"yes")), Advice::Silent);
+        assert_eq!(read_ownership(500, Some(b"\xff")), Advice::Silent);
+        assert_eq!(read_ownership(500, None), Advice::Silent);
+        assert_eq!(read_ownership(200, Some(b"false")), Advice::Silent);
+    }
+
+    #[test]
+    fn nack_needs_a_503() {
+        assert_eq!(read_nack(503, Some(b"true"), None, None), Advice::Retry);
+        assert_eq!(read_nack(500, Some(b"true"), None, None), Advice::Silent);
+        assert_eq!(read_nack(429, None, Some(b"true"), None), Advice::Silent);
+        assert_eq!(read_nack(200, Some(b"true"), None, None), Advice::Silent);
+        assert_eq!(read_nack(503, None, None, None), Advice::Silent);
+    }
+
+    #[test]
+    fn nack_headers_count_by_presence() {
+        // Finagle never reads the value: garbage, `false`, empty all count.
+        for v in [&b"true"[..], b"false", b"", b"\xff\xfe", b"TRUE"] {
+            assert_eq!(read_nack(503, Some(v), None, None), Advice::Retry, "{v:?}");
+            assert_eq!(
+                read_nack(503, None, Some(v), None),
+                Advice::DontRetry(DontRetry::NonRetryableNack),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn nonretryable_nack_wins_over_retryable() {
+        assert_eq!(
+            read_nack(503, Some(b"true"), Some(b"true"), Some(b"0")),
+            Advice::DontRetry(DontRetry::NonRetryableNack)
+        );
+    }
+
+    #[test]
+    fn retry_after_zero_is_a_retryable_nack() {
+        assert_eq!(read_nack(503, None, None, Some(b"0")), Advice::Retry);
+        assert_eq!(read_nack(503, None, None, Some(b" 0 ")), Advice::Retry);
+        assert_eq!(read_nack(503, None, None, Some(b"1")), Advice::Silent);
+        assert_eq!(read_nack(503, None, None, Some(b"00")), Advice::Silent);
+        assert_eq!(read_nack(503, None, None, Some(b"-0")), Advice::Silent);
+    }
+
+    #[test]
+    fn overloaded_is_never_retried() {
+        let no = Advice::DontRetry(DontRetry::Overloaded);
+        assert_eq!(read_overloaded(503, Some(b"true")), no);
+        assert_eq!(read_overloaded(500, Some(b"TRUE")), no);
+        assert_eq!(read_overloaded(429, Some(b"true")), no);
+        // Envoy tests presence, not the value.
+        assert_eq!(read_overloaded(503, Some(b"false")), no);
+        assert_eq!(read_overloaded(503, Some(b"")), no);
+        assert_eq!(read_overloaded(503, Some(b"\x00\xff")), no);
+        assert_eq!(read_overloaded(503, None), Advice::Silent);
+        assert_eq!(read_overloaded(200, Some(b"true")), Advice::Silent);
+    }
+
+    #[test]
+    fn pushback_non_negative_is_a_delay() {
+        assert_eq!(read_pushback(503, Some(b"0")), Advice::RetryAfter(ms(0)));
+        assert_eq!(
+            read_pushback(503, Some(b"250")),
+            Advice::RetryAfter(ms(250))
+        );
+        assert_eq!(
+            read_pushback(500, Some(b" 1000\t")),
+            Advice::RetryAfter(ms(1000))
+        );
+        assert_eq!(read_pushback(503, Some(b"+7")), Advice::RetryAfter(ms(7)));
+        assert_eq!(
+            read_pushback(503, Some(b"9223372036854775807")),
+            Advice::RetryAfter(ms(i64::MAX as u64))
+        );
+    }
+
+    #[test]
+    fn pushback_negative_forbids() {
+        for v in [&b"-1"[..], b"-250", b"-9223372036854775808"] {
+            assert_eq!(
+                read_pushback(503, Some(v)),
+                Advice::DontRetry(DontRetry::PushbackNegative),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn pushback_garbage_forbids() {
+        for v in [
+            &b""[..],
+            b" ",
+            b"abc",
+            b"1.5",
+            b"10ms",
+            b"0x10",
+            b"1 2",
+            b"--1",
+            b"\xff\xfe",
+            b"9223372036854775808", // overflows i64, like Atoi
+        ] {
+            assert_eq!(
+                read_pushback(503, Some(v)),
+                Advice::DontRetry(DontRetry::PushbackMalformed),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn pushback_missing_or_success_is_silent() {
+        assert_eq!(read_pushback(503, None), Advice::Silent);
+        assert_eq!(read_pushback(200, Some(b"-1")), Advice::Silent);
+        assert_eq!(read_pushback(404, Some(b"garbage")), Advice::Silent);
+    }
+
+    #[test]
+    fn retry_after_reads_seconds() {
+        let secs = |n| Advice::RetryAfter(Duration::from_secs(n));
+        assert_eq!(read_retry_after(503, Some(b"0")), secs(0));
+        assert_eq!(read_retry_after(503, Some(b"120")), secs(120));
+        assert_eq!(read_retry_after(429, Some(b" 3 ")), secs(3));
+        assert_eq!(read_retry_after(503, Some(b"007")), secs(7));
+        assert_eq!(
+            read_retry_after(503, Some(b"18446744073709551615")),
+            secs(u64::MAX)
+        );
+    }
+
+    #[test]
+    fn retry_after_ignores_dates_and_garbage() {
+        for v in [
+            &b"Fri, 31 Dec 1999 23:59:59 GMT"[..],
+            b"fri, 31 dec 1999 23:59:59 gmt",
+            b"-1",
+            b"+5",
+            b"1.5",
+            b"",
+            b"soon",
+            b"\xff",
+            b"18446744073709551616", // one past u64::MAX
+        ] {
+            assert_eq!(read_retry_after(503, Some(v)), Advice::Silent, "{v:?}");
+        }
+        assert_eq!(read_retry_after(503, None), Advice::Silent);
+        assert_eq!(read_retry_after(200, Some(b"5")), Advice::Silent);
+    }
+
+    #[test]
+    fn refusals_are_written_in_each_dialect() {
+        let hint = ms(1500);
+        let w = |s: Signal, r| s.refusal_headers(r, hint);
+        let pair = |n: &'static str, v: &str| (n, v.to_string());
+        assert_eq!(
+            w(Signal::Ownership, Refusal::Shed),
+            [pair("x-error-claim", "true")]
+        );
+        assert_eq!(
+            w(Signal::Nack, Refusal::Shed),
+            [pair("finagle-http-nack", "true"), pair("retry-after", "0")]
+        );
+        assert_eq!(
+            w(Signal::Nack, Refusal::Overloaded),
+            [pair("finagle-http-nonretryable-nack", "true")]
+        );
+        for r in [Refusal::Shed, Refusal::Overloaded] {
+            assert_eq!(
+                w(Signal::Overloaded, r),
+                [pair("x-envoy-overloaded", "true")]
+            );
+            // Rounded up: 1.5 s becomes 2 s.
+            assert_eq!(w(Signal::RetryAfter, r), [pair("retry-after", "2")]);
+        }
+        assert_eq!(
+            w(Signal::Pushback, Refusal::Shed),
+            [pair("grpc-retry-pushback-ms", "1500")]
+        );
+        assert_eq!(
+            w(Signal::Pushback, Refusal::Overloaded),
+            [pair("grpc-retry-pushback-ms", "-1")]
+        );
+        assert_eq!(
+            Signal::RetryAfter.refusal_headers(Refusal::Shed, Duration::from_secs(3)),
+            [pair("retry-after", "3")]
+        );
+    }
+
+    #[test]
+    fn read_asks_for_every_header_it_lists() {
+        for s in Signal::ALL {
+            let asked = std::cell::RefCell::new(Vec::new());
+            s.read(503, |name| {
+                asked.borrow_mut().push(name);
+                None
+            });
+            assert_eq!(asked.into_inner(), s.headers(), "{s:?}");
+        }
+    }
+
+    fn signal() -> impl Strategy<Value = Signal> {
+        (0..Signal::ALL.len()).prop_map(|i| Signal::ALL[i])
+    }
+
+    fn refusal() -> impl Strategy<Value = Refusal> {
+        prop_oneof![Just(Refusal::Shed), Just(Refusal::Overloaded)]
+    }
+
+    proptest! {
+        #[test]
+        fn parse_inverts_name(s in signal()) {
+            prop_assert_eq!(Signal::parse(s.name()), Some(s));
+        }
+
+        /// No header value, however malformed, panics a reader, and a
+        /// success is never advised on.
+        #[test]
+        fn readers_never_panic(
+            status in 100u16..600,
+            a in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..32)),
+            b in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..32)),
+            c in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..32)),
+        ) {
+            let (a, b, c) = (a.as_deref(), b.as_deref(), c.as_deref());
+            let all = [
+                read_ownership(status, a),
+                read_nack(status, a, b, c),
+                read_overloaded(status, a),
+                read_pushback(status, a),
+                read_retry_after(status, a),
+            ];
+            if !is_error_status(status) {
+                prop_assert!(all.iter().all(|v| *v == Advice::Silent));
+            }
+        }
+
+        /// Any integer written as pushback reads back as gRPC A6 says.
+        #[test]
+        fn pushback_reads_any_integer(n in any::<i64>()) {
+            let advice = read_pushback(503, Some(n.to_string().as_bytes()));
+            if n < 0 {
+                prop_assert_eq!(advice, Advice::DontRetry(DontRetry::PushbackNegative));
+            } else {
+                prop_assert_eq!(advice, Advice::RetryAfter(ms(n as u64)));
+            }
+        }
+
+        /// What a refusing service writes, a caller in the same dialect
+        /// reads as meant: an overloaded service is not retried where the
+        /// dialect can say so, a shed request may come back, and never
+        /// before the hint.
+        #[test]
+        fn refusals_read_back_as_meant(s in signal(), r in refusal(), hint_ms in 0u64..100_000) {
+            let hint = ms(hint_ms);
+            let advice = read_back(s, REFUSAL_STATUS, &s.refusal_headers(r, hint));
+            match (s, r) {
+                (Signal::Ownership, _) => prop_assert_eq!(advice, Advice::Retry),
+                (Signal::Nack, Refusal::Shed) => prop_assert_eq!(advice, Advice::Retry),
+                (Signal::Pushback, Refusal::Shed) => {
+                    prop_assert_eq!(advice, Advice::RetryAfter(hint))
+                }
+                (Signal::RetryAfter, _) => match advice {
+                    Advice::RetryAfter(d) => {
+                        prop_assert!(d >= hint && d < hint + Duration::from_secs(1))
+                    }
+                    other => prop_assert!(false, "{:?}", other),
+                },
+                (_, _) => prop_assert!(matches!(advice, Advice::DontRetry(_)), "{:?}", advice),
+            }
+        }
+    }
+}
