@@ -115,6 +115,18 @@ pub(super) fn availability_row(s: &Snapshot, window: usize, area: Rect, buf: &mu
     );
 }
 
+/// The x axis of a chart over the last `window` seconds.
+pub(super) fn time_axis(window: usize) -> Axis<'static> {
+    Axis::default()
+        .bounds([-(window as f64), 0.0])
+        .labels([
+            format!("-{window}s"),
+            format!("-{}s", window / 2),
+            "now".into(),
+        ])
+        .style(theme::label())
+}
+
 pub(super) fn tail(v: &[f64], n: usize) -> &[f64] {
     &v[v.len().saturating_sub(n)..]
 }
@@ -142,16 +154,7 @@ fn amp_chart(hist: &[f64], model: f64, window: usize, area: Rect, buf: &mut Buff
             .style(Style::new().fg(Color::Red).add_modifier(Modifier::BOLD))
             .data(&data),
     ])
-    .x_axis(
-        Axis::default()
-            .bounds([-w, 0.0])
-            .labels([
-                format!("-{window}s"),
-                format!("-{}s", window / 2),
-                "now".into(),
-            ])
-            .style(theme::label()),
-    )
+    .x_axis(time_axis(window))
     .y_axis(
         Axis::default()
             .bounds([0.0, ymax])

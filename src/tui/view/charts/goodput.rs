@@ -159,16 +159,7 @@ fn chart(
             .data(&g),
     );
     Chart::new(sets)
-        .x_axis(
-            Axis::default()
-                .bounds([-w, 0.0])
-                .labels([
-                    format!("-{window}s"),
-                    format!("-{}s", window / 2),
-                    "now".into(),
-                ])
-                .style(theme::label()),
-        )
+        .x_axis(super::time_axis(window))
         .y_axis(
             Axis::default()
                 .bounds([0.0, ymax])
