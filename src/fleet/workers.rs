@@ -85,11 +85,6 @@ impl Workers {
         self.queue.load(Ordering::Relaxed)
     }
 
-    /// Jobs waiting now.
-    pub fn queued(&self) -> usize {
-        self.queued.load(Ordering::Relaxed)
-    }
-
     /// Changes the number of workers: more start at once; fewer take
     /// effect as busy workers finish.
     pub fn set_workers(self: &Arc<Self>, n: usize) {

@@ -455,11 +455,6 @@ impl Figures {
         self.values[f as usize] = v;
     }
 
-    /// The scope.
-    pub fn scope(&self) -> Scope {
-        self.scope
-    }
-
     /// A figure as a whole number (counts).
     pub fn count(&self, f: Figure) -> u64 {
         let v = self[f];
