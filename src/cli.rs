@@ -160,8 +160,8 @@ pub struct CompareArgs {
     /// The service(s) to fail: `D` or `D=0.3`.
     #[arg(long = "fail", value_name = "SERVICE[=RATE]")]
     pub fail: Vec<String>,
-    /// Policies to compare, comma-separated (`+deadline` propagates deadlines:
-    /// `budget+deadline`).
+    /// Policies to compare, comma-separated, or `all` for every preset
+    /// (`+deadline` propagates deadlines: `budget+deadline`).
     #[arg(long, default_value = "retry,budget,ownership")]
     pub policies: String,
     /// How long each policy runs and how much of it to leave out.
@@ -247,7 +247,8 @@ pub struct Load {
 /// time zero.
 #[derive(Debug, Args, Default, Clone)]
 pub struct Start {
-    /// Policy preset: none, retry, budget, ownership.
+    /// Policy preset: none, retry, budget, ownership, finagle, envoy, grpc,
+    /// aws, aws-2026.
     #[arg(long)]
     pub policy: Option<String>,
     /// Make a service fail: `D` (every request) or `D=0.3`.
@@ -331,11 +332,8 @@ pub fn parse_fail(t: &Topology, spec: &str) -> Result<(usize, f64), UsageError> 
 
 /// Parses a preset name.
 pub fn parse_policy(s: &str) -> Result<Preset, UsageError> {
-    Preset::parse(s.trim()).ok_or_else(|| {
-        UsageError(format!(
-            "--policy {s}: unknown policy (choose none, retry, budget or ownership)"
-        ))
-    })
+    crate::topology::spec::parse_preset(s.trim())
+        .map_err(|e| UsageError(format!("--policy {s}: {e}")))
 }
 
 /// Parses an attribution mode.

@@ -83,6 +83,28 @@ impl Choice {
         })
     }
 
+    /// Parses `--policies`: names separated by commas; `all` stands for
+    /// every preset, in [`Preset::ALL`]'s order.
+    pub fn parse_list(list: &str) -> Result<Vec<Choice>, RunError> {
+        let mut choices = vec![];
+        for s in list.split(',').filter(|s| !s.trim().is_empty()) {
+            if s.trim() == "all" {
+                choices.extend(Preset::ALL.into_iter().map(|preset| Choice {
+                    preset,
+                    deadline: false,
+                }));
+            } else {
+                choices.push(Choice::parse(s)?);
+            }
+        }
+        if choices.is_empty() {
+            return Err(RunError::Usage(
+                "--policies is empty: name at least one preset (or `all`)".into(),
+            ));
+        }
+        Ok(choices)
+    }
+
     /// Its name in the table.
     pub fn name(self) -> String {
         format!(
@@ -106,17 +128,7 @@ pub struct Comparison {
 /// session, one after another.
 pub fn run(args: CompareArgs) -> Result<(), RunError> {
     let base = Topology::load(&args.topology)?;
-    let choices: Vec<Choice> = args
-        .policies
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(Choice::parse)
-        .collect::<Result<_, _>>()?;
-    if choices.is_empty() {
-        return Err(RunError::Usage(
-            "--policies is empty: name at least one of none, retry, budget, ownership".into(),
-        ));
-    }
+    let choices = Choice::parse_list(&args.policies)?;
     let scenario = match &args.scenario {
         Some(p) => Scenario::load(p, &base).map_err(RunError::input)?,
         None => Scenario::default(),

@@ -170,16 +170,32 @@ impl Fleet {
             }
             services.push(rt);
         }
-        Ok(Fleet {
+        let fleet = Fleet {
             topology,
             services,
             edges,
-            policy: RwLock::new(policy),
+            policy: RwLock::new(policy.clone()),
             control,
             metrics,
             shutdown,
             tasks,
-        })
+        };
+        fleet.speak_dialects(&policy);
+        Ok(fleet)
+    }
+
+    /// Tells each service which don't-retry dialect its callers read, so
+    /// that its refusals (queue full, over capacity) speak it: the signal
+    /// of the first edge into it, or the fleet's for the entry.
+    fn speak_dialects(&self, policy: &Policy) {
+        let t = &self.topology;
+        for (id, rt) in self.services.iter().enumerate() {
+            let signal = match t.edges.iter().position(|e| e.to == id) {
+                Some(e) => edge_policy(t, policy, e).signal,
+                None => policy.for_edge(&Default::default()).signal,
+            };
+            rt.set_dialect(signal);
+        }
     }
 
     /// The topology the fleet was started from.
@@ -231,6 +247,7 @@ impl Fleet {
         for (id, edge) in self.edges.iter().enumerate() {
             edge.set_policy(edge_policy(&self.topology, &policy, id));
         }
+        self.speak_dialects(&policy);
         self.control
             .set_root_deadline(self.topology.load.timeout, policy.deadline);
         *self.policy.write().unwrap_or_else(|e| e.into_inner()) = policy;

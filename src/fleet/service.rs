@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
 use axum::Router;
@@ -22,6 +22,7 @@ use crate::metrics::Metrics;
 use crate::middleware::client::{EdgeState, RetryClient};
 use crate::middleware::context::{self, Trace};
 use crate::middleware::server::{OwnershipLayer, ServerConfig};
+use crate::ownership::signal::{Refusal, Signal, REFUSAL_STATUS};
 use crate::ownership::DependencyMode;
 use crate::topology::{Fault, Phase, Service};
 
@@ -47,6 +48,9 @@ pub struct ServiceRuntime {
     /// workers, whose queue is never used).
     queue: u32,
     rng: Mutex<SmallRng>,
+    /// The don't-retry dialect its callers read (SPEC section 8): its
+    /// refusals carry that dialect's headers.
+    dialect: RwLock<Option<Signal>>,
     client: RetryClient,
     server: Arc<ServerConfig>,
     plain: Option<reqwest::Client>,
@@ -143,6 +147,7 @@ impl ServiceRuntime {
             }),
             queue: spec.queue,
             rng: Mutex::new(SmallRng::seed_from_u64(seed)),
+            dialect: RwLock::new(None),
             client,
             server,
             plain,
@@ -225,6 +230,27 @@ impl ServiceRuntime {
     /// Whether its context is dropped.
     pub fn context_dropped(&self) -> bool {
         self.context_dropped.load(Ordering::Relaxed)
+    }
+
+    /// Sets the dialect its refusals speak.
+    pub fn set_dialect(&self, signal: Option<Signal>) {
+        *self.dialect.write().unwrap_or_else(|e| e.into_inner()) = signal;
+    }
+
+    /// The dialect its refusals speak.
+    pub fn dialect(&self) -> Option<Signal> {
+        *self.dialect.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How long a shed request had better wait before coming back: about
+    /// the time the queue in front of the workers takes to drain.
+    fn drain_time(&self) -> Duration {
+        match &self.workers {
+            Some(w) if w.workers() > 0 => {
+                self.work() * (w.queue() as u32).min(1_000_000) / (w.workers() as u32).max(1)
+            }
+            _ => Duration::from_secs(1),
+        }
     }
 
     /// Drops or restores its context.
@@ -331,6 +357,28 @@ fn respond(ctx: Option<&Arc<context::RequestContext>>, a: Answer) -> Response {
     (status(a.status), a.body).into_response()
 }
 
+/// A request refused without being served, in the dialect the service's
+/// callers read: Finagle's nack headers, `x-envoy-overloaded`, a gRPC
+/// pushback, `Retry-After`; with ownership, the claim the middleware
+/// writes on the service's own error is the whole signal.
+fn refuse(
+    rt: &ServiceRuntime,
+    ctx: Option<&Arc<context::RequestContext>>,
+    refusal: Refusal,
+    body: &'static str,
+) -> Response {
+    let mut res = respond(ctx, Answer::own(REFUSAL_STATUS, body));
+    if let Some(signal) = rt.dialect() {
+        let headers = res.headers_mut();
+        for (name, value) in signal.refusal_headers(refusal, rt.drain_time()) {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                headers.insert(HeaderName::from_static(name), v);
+            }
+        }
+    }
+    res
+}
+
 async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response {
     drop(req);
     // The server layer made this request's context the task's current one
@@ -338,7 +386,12 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response
     let ctx = context::current();
     let trace = ctx.as_ref().map(|c| c.trace);
     if !rt.admit() {
-        return respond(ctx.as_ref(), Answer::own(503, "over capacity: shedding\n"));
+        return refuse(
+            &rt,
+            ctx.as_ref(),
+            Refusal::Overloaded,
+            "over capacity: shedding\n",
+        );
     }
     let Some(pool) = rt.workers.clone() else {
         return respond(ctx.as_ref(), work(rt, trace, Instant::now()).await.0);
@@ -346,6 +399,7 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response
     // The job runs on a task of its own, inside this request's context, so
     // it goes on when the caller leaves and this future is dropped.
     let scope = ctx.clone();
+    let me = rt.clone();
     let job = move |start: Instant| async move {
         match scope {
             Some(c) => context::scope(c, work(rt, trace, start)).await,
@@ -355,7 +409,7 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response
     // A deadline its caller propagated skips the job once passed.
     let deadline = ctx.as_ref().and_then(|c| c.propagated_deadline());
     match pool.submit(deadline, job) {
-        Err(QueueFull) => respond(ctx.as_ref(), Answer::own(503, "queue full: shedding\n")),
+        Err(QueueFull) => refuse(&me, ctx.as_ref(), Refusal::Shed, "queue full: shedding\n"),
         Ok(answer) => match answer.await {
             Ok(a) => respond(ctx.as_ref(), a),
             Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => {

@@ -9,7 +9,9 @@ use serde::Serialize;
 
 use super::storm::StormTracker;
 use crate::ownership::claim::ClaimReason;
-use crate::ownership::observe::{Attempted, CallFailed, Observer, RetrySent, Served, ABANDONED};
+use crate::ownership::observe::{
+    Attempted, BudgetMoved, CallFailed, Observer, RetrySent, Served, ABANDONED,
+};
 use crate::ownership::retry::StopReason;
 use crate::ownership::Claim;
 
@@ -210,7 +212,12 @@ pub struct EdgeCounters {
     retries: AtomicU64,
     suppressed: AtomicU64,
     budget_denied: AtomicU64,
+    refused: AtomicU64,
     failed_calls: AtomicU64,
+    attempt_us: AtomicU64,
+    /// The budget's level and limit, in thousandths (gauges).
+    budget_level: AtomicU64,
+    budget_limit: AtomicU64,
 }
 
 /// A copy of one edge's counters.
@@ -224,11 +231,41 @@ pub struct EdgeCounts {
     pub suppressed: u64,
     /// Retries the budget refused.
     pub budget_denied: u64,
+    /// Retries the callee's don't-retry signal forbade (counted in
+    /// `suppressed` too).
+    pub refused: u64,
     /// Logical calls that failed after all attempts.
     pub failed_calls: u64,
+    /// Time its attempts took, all together, µs.
+    pub attempt_us: u64,
+    /// Gauge: what the edge's budget holds, in thousandths (tokens, quota
+    /// left, or retries in flight); 0 on an edge without a budget.
+    pub budget_level_milli: u64,
+    /// Gauge: the budget's limit, in thousandths (a full bucket or quota,
+    /// or the retries allowed in flight); 0 on an edge without a budget.
+    pub budget_limit_milli: u64,
 }
 
 impl EdgeCounts {
+    /// How long one attempt took on average, seconds (0 with none).
+    pub fn attempt_latency_s(&self) -> f64 {
+        if self.attempts == 0 {
+            0.0
+        } else {
+            self.attempt_us as f64 / self.attempts as f64 / 1e6
+        }
+    }
+
+    /// The budget's level and limit, if the edge has a budget.
+    pub fn budget_level(&self) -> Option<(f64, f64)> {
+        (self.budget_limit_milli > 0 || self.budget_level_milli > 0).then(|| {
+            (
+                self.budget_level_milli as f64 / 1000.0,
+                self.budget_limit_milli as f64 / 1000.0,
+            )
+        })
+    }
+
     /// `self - earlier`.
     pub fn since(&self, e: &EdgeCounts) -> EdgeCounts {
         EdgeCounts {
@@ -236,7 +273,12 @@ impl EdgeCounts {
             retries: self.retries.saturating_sub(e.retries),
             suppressed: self.suppressed.saturating_sub(e.suppressed),
             budget_denied: self.budget_denied.saturating_sub(e.budget_denied),
+            refused: self.refused.saturating_sub(e.refused),
             failed_calls: self.failed_calls.saturating_sub(e.failed_calls),
+            attempt_us: self.attempt_us.saturating_sub(e.attempt_us),
+            // Gauges: the later value.
+            budget_level_milli: self.budget_level_milli,
+            budget_limit_milli: self.budget_limit_milli,
         }
     }
 }
@@ -417,7 +459,11 @@ impl Metrics {
                     retries: l(&e.retries),
                     suppressed: l(&e.suppressed),
                     budget_denied: l(&e.budget_denied),
+                    refused: l(&e.refused),
                     failed_calls: l(&e.failed_calls),
+                    attempt_us: l(&e.attempt_us),
+                    budget_level_milli: l(&e.budget_level),
+                    budget_limit_milli: l(&e.budget_limit),
                 })
                 .collect(),
             root: RootCounts {
@@ -513,6 +559,8 @@ impl Observer for Metrics {
     fn attempted(&self, e: &Attempted) {
         if let Some(edge) = self.edges.get(e.edge) {
             bump(&edge.attempts);
+            let us = u64::try_from(e.elapsed.as_micros()).unwrap_or(u64::MAX);
+            edge.attempt_us.fetch_add(us, Ordering::Relaxed);
         }
         let Some(s) = self.services.get(e.service) else {
             return;
@@ -547,6 +595,11 @@ impl Observer for Metrics {
                 bump(&s.retries_suppressed);
                 bump(&edge.suppressed);
             }
+            StopReason::Refused(_) => {
+                bump(&s.retries_suppressed);
+                bump(&edge.suppressed);
+                bump(&edge.refused);
+            }
             StopReason::BudgetDenied => {
                 bump(&s.budget_denied);
                 bump(&edge.budget_denied);
@@ -554,6 +607,16 @@ impl Observer for Metrics {
             StopReason::AttemptsExhausted
             | StopReason::NoRetriesConfigured
             | StopReason::DeadlinePassed => {}
+        }
+    }
+
+    fn budget_moved(&self, e: &BudgetMoved) {
+        if let Some(edge) = self.edges.get(e.edge) {
+            let milli = |v: f64| (v.max(0.0) * 1000.0).round() as u64;
+            edge.budget_level
+                .store(milli(e.level.value), Ordering::Relaxed);
+            edge.budget_limit
+                .store(milli(e.level.limit), Ordering::Relaxed);
         }
     }
 }

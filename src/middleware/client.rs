@@ -33,9 +33,12 @@ use super::server::BadHeaderName;
 use super::slots::Slots;
 use super::{Attempted, CallFailed, Observer, RetrySent};
 use crate::ownership::attempt::{attempt_timeout, AttemptMachine, Next};
-use crate::ownership::budget::RetryBudget;
 use crate::ownership::claim::Outbound;
+use crate::ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
+use crate::ownership::observe::BudgetMoved;
 use crate::ownership::policy::EdgePolicy;
+use crate::ownership::quota::RetryKind;
+use crate::ownership::signal::{Advice, Signal};
 use crate::ownership::{is_error_status, Claim, Classified, DependencyMode};
 
 /// One edge's runtime state: where it goes, its policy, its budget.
@@ -51,7 +54,7 @@ pub struct EdgeState {
     /// Read on every call from every worker thread: an `ArcSwap` reads
     /// without writing to a shared cache line.
     policy: ArcSwap<EdgePolicy>,
-    budget: Mutex<Option<RetryBudget>>,
+    budget: Mutex<Option<EdgeBudget>>,
     /// Attempts in flight on this edge, like a client's connection pool.
     slots: Slots,
 }
@@ -102,13 +105,116 @@ impl EdgeState {
         self.policy.store(Arc::new(policy));
     }
 
-    fn with_budget<T>(&self, f: impl FnOnce(&mut RetryBudget) -> T) -> Option<T> {
+    fn with_budget<T>(&self, f: impl FnOnce(&mut EdgeBudget) -> T) -> Option<T> {
         self.budget
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_mut()
             .map(f)
     }
+
+    /// The budget's level now; `None` on an edge without a budget.
+    pub fn budget_level(&self, now: Duration) -> Option<Level> {
+        self.with_budget(|b| b.level(now))
+    }
+}
+
+/// One call's dealings with its edge's budget: the call is open on the
+/// edge until this is dropped, and so is the retry holding `grant`. Dropped
+/// when the call ends, or when its future is dropped mid-way (its own
+/// caller went away): either way the budget hears of it once.
+struct Books<'a> {
+    edge: &'a EdgeState,
+    client: &'a RetryClient,
+    grant: Option<Grant>,
+}
+
+impl<'a> Books<'a> {
+    fn open(edge: &'a EdgeState, client: &'a RetryClient) -> Books<'a> {
+        let now = client.now();
+        client.moved(
+            edge,
+            edge.with_budget(|b| {
+                b.call_started(now);
+                b.level(now)
+            }),
+        );
+        Books {
+            edge,
+            client,
+            grant: None,
+        }
+    }
+
+    /// An attempt was answered: the budget learns how, and the retry it
+    /// was (if it was one) ends.
+    fn answered(&mut self, answer: Classified) {
+        let held = self.grant.take();
+        let now = self.client.now();
+        let how = match answer {
+            Classified::Success => Answered::Success,
+            _ => Answered::Failure,
+        };
+        self.client.moved(
+            self.edge,
+            self.edge.with_budget(|b| {
+                b.answered(how, held);
+                if let Some(g) = held {
+                    b.retry_ended(g);
+                }
+                b.level(now)
+            }),
+        );
+    }
+
+    /// Asks the budget for a retry after a failure of `kind`: `true`
+    /// grants it (always, on an edge without a budget).
+    fn try_retry(&mut self, kind: RetryKind) -> bool {
+        let now = self.client.now();
+        let Some((grant, level)) = self
+            .edge
+            .with_budget(|b| (b.try_retry(now, kind), b.level(now)))
+        else {
+            return true;
+        };
+        self.client.moved(self.edge, Some(level));
+        self.grant = grant;
+        grant.is_some()
+    }
+}
+
+impl Drop for Books<'_> {
+    fn drop(&mut self) {
+        let held = self.grant.take();
+        let now = self.client.now();
+        self.client.moved(
+            self.edge,
+            self.edge.with_budget(|b| {
+                if let Some(g) = held {
+                    b.retry_ended(g);
+                }
+                b.call_ended();
+                b.level(now)
+            }),
+        );
+    }
+}
+
+/// What one attempt came back with: its class, what the edge's signal
+/// made of it, and the kind of failure a retry of it would be.
+#[derive(Debug, Clone, Copy)]
+struct Reply {
+    class: Classified,
+    advice: Advice,
+    kind: RetryKind,
+}
+
+impl Reply {
+    const NONE: Reply = Reply {
+        class: Classified::NoResponse,
+        advice: Advice::Silent,
+        kind: RetryKind::Timeout,
+    };
 }
 
 /// A calling service's HTTP client with the retry layer.
@@ -136,11 +242,13 @@ impl std::fmt::Debug for RetryClient {
 /// the callee counts the same request as abandoned at the same moment.
 struct InFlight<'a> {
     observer: &'a dyn Observer,
+    sent: Instant,
     attempted: Attempted,
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
+        self.attempted.elapsed = self.sent.elapsed();
         self.observer.attempted(&self.attempted);
     }
 }
@@ -176,6 +284,15 @@ impl RetryClient {
         Instant::now().saturating_duration_since(self.epoch)
     }
 
+    fn moved(&self, edge: &EdgeState, level: Option<Level>) {
+        if let Some(level) = level {
+            self.observer.budget_moved(&BudgetMoved {
+                edge: edge.id,
+                level,
+            });
+        }
+    }
+
     /// One attempt that may take `timeout`; with `propagate`, the callee is
     /// told what is left of it when the request leaves.
     async fn attempt(
@@ -184,7 +301,8 @@ impl RetryClient {
         trace: Option<Trace>,
         timeout: Duration,
         propagate: bool,
-    ) -> Classified {
+        signal: Option<Signal>,
+    ) -> Reply {
         // A free slot is taken at once; only a full edge waits (and only
         // then pays for a timer).
         let (_slot, timeout) = match edge.slots.try_take() {
@@ -192,11 +310,11 @@ impl RetryClient {
             None => {
                 let started = Instant::now();
                 let Ok(slot) = tokio::time::timeout(timeout, edge.slots.take()).await else {
-                    return Classified::NoResponse;
+                    return Reply::NONE;
                 };
                 let left = timeout.saturating_sub(started.elapsed());
                 if left.is_zero() {
-                    return Classified::NoResponse;
+                    return Reply::NONE;
                 }
                 (slot, left)
             }
@@ -213,18 +331,39 @@ impl RetryClient {
         let attempt = async {
             let res = req.send().await.ok()?;
             let status = res.status().as_u16();
-            let claim = Claim::parse(res.headers().get(&self.header).map(|v| v.as_bytes()));
+            let headers = res.headers();
+            let claim = Claim::parse(headers.get(&self.header).map(|v| v.as_bytes()));
+            let advice = signal.map_or(Advice::Silent, |s| {
+                s.read(status, |name| headers.get(name).map(|v| v.as_bytes()))
+            });
             // Drain the body so the connection goes back to the pool.
             res.bytes().await.ok()?;
             Some(if is_error_status(status) {
-                Classified::Error { claim }
+                Reply {
+                    class: Classified::Error { claim },
+                    advice,
+                    kind: if status == 429 {
+                        RetryKind::Throttling
+                    } else {
+                        RetryKind::Transient
+                    },
+                }
             } else {
-                Classified::Success
+                Reply {
+                    class: Classified::Success,
+                    advice: Advice::Silent,
+                    kind: RetryKind::Transient,
+                }
             })
         };
         match tokio::time::timeout(timeout, attempt).await {
-            Ok(Some(c)) => c,
-            Ok(None) | Err(_) => Classified::NoResponse,
+            Ok(Some(r)) => r,
+            Ok(None) => Reply {
+                // Refused or reset: a transient error to the AWS quota.
+                kind: RetryKind::Transient,
+                ..Reply::NONE
+            },
+            Err(_) => Reply::NONE,
         }
     }
 
@@ -242,12 +381,13 @@ impl RetryClient {
         let deadline = context::current_deadline();
         let propagate = policy.deadline_propagate;
         let clip = deadline.filter(|_| propagate);
-        // Every first attempt earns the edge's budget its share.
-        let now = self.now();
-        edge.with_budget(|b| b.deposit(now));
+        // The call is open on the edge's budget (a window earns its
+        // deposit) until `books` is dropped.
+        let mut books = Books::open(edge, self);
         let mut machine = AttemptMachine::for_policy(&policy);
         let outcome = loop {
-            let started = deadline.map(|_| Instant::now());
+            let sent = Instant::now();
+            let started = deadline.map(|_| sent);
             let left = clip
                 .zip(started)
                 .map(|(d, t)| d.saturating_duration_since(t));
@@ -257,6 +397,7 @@ impl RetryClient {
                     .expect("a call whose deadline has passed stops");
             };
             let mut in_flight = InFlight {
+                sent,
                 observer: &*self.observer,
                 attempted: Attempted {
                     service: self.service,
@@ -264,9 +405,13 @@ impl RetryClient {
                     attempt: machine.attempt(),
                     outcome: Classified::NoResponse,
                     late: false,
+                    elapsed: Duration::ZERO,
                 },
             };
-            let answer = self.attempt(edge, child, timeout, propagate).await;
+            let reply = self
+                .attempt(edge, child, timeout, propagate, policy.signal)
+                .await;
+            let answer = reply.class;
             in_flight.attempted.outcome = answer;
             // Late: still in flight after the deadline, which its own time
             // limit allowed it to outlive (an attempt clipped to the
@@ -275,15 +420,13 @@ impl RetryClient {
                 in_flight.attempted.late = t + timeout > d && Instant::now() > d;
             }
             drop(in_flight);
+            books.answered(answer);
             let deadline_passed = clip.is_some_and(|d| Instant::now() >= d);
-            let next = machine.on_answer_by(
+            let next = machine.on_advised_answer(
                 answer,
+                reply.advice,
                 deadline_passed,
-                || {
-                    let now = self.now();
-                    // No budget on the edge grants every retry.
-                    edge.with_budget(|b| b.try_withdraw(now)) != Some(false)
-                },
+                || books.try_retry(reply.kind),
                 || {
                     self.rng
                         .lock()
@@ -305,6 +448,7 @@ impl RetryClient {
                 tokio::time::sleep(d).await;
             }
         };
+        drop(books);
         if let Some(reason) = outcome.stop_reason() {
             self.observer.call_failed(&CallFailed {
                 service: self.service,

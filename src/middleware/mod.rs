@@ -14,7 +14,7 @@
 //! use std::sync::Arc;
 //! use axum::{extract::Request, http::StatusCode, routing::get, Router};
 //! use chaoslab::middleware::{client::{EdgeState, RetryClient}, server::OwnershipLayer, NoopObserver};
-//! use chaoslab::ownership::{policy::EdgePolicy, DependencyMode};
+//! use chaoslab::ownership::{edge_budget::BudgetModel, policy::EdgePolicy, DependencyMode};
 //! use tower::Layer as _;
 //!
 //! # async fn demo() {
@@ -23,10 +23,13 @@
 //! // Two attempts, a 10% budget, claims honoured.
 //! let policy = EdgePolicy {
 //!     attempts: 2,
-//!     budget: Some(0.1),
+//!     budget: Some(BudgetModel::Window {
+//!         ratio: 0.1,
+//!         min_per_sec: 0.0,
+//!         ttl: std::time::Duration::from_secs(10),
+//!     }),
 //!     ownership: true,
-//!     min_per_sec: 0.0,
-//!     ttl: std::time::Duration::from_secs(10),
+//!     signal: None,
 //!     backoff: std::time::Duration::ZERO,
 //!     timeout: std::time::Duration::from_secs(1),
 //!     deadline_propagate: false,

@@ -78,6 +78,7 @@ use super::backoff;
 use super::claim::Outbound;
 use super::policy::EdgePolicy;
 use super::retry::{self, RetryVerdict, StopReason};
+use super::signal::Advice;
 use super::{Classified, DependencyMode};
 
 /// How a logical call ended.
@@ -271,15 +272,42 @@ impl AttemptMachine {
         budget: impl FnOnce() -> bool,
         jitter: impl FnOnce() -> f64,
     ) -> Next {
+        self.on_advised_answer(answer, Advice::Silent, deadline_passed, budget, jitter)
+    }
+
+    /// Feeds the answer to the current attempt together with what the
+    /// edge's don't-retry signal made of it ([`Signal::read`]), and decides
+    /// what follows, as [`on_answer_by`](Self::on_answer_by) does. A
+    /// failure whose `advice` is [`Advice::DontRetry`] stops the call
+    /// ([`StopReason::Refused`]) once the ownership rule and the attempt
+    /// cap have had their say, before the deadline and the budget are
+    /// asked; [`Advice::RetryAfter`] makes the retry wait at least that
+    /// long (the longer of it and the backoff draw). A success is never
+    /// advised.
+    ///
+    /// [`Signal::read`]: super::signal::Signal::read
+    pub fn on_advised_answer(
+        &mut self,
+        answer: Classified,
+        advice: Advice,
+        deadline_passed: bool,
+        budget: impl FnOnce() -> bool,
+        jitter: impl FnOnce() -> f64,
+    ) -> Next {
         if let Some(done) = self.done {
             return Next::Stop(done);
         }
         self.last = answer;
         let verdict = retry::decide(answer, self.ownership);
+        let refused = match advice {
+            Advice::DontRetry(why) => Some(StopReason::Refused(why)),
+            _ => None,
+        };
         let ending = if verdict == RetryVerdict::Done {
             Some(Ending::Success)
         } else {
             retry::stop_reason(verdict, self.attempt, self.max_attempts)
+                .or(refused)
                 .or_else(|| deadline_passed.then_some(StopReason::DeadlinePassed))
                 .or_else(|| (!budget()).then_some(StopReason::BudgetDenied))
                 .map(Ending::GaveUp)
@@ -294,10 +322,15 @@ impl AttemptMachine {
             return Next::Stop(done);
         }
         self.attempt += 1;
-        if self.backoff.is_zero() {
-            Next::RetryNow
-        } else {
-            Next::RetryAfter(backoff::delay(self.backoff, self.attempt, jitter()))
+        let asked = match advice {
+            Advice::RetryAfter(d) if !d.is_zero() => Some(d),
+            _ => None,
+        };
+        let drawn =
+            (!self.backoff.is_zero()).then(|| backoff::delay(self.backoff, self.attempt, jitter()));
+        match drawn.max(asked) {
+            None => Next::RetryNow,
+            Some(d) => Next::RetryAfter(d),
         }
     }
 }
@@ -468,8 +501,7 @@ mod tests {
             attempts: 1,
             budget: None,
             ownership: false,
-            min_per_sec: 0.0,
-            ttl: Duration::from_secs(10),
+            signal: None,
             backoff: Duration::ZERO,
             timeout: Duration::from_secs(1),
             deadline_propagate: false,

@@ -46,6 +46,7 @@ pub mod backoff;
 pub mod budget;
 pub mod claim;
 pub mod concurrency;
+pub mod edge_budget;
 pub mod learn;
 pub mod observe;
 pub mod policy;

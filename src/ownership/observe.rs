@@ -7,6 +7,7 @@
 //! mechanism that is counted.
 
 use super::claim::ClaimReason;
+use super::edge_budget::Level;
 use super::retry::StopReason;
 use super::Classified;
 
@@ -53,6 +54,8 @@ pub struct Attempted {
     /// calling request's own caller had left), which its time limit did not
     /// stop it at: work nobody was waiting for any more.
     pub late: bool,
+    /// How long it took, waiting for a connection slot included.
+    pub elapsed: std::time::Duration,
 }
 
 /// A retry is about to be sent.
@@ -64,6 +67,16 @@ pub struct RetrySent {
     pub edge: usize,
     /// The root request it serves, when known.
     pub trace: Option<Trace>,
+}
+
+/// An edge's budget moved: what it holds now (tokens, quota left, or
+/// retries in flight) and its limit ([`Level`]).
+#[derive(Debug, Clone, Copy)]
+pub struct BudgetMoved {
+    /// The edge.
+    pub edge: usize,
+    /// Its level now.
+    pub level: Level,
 }
 
 /// A logical outbound call (all its attempts) ended in failure.
@@ -88,6 +101,8 @@ pub trait Observer: Send + Sync + 'static {
     fn retry_sent(&self, _e: &RetrySent) {}
     /// A logical outbound call failed for good.
     fn call_failed(&self, _e: &CallFailed) {}
+    /// An edge's budget moved.
+    fn budget_moved(&self, _e: &BudgetMoved) {}
 }
 
 /// An observer that ignores everything.

@@ -11,40 +11,47 @@
 //!
 //! ```
 //! use std::time::Duration;
+//! use chaoslab::ownership::edge_budget::BudgetModel;
 //! use chaoslab::ownership::policy::EdgePolicy;
+//! use chaoslab::ownership::quota::RetryKind;
 //!
 //! let p = EdgePolicy {
 //!     attempts: 2,
-//!     budget: Some(0.1),
+//!     budget: Some(BudgetModel::Window {
+//!         ratio: 0.1,
+//!         min_per_sec: 0.0,
+//!         ttl: Duration::from_secs(10),
+//!     }),
 //!     ownership: true,
-//!     min_per_sec: 0.0,
-//!     ttl: Duration::from_secs(10),
+//!     signal: None,
 //!     backoff: Duration::ZERO,
 //!     timeout: Duration::from_secs(1),
 //!     deadline_propagate: false,
 //! };
 //! let mut budget = p.new_budget().expect("a ratio is set");
-//! budget.deposit(Duration::ZERO);
-//! assert!(!budget.try_withdraw(Duration::ZERO)); // one first attempt earns 0.1 retry
+//! budget.call_started(Duration::ZERO);
+//! // One call earns 0.1 retry: not enough for one.
+//! assert!(budget.try_retry(Duration::ZERO, RetryKind::Transient).is_none());
 //! ```
 
 use std::time::Duration;
 
-use super::budget::RetryBudget;
+use super::edge_budget::{BudgetModel, EdgeBudget};
+use super::signal::Signal;
 
 /// The policy in force on one edge.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EdgePolicy {
     /// Attempts per call (1: no retries).
     pub attempts: u32,
-    /// The budget ratio, if a budget applies.
-    pub budget: Option<f64>,
+    /// The budget model and its numbers, if a budget applies.
+    pub budget: Option<BudgetModel>,
     /// Whether unclaimed errors are spared a retry.
     pub ownership: bool,
-    /// Retries per second always allowed.
-    pub min_per_sec: f64,
-    /// Budget deposit lifetime.
-    pub ttl: Duration,
+    /// Another stack's don't-retry dialect read on every error answer
+    /// (`nack`, `overloaded`, `pushback`, `retry-after`); ownership's
+    /// claim header is the `ownership` switch.
+    pub signal: Option<Signal>,
     /// Backoff base.
     pub backoff: Duration,
     /// Per-attempt timeout.
@@ -57,16 +64,13 @@ pub struct EdgePolicy {
 impl EdgePolicy {
     /// A fresh, empty budget bucket for this policy; `None` when the edge
     /// runs without a budget.
-    pub fn new_budget(&self) -> Option<RetryBudget> {
-        self.budget
-            .map(|ratio| RetryBudget::new(ratio, self.ttl, self.min_per_sec))
+    pub fn new_budget(&self) -> Option<EdgeBudget> {
+        self.budget.as_ref().map(BudgetModel::new_budget)
     }
 
-    /// Whether `other` asks for the same budget bucket (ratio, ttl and
-    /// floor), so a policy change may keep the tokens already earned.
+    /// Whether `other` asks for the same budget (model and numbers), so a
+    /// policy change may keep the tokens already earned.
     pub fn same_budget(&self, other: &EdgePolicy) -> bool {
         self.budget == other.budget
-            && self.ttl == other.ttl
-            && self.min_per_sec == other.min_per_sec
     }
 }

@@ -12,6 +12,7 @@
 //! | error, claim missing     | retry        | retry         |
 //! | error, claim `false`     | suppress     | retry         |
 
+use super::signal::DontRetry;
 use super::{Claim, Classified};
 
 /// What to do after one attempt.
@@ -44,6 +45,10 @@ pub fn decide(outcome: Classified, ownership: bool) -> RetryVerdict {
 pub enum StopReason {
     /// The callee's error came back unclaimed under ownership.
     Suppressed,
+    /// The callee's answer forbade a retry in another stack's dialect
+    /// (a non-retryable nack, `x-envoy-overloaded`, a negative pushback).
+    /// Counted as suppressed, with the reason.
+    Refused(DontRetry),
     /// The attempt cap was reached after at least one retry was sent.
     AttemptsExhausted,
     /// The edge has no retries configured (`attempts: 1`).

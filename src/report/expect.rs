@@ -44,7 +44,8 @@ pub fn measure_window(r: &Record, span: spec::Window, service: Option<ServiceId>
         latency.quantile_ms(0.99).unwrap_or(0.0),
     );
     let state = r.planned_state_at(r.warmup + span.from);
-    let (prediction, static_radius) = r.model_of(&state);
+    let counts = ends.1.counts.since(&ends.0.counts);
+    let (prediction, static_radius) = r.model_measured(&state, Some(&counts));
     let w = window(r, ends, (&prediction, static_radius), latency_ms);
     let rel = |t: Duration| t.as_secs_f64() - r.warmup.as_secs_f64();
     WindowFigures {

@@ -53,8 +53,27 @@ pub struct EdgeReport {
     pub suppressed: u64,
     /// Retries the budget refused.
     pub budget_denied: u64,
+    /// Retries the callee's don't-retry signal forbade (among `suppressed`).
+    pub refused: u64,
+    /// How long one attempt took on average, ms.
+    pub attempt_ms_mean: f64,
+    /// The edge's budget at the end of the window; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetLevel>,
     /// The model's retries per root request.
     pub model_retries_per_root: f64,
+}
+
+/// An edge's budget as it stood: a bucket draining, a quota spent, retries
+/// in flight against those allowed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BudgetLevel {
+    /// The model and its numbers (`tokens 10 (0.1)`).
+    pub model: Option<String>,
+    /// Tokens (window, tokens), quota left, or retries in flight.
+    pub level: f64,
+    /// A full bucket or quota, or the retries allowed in flight.
+    pub limit: f64,
 }
 
 /// One expectation's outcome.
@@ -242,7 +261,10 @@ impl Report {
     pub fn measure(r: &Record, from: Duration, to: Duration) -> Report {
         let ends = samples_between(r, from, to);
         let latency = (r.latency_ms(0.5), r.latency_ms(0.99));
-        let w = window(r, ends, (&r.prediction, r.static_radius), latency);
+        // The model of the end state, told the window's latencies.
+        let counts = ends.1.counts.since(&ends.0.counts);
+        let (prediction, static_radius) = r.model_measured(&r.state, Some(&counts));
+        let w = window(r, ends, (&prediction, static_radius), latency);
         let t = &r.topology;
         let c = &w.counts;
         Report {
@@ -266,7 +288,14 @@ impl Report {
                     retries: c.edges[i].retries,
                     suppressed: c.edges[i].suppressed,
                     budget_denied: c.edges[i].budget_denied,
-                    model_retries_per_root: r.prediction.edges[i].retries,
+                    refused: c.edges[i].refused,
+                    attempt_ms_mean: c.edges[i].attempt_latency_s() * 1000.0,
+                    budget: c.edges[i].budget_level().map(|(level, limit)| BudgetLevel {
+                        model: t.policy.for_edge(&e.policy).budget.map(|b| b.describe()),
+                        level,
+                        limit,
+                    }),
+                    model_retries_per_root: w.prediction.edges[i].retries,
                 })
                 .collect(),
             expectations: vec![],

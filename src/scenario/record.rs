@@ -28,7 +28,9 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::session::{Action, Event};
-use crate::topology::{BudgetSetting, Fault, Phase, PolicyFields, Topology};
+use crate::topology::{
+    BudgetKind, BudgetSetting, Fault, Phase, PolicyFields, SignalSetting, Topology,
+};
 
 /// A scenario file that replays `events` at their times (to the ms) on
 /// `topology`, for a run of `duration` (at least as long as the last
@@ -215,6 +217,37 @@ fn policy(f: &PolicyFields) -> Option<String> {
     if let Some(d) = f.deadline {
         parts.push(format!("deadline: {}", if d { "propagate" } else { "off" }));
     }
+    if let Some(k) = f.budget_model {
+        if let Some((word, _)) = BudgetKind::WRITTEN.iter().find(|(_, w)| *w == k) {
+            parts.push(format!("budget_model: {word}"));
+        }
+    }
+    if let Some(s) = f.signal {
+        parts.push(format!(
+            "signal: {}",
+            match s {
+                SignalSetting::On(s) => s.name(),
+                SignalSetting::None => "none",
+            }
+        ));
+    }
+    if let Some(v) = f.budget_percent {
+        parts.push(format!("budget_percent: {v}"));
+    }
+    if let Some(v) = f.token_ratio {
+        parts.push(format!("token_ratio: {v}"));
+    }
+    for (k, v) in [
+        ("min_retry_concurrency", f.min_retry_concurrency),
+        ("max_tokens", f.max_tokens),
+        ("quota", f.quota),
+        ("retry_cost", f.retry_cost),
+        ("timeout_cost", f.timeout_cost),
+    ] {
+        if let Some(v) = v {
+            parts.push(format!("{k}: {v}"));
+        }
+    }
     Some(format!("policy: {{ {} }}", parts.join(", ")))
 }
 
@@ -361,6 +394,17 @@ mod tests {
                     backoff: Some(Duration::from_millis(10)),
                     timeout: Some(Duration::from_nanos(1_000_000_001)),
                     deadline: Some(true),
+                    budget_model: Some(crate::topology::BudgetKind::Tokens),
+                    signal: Some(SignalSetting::On(
+                        crate::ownership::signal::Signal::Pushback,
+                    )),
+                    budget_percent: Some(25.0),
+                    min_retry_concurrency: Some(4),
+                    max_tokens: Some(20),
+                    token_ratio: Some(0.2),
+                    quota: Some(300),
+                    retry_cost: Some(7),
+                    timeout_cost: Some(12),
                 }),
             ),
             ev(

@@ -107,6 +107,34 @@ impl Window<'_> {
         &self.counts.services[i]
     }
 
+    /// Service `i`'s outbound edges.
+    fn out_edges(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        self.topology.services[i].calls.iter().copied()
+    }
+
+    /// The lowest fraction left of any of service `i`'s edge budgets; NaN
+    /// (null) when none reports a limit.
+    fn budget_left(&self, i: usize) -> f64 {
+        self.out_edges(i)
+            .filter_map(|e| {
+                let c = &self.counts.edges[e];
+                let (level, limit) = c.budget_level()?;
+                let edge = self
+                    .topology
+                    .policy
+                    .for_edge(&self.topology.edges[e].policy);
+                match edge.budget? {
+                    crate::ownership::edge_budget::BudgetModel::Window { .. } => None,
+                    crate::ownership::edge_budget::BudgetModel::Concurrency { .. } => {
+                        Some(1.0 - level / limit.max(1.0))
+                    }
+                    _ if limit > 0.0 => Some(level / limit),
+                    _ => None,
+                }
+            })
+            .fold(f64::NAN, f64::min)
+    }
+
     /// Root requests per second the entry opened.
     pub fn root_rate(&self) -> f64 {
         self.rate(self.svc(self.topology.load.entry).roots)
@@ -295,6 +323,12 @@ catalogue! {
     /// Retries its retry budget refused.
     BudgetDenied = "budget_denied" at "budget_denied", Service Count "retries",
         col("denied", 7, Style::Int), |w, i| w.svc(i).budget_denied as f64;
+    /// Retries the callee's don't-retry header forbade (a non-retryable nack, `x-envoy-overloaded`, a negative pushback); counted among the suppressed.
+    RetriesRefused = "retries_refused" at "retries_refused", Service Count "retries",
+        None, |w, i| w.out_edges(i).map(|e| w.counts.edges[e].refused).sum::<u64>() as f64;
+    /// What its calls' retry budget holds at the window's end, as a fraction of its limit: tokens or quota left, or the retry slots free in flight (lowest over its edges; null without a budget or with a `window` budget).
+    BudgetLeft = "budget_left" at "budget_left", Service Real "fraction",
+        None, |w, i| w.budget_left(i);
     /// Errors its own injected fault caused (ground truth).
     OwnErrors = "own_errors" at "attribution.own_errors", Service Count "responses",
         None, |w, i| w.svc(i).own_errors as f64;

@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 
 use super::action::{Action, Event};
 use super::state::{self, LabState};
-use crate::metrics::Series;
+use crate::metrics::{Counts, EdgeCounts, Series};
 use crate::ownership::learn::Learned;
 use crate::topology::model::{self, Prediction};
 use crate::topology::Topology;
@@ -71,9 +71,18 @@ impl Record {
 
     /// The model's prediction and static radius for a state of this run.
     pub fn model_of(&self, s: &LabState) -> (Prediction, usize) {
+        self.model_measured(s, None)
+    }
+
+    /// [`model_of`](Self::model_of), told what a window measured: where a
+    /// budget's effect depends on latency (a `concurrency` budget), the
+    /// model predicts from each edge's measured attempt latency.
+    pub fn model_measured(&self, s: &LabState, counts: Option<&Counts>) -> (Prediction, usize) {
         let t = s.applied_to(&self.topology);
+        let latency: Option<Vec<f64>> =
+            counts.map(|c| c.edges.iter().map(EdgeCounts::attempt_latency_s).collect());
         (
-            model::predict(&t, &t.policy),
+            model::predict_with_latency(&t, &t.policy, latency.as_deref()),
             model::static_radius(&t, &t.policy),
         )
     }

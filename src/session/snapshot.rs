@@ -91,6 +91,9 @@ pub struct EdgeView {
     pub attempt_rps: f64,
     /// Retries per second.
     pub retry_rps: f64,
+    /// Its budget's level and limit now (tokens, quota left, or retries
+    /// in flight against those allowed); `None` without a budget.
+    pub budget: Option<(f64, f64)>,
 }
 
 /// The end user's view.
@@ -266,6 +269,7 @@ pub fn build(i: Inputs<'_>) -> Snapshot {
                 to: e.to,
                 attempt_rps: live.w.rate(live.w.counts.edges[k].attempts),
                 retry_rps: live.w.rate(live.w.counts.edges[k].retries),
+                budget: live.w.counts.edges[k].budget_level(),
             })
             .collect(),
         events: i.events.iter().cloned().collect(),

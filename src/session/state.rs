@@ -23,8 +23,11 @@
 use thiserror::Error;
 
 use super::action::Action;
+use crate::ownership::signal::Signal;
 use crate::ownership::Attribution;
-use crate::topology::{BudgetSetting, Fault, Policy, PolicyFields, ServiceId, Topology};
+use crate::topology::{
+    BudgetSetting, Fault, Policy, PolicyFields, Preset, ServiceId, SignalSetting, Topology,
+};
 
 /// What the actions can change, and nothing else: the topology's shape is
 /// fixed for a run.
@@ -170,10 +173,27 @@ impl LabState {
     /// state whatever its topology file says (the opening of a recording).
     pub fn actions(&self) -> Vec<Action> {
         let p = &self.policy;
+        // The first preset running the same budget model brings it (and
+        // the Finagle or 2026 numbers no field can write); the fields then
+        // set the signal and every number, the mode switches the rest.
+        let base = Preset::ALL.into_iter().find(|q| q.mode().model == p.model);
         let mut actions = vec![
             Action::Policy(PolicyFields {
+                preset: base,
                 attempts: Some(p.attempts),
                 budget: Some(p.budget.map_or(BudgetSetting::Off, BudgetSetting::Ratio)),
+                signal: Some(match (p.ownership, p.signal) {
+                    (_, Some(s)) => SignalSetting::On(s),
+                    (true, None) => SignalSetting::On(Signal::Ownership),
+                    (false, None) => SignalSetting::None,
+                }),
+                budget_percent: Some(p.budget_percent),
+                min_retry_concurrency: Some(p.min_retry_concurrency),
+                max_tokens: Some(p.max_tokens),
+                token_ratio: Some(p.token_ratio),
+                quota: Some(p.quota.initial),
+                retry_cost: Some(p.quota.transient),
+                timeout_cost: Some(p.quota.timeout),
                 ..PolicyFields::default()
             }),
             Action::Mode {

@@ -68,7 +68,7 @@ impl Sim<'_> {
             ep.ownership &= s.ownership;
             let callee = self.play(edge.to);
             // A zero budget never grants; any other grants some.
-            let budget_grants = !(ep.budget == Some(0.0) && ep.min_per_sec <= 0.0);
+            let budget_grants = ep.budget.is_none_or(|b| b.ever_grants());
             for _ in 0..edge.count {
                 // Deterministic faults: every attempt gets the callee's one
                 // answer. Time plays no part: a backoff's delay is skipped.
@@ -223,11 +223,16 @@ mod tests {
 
     proptest! {
         /// The model and the simulation agree on every single-service
-        /// failure, under every preset.
+        /// failure, under every preset whose budget grants some retries
+        /// however long the failure lasts (a gRPC bucket or an AWS quota
+        /// drains under a persistent failure: the model, which speaks of
+        /// the long run, predicts no retries; one simulated request still
+        /// finds the bucket full).
         #[test]
         fn model_and_simulation_agree(y in dag()) {
             let t = Topology::from_yaml(&y, "dag").map_err(|e| TestCaseError::fail(format!("{e}\n{y}")))?;
-            for preset in Preset::ALL {
+            let lasting = |p: &Preset| !matches!(p, Preset::Grpc | Preset::Aws | Preset::Aws2026);
+            for preset in Preset::ALL.into_iter().filter(lasting) {
                 let mut p = t.policy.clone();
                 p.apply_preset(preset);
                 for x in 0..t.services.len() {

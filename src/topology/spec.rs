@@ -28,7 +28,12 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use super::{Arrival, BudgetSetting, Fault, Phase, PolicyFields, Preset, MAX_QUEUE, MAX_WORKERS};
+use super::{
+    Arrival, BudgetKind, BudgetSetting, Fault, Phase, PolicyFields, Preset, SignalSetting,
+    MAX_QUEUE, MAX_WORKERS,
+};
+use crate::ownership::signal::Signal;
+use crate::ownership::tokens::MAX_TOKENS_LIMIT;
 use crate::ownership::{Attribution, DependencyMode};
 use crate::yaml;
 
@@ -85,8 +90,9 @@ pub struct OwnershipSpec {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicySpec {
-    /// `preset:` none | retry | budget | ownership.
-    #[serde(default)]
+    /// `preset:` none | retry | budget | ownership | finagle | envoy |
+    /// grpc | aws | aws-2026.
+    #[serde(default, deserialize_with = "preset")]
     pub preset: Option<Preset>,
     /// `attempts:` (first attempt included; at least 1).
     #[serde(default, deserialize_with = "attempts")]
@@ -109,6 +115,33 @@ pub struct PolicySpec {
     /// `deadline:` propagate | off.
     #[serde(default)]
     pub deadline: Option<Deadline>,
+    /// `budget_model:` window | concurrency | tokens | quota.
+    #[serde(default, deserialize_with = "budget_model")]
+    pub budget_model: Option<BudgetKind>,
+    /// `signal:` ownership | nack | overloaded | pushback | retry-after | none.
+    #[serde(default, deserialize_with = "signal")]
+    pub signal: Option<SignalSetting>,
+    /// `budget_percent:` (concurrency) 0 to 100.
+    #[serde(default, deserialize_with = "percent")]
+    pub budget_percent: Option<f64>,
+    /// `min_retry_concurrency:` (concurrency) retries always allowed in flight.
+    #[serde(default, deserialize_with = "min_retry_concurrency")]
+    pub min_retry_concurrency: Option<u32>,
+    /// `max_tokens:` (tokens) 1 to 1000.
+    #[serde(default, deserialize_with = "max_tokens")]
+    pub max_tokens: Option<u32>,
+    /// `token_ratio:` (tokens) 0 to 1.
+    #[serde(default, deserialize_with = "token_ratio")]
+    pub token_ratio: Option<f64>,
+    /// `quota:` (quota) tokens at the start.
+    #[serde(default, deserialize_with = "quota")]
+    pub quota: Option<u32>,
+    /// `retry_cost:` (quota) tokens a retry costs.
+    #[serde(default, deserialize_with = "retry_cost")]
+    pub retry_cost: Option<u32>,
+    /// `timeout_cost:` (quota) tokens a retry after a timeout costs.
+    #[serde(default, deserialize_with = "timeout_cost")]
+    pub timeout_cost: Option<u32>,
 }
 
 /// `deadline:`: whether each call carries the time its caller has left.
@@ -134,6 +167,15 @@ impl PolicySpec {
             backoff: self.backoff,
             timeout: self.timeout,
             deadline: self.deadline.map(|d| d == Deadline::Propagate),
+            budget_model: self.budget_model,
+            signal: self.signal,
+            budget_percent: self.budget_percent,
+            min_retry_concurrency: self.min_retry_concurrency,
+            max_tokens: self.max_tokens,
+            token_ratio: self.token_ratio,
+            quota: self.quota,
+            retry_cost: self.retry_cost,
+            timeout_cost: self.timeout_cost,
         }
     }
 }
@@ -488,6 +530,140 @@ fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BudgetSetting>, D::E
         }
     }
     d.deserialize_any(V).map(Some)
+}
+
+/// A word among `names`, with a did-you-mean for a near miss.
+fn word(v: &str, what: &str, names: &[&str]) -> Result<(), String> {
+    if names.contains(&v) {
+        return Ok(());
+    }
+    let hint = yaml::did_you_mean(v, names.iter().copied())
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
+    Err(format!(
+        "unknown {what} `{v}`{hint}; expected one of {}",
+        names.join(", ")
+    ))
+}
+
+/// `preset:` a preset's name.
+pub fn preset<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Preset>, D::Error> {
+    d.deserialize_str(Text {
+        expecting: "a preset name",
+        check: parse_preset,
+    })
+    .map(Some)
+}
+
+/// A preset's name, or what is wrong with it (did-you-mean included).
+pub fn parse_preset(v: &str) -> Result<Preset, String> {
+    let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+    word(v, "preset", &names)?;
+    Ok(Preset::parse(v).expect("a listed name parses"))
+}
+
+/// `budget_model:` a model's name.
+fn budget_model<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BudgetKind>, D::Error> {
+    d.deserialize_str(Text {
+        expecting: "a budget model (window, concurrency, tokens, quota)",
+        check: |v| {
+            let names: Vec<&str> = BudgetKind::WRITTEN.iter().map(|(w, _)| *w).collect();
+            word(v, "budget_model", &names)?;
+            Ok(BudgetKind::parse(v).expect("a listed name parses"))
+        },
+    })
+    .map(Some)
+}
+
+/// `signal:` a dialect's name, or `none`.
+fn signal<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SignalSetting>, D::Error> {
+    d.deserialize_str(Text {
+        expecting: "a signal (ownership, nack, overloaded, pushback, retry-after, none)",
+        check: |v| {
+            let mut names: Vec<&str> = Signal::ALL.iter().map(|s| s.name()).collect();
+            names.push("none");
+            word(v, "signal", &names)?;
+            Ok(Signal::parse(v).map_or(SignalSetting::None, SignalSetting::On))
+        },
+    })
+    .map(Some)
+}
+
+/// A real number from `lo` to `hi`.
+fn within(v: f64, lo: f64, hi: f64, what: &str) -> Result<f64, String> {
+    if v.is_finite() && (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{what} must be a number from {lo} to {hi}, got {v}"
+        ))
+    }
+}
+
+fn percent<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    yaml::number(
+        d,
+        "a percentage from 0 to 100",
+        "budget_percent needs a percentage from 0 to 100",
+        |v| within(v, 0.0, 100.0, "budget_percent"),
+    )
+}
+
+fn token_ratio<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    yaml::number(
+        d,
+        "a ratio from 0 to 1",
+        "token_ratio needs a ratio from 0 to 1",
+        |v| within(v, 0.0, 1.0, "token_ratio"),
+    )
+}
+
+/// The largest quota or cost accepted.
+const MAX_TOKENS_WRITTEN: u32 = 1_000_000;
+
+fn min_retry_concurrency<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a whole number of retries",
+        "min_retry_concurrency needs a whole number of retries",
+        |v| yaml::whole(v, 0, MAX_TOKENS_WRITTEN, "min_retry_concurrency"),
+    )
+}
+
+fn max_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a whole number of tokens",
+        "max_tokens needs a whole number of tokens",
+        |v| yaml::whole(v, 1, MAX_TOKENS_LIMIT, "max_tokens"),
+    )
+}
+
+fn quota<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a whole number of tokens",
+        "quota needs a whole number of tokens",
+        |v| yaml::whole(v, 0, MAX_TOKENS_WRITTEN, "quota"),
+    )
+}
+
+fn retry_cost<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a whole number of tokens",
+        "retry_cost needs a whole number of tokens",
+        |v| yaml::whole(v, 1, MAX_TOKENS_WRITTEN, "retry_cost"),
+    )
+}
+
+fn timeout_cost<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a whole number of tokens",
+        "timeout_cost needs a whole number of tokens",
+        |v| yaml::whole(v, 1, MAX_TOKENS_WRITTEN, "timeout_cost"),
+    )
 }
 
 /// A string checked by `check` at the scalar.

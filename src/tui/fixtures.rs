@@ -101,6 +101,7 @@ fn chain_edges(n: usize, retry: &[f64], attempts: &[f64]) -> Vec<EdgeView> {
             to: i + 1,
             attempt_rps: attempts.get(i).copied().unwrap_or(200.0),
             retry_rps: retry.get(i).copied().unwrap_or(0.0),
+            budget: None,
         })
         .collect()
 }
@@ -445,6 +446,7 @@ pub fn fanout() -> Snapshot {
             to,
             attempt_rps: s.services[to].live[Figure::Rps],
             retry_rps: if to == 7 { 20.0 } else { 0.0 },
+            budget: None,
         })
         .collect();
     s.state.faults[4] = Fault {

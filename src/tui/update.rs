@@ -482,14 +482,19 @@ mod tests {
             Some(preset(Preset::Ownership))
         );
         assert_eq!(st.controls(&snap).policy.preset(), Some(Preset::Ownership));
-        assert_eq!(
-            update(&mut st, &snap, Msg::CyclePreset),
-            Some(preset(Preset::None))
-        );
-        assert_eq!(
-            update(&mut st, &snap, Msg::CyclePreset),
-            Some(preset(Preset::Retry))
-        );
+        // `p` goes on to the industry's presets, then starts over.
+        for next in [
+            Preset::Finagle,
+            Preset::Envoy,
+            Preset::Grpc,
+            Preset::Aws,
+            Preset::Aws2026,
+            Preset::None,
+            Preset::Retry,
+        ] {
+            assert_eq!(update(&mut st, &snap, Msg::CyclePreset), Some(preset(next)));
+            assert_eq!(st.controls(&snap).policy.preset(), Some(next));
+        }
         assert_eq!(next_preset(None), Preset::None);
     }
 

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::format::fmt_duration;
 use crate::ownership::Attribution;
 use crate::topology::spec::PolicySpec;
-use crate::topology::{Fault, Phase, PolicyFields, Preset};
+use crate::topology::{Fault, Phase, PolicyFields};
 use crate::yaml;
 
 /// A step as written: `at` and exactly one action.
@@ -194,14 +194,11 @@ impl<'de> Deserialize<'de> for PolicyStep {
         impl<'de> Visitor<'de> for V {
             type Value = PolicyStep;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a preset (none, retry, budget, ownership) or a map of policy fields")
+                f.write_str("a preset (none, retry, budget, ownership, finagle, envoy, grpc, aws, aws-2026) or a map of policy fields")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<PolicyStep, E> {
-                let p = Preset::parse(v.trim()).ok_or_else(|| {
-                    E::custom(format!(
-                        "unknown policy `{v}`: choose none, retry, budget or ownership, or give a map of policy fields"
-                    ))
-                })?;
+                let p = crate::topology::spec::parse_preset(v.trim())
+                    .map_err(|e| E::custom(format!("{e}, or give a map of policy fields")))?;
                 Ok(PolicyStep(PolicyFields {
                     preset: Some(p),
                     ..PolicyFields::default()
@@ -306,7 +303,7 @@ mod tests {
         let m = err("steps:\n  - at: 1s\n    fail: { service: D, eror_rate: 1 }\n");
         at(&m, 3, "unknown field `eror_rate`");
         let m = err("steps:\n  - at: 1s\n    policy: agressive\n");
-        at(&m, 3, "unknown policy `agressive`");
+        at(&m, 3, "unknown preset `agressive`");
         let m = err("steps:\n  - at: 1s\n    policy: { attempts: 0 }\n");
         at(&m, 3, "attempts must be at least 1");
         let m = err("steps:\n  - at: 1s\n    rps: -4\n");

@@ -57,13 +57,16 @@
 //! assert_eq!(model::static_radius(&t, &p), 2);
 //! ```
 
+mod budget;
 pub mod capacity;
 mod radius;
 
 use super::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};
 use crate::ownership::claim::{self, ClaimReason, Outbound};
+use crate::ownership::edge_budget::BudgetModel;
 use crate::ownership::retry::{self, RetryVerdict};
 use crate::ownership::{is_error_status, Attribution, Claim, Classified, DependencyMode};
+use budget::EdgeRates;
 
 pub use radius::{static_radius, worst_failure};
 
@@ -116,19 +119,49 @@ pub struct EdgePrediction {
 /// Predicts every service's load and outcome, and every edge's retries,
 /// under `policy` (with each edge's overrides) and the faults in `t`.
 pub fn predict(t: &Topology, policy: &Policy) -> Prediction {
+    predict_with_latency(t, policy, None)
+}
+
+/// [`predict`], knowing how long one attempt takes on each edge (seconds,
+/// in [`Topology::edges`] order, e.g. measured): what a `concurrency`
+/// budget lets through depends on it, and without it the model assumes
+/// the cap never binds.
+pub fn predict_with_latency(
+    t: &Topology,
+    policy: &Policy,
+    attempt_latency_s: Option<&[f64]>,
+) -> Prediction {
     let mut m = Model::new(t, policy);
     let order = m.order.clone();
-    for &v in order.iter().rev() {
-        m.dist[v] = m.eval(v, &t.services[v].fault);
-    }
-    let mut load = vec![0.0; t.services.len()];
-    if let Some(l) = load.get_mut(t.load.entry) {
-        *l = 1.0;
-    }
-    for &v in &order {
-        for &e in &t.services[v].calls {
-            let c = &m.calls[e];
-            load[t.edges[e].to] += load[v] * c.per_invocation * c.out.attempts;
+    // A window's floor and a concurrency cap depend on the edge's calls a
+    // second, which depend on the retries granted above it: iterate from
+    // the rate-free answer until the loads settle.
+    let rate_bound = m.policies.iter().any(|p| {
+        matches!(
+            p.budget,
+            Some(BudgetModel::Window { min_per_sec, .. }) if min_per_sec > 0.0
+        ) || matches!(p.budget, Some(BudgetModel::Concurrency { .. }))
+    });
+    let mut load = vec![];
+    for _ in 0..50 {
+        for &v in order.iter().rev() {
+            m.dist[v] = m.eval(v, &t.services[v].fault);
+        }
+        let next = loads(t, &m, &order);
+        let settled = next.len() == load.len()
+            && next
+                .iter()
+                .zip(&load)
+                .all(|(a, b): (&f64, &f64)| (a - b).abs() < 1e-9);
+        load = next;
+        if !rate_bound || settled {
+            break;
+        }
+        for (i, e) in t.edges.iter().enumerate() {
+            m.rates[i] = Some(EdgeRates {
+                first_per_sec: load[e.from] * m.calls[i].per_invocation * t.load.rps,
+                attempt_latency_s: attempt_latency_s.and_then(|l| l.get(i).copied()),
+            });
         }
     }
     let edges: Vec<EdgePrediction> = t
@@ -175,7 +208,22 @@ pub fn predict(t: &Topology, policy: &Policy) -> Prediction {
     }
 }
 
-/// The longest path of consecutive edges for which `hot` holds.
+/// Invocations per root request of every service, top-down from the entry.
+fn loads(t: &Topology, m: &Model<'_>, order: &[ServiceId]) -> Vec<f64> {
+    let mut load = vec![0.0; t.services.len()];
+    if let Some(l) = load.get_mut(t.load.entry) {
+        *l = 1.0;
+    }
+    for &v in order {
+        for &e in &t.services[v].calls {
+            let c = &m.calls[e];
+            load[t.edges[e].to] += load[v] * c.per_invocation * c.out.attempts;
+        }
+    }
+    load
+}
+
+/// The longest path of consecutive edges that hold `hot`.
 fn longest_run(t: &Topology, order: &[ServiceId], hot: impl Fn(usize) -> bool) -> usize {
     let mut best_in = vec![0usize; t.services.len()];
     let mut radius = 0;
@@ -308,6 +356,8 @@ struct Model<'a> {
     order: Vec<ServiceId>,
     dist: Vec<Dist>,
     calls: Vec<EdgeCall>,
+    /// Each edge's traffic, once a pass has computed the loads.
+    rates: Vec<Option<EdgeRates>>,
 }
 
 impl<'a> Model<'a> {
@@ -323,6 +373,7 @@ impl<'a> Model<'a> {
             order,
             dist: vec![Dist::HEALTHY; n],
             calls: vec![EdgeCall::default(); t.edges.len()],
+            rates: vec![None; t.edges.len()],
         }
     }
 
@@ -367,6 +418,7 @@ impl<'a> Model<'a> {
                 self.dist[edge.to],
                 edge.mode,
                 attribution,
+                self.rates[e],
             );
             let closes = edge.mode == DependencyMode::FailClose;
             let per_invocation =
@@ -468,6 +520,7 @@ fn call_outcome(
     callee: Dist,
     mode: DependencyMode,
     attribution: Attribution,
+    rates: Option<EdgeRates>,
 ) -> CallOutcome {
     let r = p.attempts.max(1);
     let (mut e, mut su) = (0.0, 0.0);
@@ -478,7 +531,10 @@ fn call_outcome(
             RetryVerdict::Done => {}
         }
     }
-    let q = grant_probability(e, r, p.budget);
+    let allowed = p
+        .budget
+        .map(|b| budget::allowance(&b, 1.0 - callee.s, unbudgeted_retries(e, r), rates));
+    let q = grant_probability(e, r, allowed);
     let mut o = CallOutcome::default();
     let mut reach = 1.0;
     let mut eligible_end = 0.0;
@@ -526,12 +582,22 @@ fn call_outcome(
     o
 }
 
+/// Retries per first attempt without a budget: `Σ_{k=1}^{R-1} e^k`.
+fn unbudgeted_retries(e: f64, r: u32) -> f64 {
+    let (mut sum, mut pow) = (0.0, 1.0);
+    for _ in 1..r {
+        pow *= e;
+        sum += pow;
+    }
+    sum
+}
+
 /// The probability `q` that each retry opportunity is granted so that the
 /// expected retries per first attempt, `Σ_{k=1}^{R-1} (e q)^k`, equal
 /// `min(unbudgeted, B)`.
 fn grant_probability(e: f64, r: u32, budget: Option<f64>) -> f64 {
     let Some(b) = budget else { return 1.0 };
-    if r <= 1 || e <= 0.0 {
+    if r <= 1 || e <= 0.0 || b.is_infinite() {
         return 1.0;
     }
     let retries = |q: f64| {

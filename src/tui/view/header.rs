@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 
 use super::format;
 use super::theme;
+use crate::ownership::edge_budget::BudgetModel;
 use crate::session::LabState;
 use crate::session::Snapshot;
 
@@ -36,13 +37,41 @@ fn on_off(b: bool) -> Span<'static> {
     }
 }
 
+/// The budget in force and, for the industry's models, its live state:
+/// the emptiest bucket or quota, the fullest retry slots.
+fn budget_state(s: &Snapshot, c: &LabState) -> Span<'static> {
+    let p = &c.policy;
+    let Some(model) = p.budget_model().filter(|_| p.retries) else {
+        return Span::styled("off", theme::label());
+    };
+    let levels = s.edges.iter().filter_map(|e| e.budget);
+    let text = match model {
+        BudgetModel::Window {
+            ratio, min_per_sec, ..
+        } if min_per_sec > 0.0 => format!("{ratio} +{min_per_sec}/s"),
+        BudgetModel::Window { ratio, .. } => format!("{ratio}"),
+        BudgetModel::Concurrency { .. } => {
+            let (n, cap) = levels
+                .max_by(|a, b| (a.0 / a.1.max(1.0)).total_cmp(&(b.0 / b.1.max(1.0))))
+                .unwrap_or((0.0, 0.0));
+            format!("in flight {n:.0}/{cap:.0}")
+        }
+        BudgetModel::Tokens { max, .. } => {
+            let left = levels.map(|l| l.0).fold(f64::from(max), f64::min);
+            format!("tokens {left:.1}/{max}")
+        }
+        BudgetModel::Quota(q) => {
+            let left = levels.map(|l| l.0).fold(f64::from(q.initial), f64::min);
+            format!("quota {left:.0}/{}", q.initial)
+        }
+    };
+    v(text)
+}
+
 /// The header's lines for a terminal `width` columns wide.
 pub fn lines(s: &Snapshot, c: &LabState, width: u16) -> Vec<Line<'static>> {
     let p = &c.policy;
-    let budget = match (p.budget_on, p.budget) {
-        (true, Some(b)) => v(format!("{b}")),
-        _ => Span::styled("off", theme::label()),
-    };
+    let budget = budget_state(s, c);
     let status = if c.paused {
         Span::styled(" PAUSED ", theme::warn().add_modifier(Modifier::REVERSED))
     } else {

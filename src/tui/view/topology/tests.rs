@@ -95,6 +95,7 @@ fn a_joining_dag_points_back_instead_of_crossing() {
         to: 3,
         attempt_rps: 200.0,
         retry_rps: 0.0,
+        budget: None,
     });
     let lines = draw(&s, 120, false, 0);
     let all = lines.join("\n");

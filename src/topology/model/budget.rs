@@ -1,0 +1,162 @@
+//! What each budget model lets through in the long run: the closed forms
+//! of SPEC section 8, as retries allowed per first attempt on one edge.
+//!
+//! * **window** (Finagle): `ratio` per call plus `min_per_sec`, so per
+//!   first attempt `ratio + min_per_sec / f` at `f` calls a second; the
+//!   retries on a hop are `min((R−1)·f, ratio·f + min_per_sec)` when every
+//!   call fails.
+//! * **tokens** (gRPC A6): each failed attempt takes a token, each success
+//!   gives `token_ratio`. With failure probability `p` per attempt the
+//!   bucket drifts by `(1−p)·ratio − p` per attempt, retries included: if
+//!   that is negative the bucket drains below half and retries stop for
+//!   good (0); otherwise it stays full and never binds.
+//! * **quota** (AWS): a call that succeeds first time adds the increment,
+//!   a retry costs `cost` and is refunded when it succeeds, so on average
+//!   it costs `cost·p`. The quota is in balance at
+//!   `(1−p)·increment / (cost·p)` retries per call; under persistent
+//!   failure that is 0: the quota drains and retries stop.
+//! * **concurrency** (Envoy) depends on latency, not on counts: retries
+//!   in flight are capped at `max(percent × open requests, min)`. With
+//!   each attempt taking `L` seconds, retries wanted at `λ` a second hold
+//!   `A = λ·L` slots on average; the edge is an Erlang loss system with
+//!   `c` slots, and the fraction refused is Erlang's B(c, A). Without a
+//!   measured latency the model cannot say, and assumes the cap does not
+//!   bind (true of fast failures: they hold no slot for long).
+
+use crate::ownership::edge_budget::BudgetModel;
+
+/// What the model knows of an edge's traffic, once the loads are known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct EdgeRates {
+    /// First attempts (calls) a second.
+    pub first_per_sec: f64,
+    /// How long one attempt takes, seconds, when measured.
+    pub attempt_latency_s: Option<f64>,
+}
+
+/// Retries per first attempt the budget allows in the long run, for calls
+/// whose attempts fail with probability `p_fail` and which would make
+/// `wanted` retries per first attempt without a budget.
+pub(super) fn allowance(
+    model: &BudgetModel,
+    p_fail: f64,
+    wanted: f64,
+    rates: Option<EdgeRates>,
+) -> f64 {
+    let p = p_fail.clamp(0.0, 1.0);
+    match *model {
+        BudgetModel::Window {
+            ratio, min_per_sec, ..
+        } => {
+            let floor = match rates {
+                Some(r) if r.first_per_sec > 0.0 => min_per_sec / r.first_per_sec,
+                Some(_) if min_per_sec > 0.0 => f64::INFINITY,
+                _ => 0.0,
+            };
+            ratio + floor
+        }
+        BudgetModel::Tokens { ratio, .. } => {
+            if (1.0 - p) * ratio >= p {
+                f64::INFINITY
+            } else {
+                0.0
+            }
+        }
+        BudgetModel::Quota(c) => {
+            let cost = f64::from(c.transient) * p;
+            if cost <= 0.0 {
+                f64::INFINITY
+            } else {
+                (1.0 - p) * f64::from(c.no_retry_increment) / cost
+            }
+        }
+        BudgetModel::Concurrency { percent, min } => {
+            let Some((f, l)) = rates.and_then(|r| Some((r.first_per_sec, r.attempt_latency_s?)))
+            else {
+                return f64::INFINITY;
+            };
+            let offered = f * wanted * l;
+            let open = f * (1.0 + wanted) * l;
+            let slots = ((percent / 100.0 * open).floor() as u64).max(u64::from(min));
+            wanted * (1.0 - erlang_b(slots, offered))
+        }
+    }
+}
+
+/// Erlang's B: the probability that an arrival finds all `c` slots busy
+/// when `a` slots' worth of work is offered.
+pub(super) fn erlang_b(c: u64, a: f64) -> f64 {
+    if a <= 0.0 {
+        return if c == 0 { 1.0 } else { 0.0 };
+    }
+    let mut b = 1.0;
+    for k in 1..=c.min(100_000) {
+        b = a * b / (k as f64 + a * b);
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn at(f: f64) -> Option<EdgeRates> {
+        Some(EdgeRates {
+            first_per_sec: f,
+            attempt_latency_s: None,
+        })
+    }
+
+    #[test]
+    fn the_finagle_window_adds_its_floor_per_call() {
+        let w = BudgetModel::FINAGLE;
+        // 200 calls a second: 0.2 + 10/200.
+        assert!((allowance(&w, 1.0, 1.0, at(200.0)) - 0.25).abs() < 1e-12);
+        // Not yet knowing the rate: the ratio alone.
+        assert_eq!(allowance(&w, 1.0, 1.0, None), 0.2);
+        let plain = BudgetModel::Window {
+            ratio: 0.1,
+            min_per_sec: 0.0,
+            ttl: Duration::from_secs(10),
+        };
+        assert_eq!(allowance(&plain, 1.0, 1.0, at(0.0)), 0.1);
+    }
+
+    #[test]
+    fn buckets_and_quotas_drain_under_persistent_failure() {
+        assert_eq!(allowance(&BudgetModel::GRPC, 1.0, 1.0, None), 0.0);
+        assert_eq!(allowance(&BudgetModel::AWS, 1.0, 1.0, None), 0.0);
+        // One attempt in eleven failing is where gRPC's bucket tips.
+        assert_eq!(
+            allowance(&BudgetModel::GRPC, 0.05, 0.05, None),
+            f64::INFINITY
+        );
+        assert_eq!(allowance(&BudgetModel::GRPC, 0.2, 0.2, None), 0.0);
+        // AWS at 10% failures: 0.9 / (5 × 0.1) = 1.8 retries per call.
+        assert!((allowance(&BudgetModel::AWS, 0.1, 0.1, None) - 1.8).abs() < 1e-12);
+    }
+
+    #[test]
+    fn erlang_b_matches_its_table() {
+        assert!((erlang_b(1, 1.0) - 0.5).abs() < 1e-12);
+        assert!((erlang_b(3, 2.0) - 4.0 / 19.0).abs() < 1e-12);
+        assert_eq!(erlang_b(3, 0.0), 0.0);
+    }
+
+    #[test]
+    fn a_concurrency_budget_binds_only_with_slow_retries() {
+        let e = BudgetModel::ENVOY;
+        let rates = |l| {
+            Some(EdgeRates {
+                first_per_sec: 200.0,
+                attempt_latency_s: Some(l),
+            })
+        };
+        // Fast failures (1 ms): 0.2 slots offered, 3 allowed: nearly all.
+        assert!(allowance(&e, 1.0, 1.0, rates(0.001)) > 0.998);
+        // Slow ones (100 ms): 20 slots offered, max(20% of 40, 3) = 8.
+        assert!(allowance(&e, 1.0, 1.0, rates(0.1)) < 0.45);
+        assert_eq!(allowance(&e, 1.0, 1.0, None), f64::INFINITY);
+    }
+}
