@@ -128,22 +128,34 @@ impl Workers {
         T: Send + 'static,
     {
         let arrived = Instant::now();
-        let depth = self.queued.fetch_add(1, Ordering::Relaxed) + 1;
-        if depth > self.queue.load(Ordering::Relaxed) {
-            self.queued.fetch_sub(1, Ordering::Relaxed);
-            self.metrics.shed(self.service);
-            return Err(QueueFull);
+        // A free worker takes the job at once; it never waits in (nor
+        // counts against) the queue. The semaphore is fair, so a free
+        // permit means nobody is queued ahead.
+        let free = self.permits.clone().try_acquire_owned().ok();
+        if free.is_none() {
+            let depth = self.queued.fetch_add(1, Ordering::Relaxed) + 1;
+            if depth > self.queue.load(Ordering::Relaxed) {
+                self.queued.fetch_sub(1, Ordering::Relaxed);
+                self.metrics.shed(self.service);
+                return Err(QueueFull);
+            }
+            self.metrics.queue_depth(self.service, depth);
         }
-        self.metrics.queue_depth(self.service, depth);
         let (tx, rx) = oneshot::channel();
         let me = self.clone();
         tokio::spawn(async move {
-            // A closed semaphore never happens: the fleet keeps it open.
-            let Ok(permit) = me.permits.clone().acquire_owned().await else {
-                return;
+            let permit = match free {
+                Some(p) => p,
+                None => {
+                    // A closed semaphore never happens: the fleet keeps it open.
+                    let Ok(permit) = me.permits.clone().acquire_owned().await else {
+                        return;
+                    };
+                    let depth = me.queued.fetch_sub(1, Ordering::Relaxed) - 1;
+                    me.metrics.queue_depth(me.service, depth);
+                    permit
+                }
             };
-            let depth = me.queued.fetch_sub(1, Ordering::Relaxed) - 1;
-            me.metrics.queue_depth(me.service, depth);
             let gone = tx.is_closed() && me.cancel.load(Ordering::Relaxed);
             if gone || deadline.is_some_and(|d| Instant::now() >= d) {
                 me.metrics.job_skipped(me.service);

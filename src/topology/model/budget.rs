@@ -18,10 +18,16 @@
 //! * **concurrency** (Envoy) depends on latency, not on counts: retries
 //!   in flight are capped at `max(percent × open requests, min)`. With
 //!   each attempt taking `L` seconds, retries wanted at `λ` a second hold
-//!   `A = λ·L` slots on average; the edge is an Erlang loss system with
-//!   `c` slots, and the fraction refused is Erlang's B(c, A). Without a
-//!   measured latency the model cannot say, and assumes the cap does not
-//!   bind (true of fast failures: they hold no slot for long).
+//!   `A = λ·L` slots on average; the edge is a loss system with `c`
+//!   slots. With Poisson arrivals the fraction refused is Erlang's
+//!   B(c, A), whatever the latency's distribution. The lab's constant
+//!   arrivals are smoother: their peakedness (variance over mean of the
+//!   slots they would hold with no cap) is `z = 1/(1 − e^(−1/A)) − A`
+//!   (regular arrivals, exponential holding times; tends to ½), and
+//!   Hayward's approximation gives the refused fraction as
+//!   B(c/z, A/z). Without a measured latency the model cannot say, and
+//!   assumes the cap does not bind (true of fast failures: they hold no
+//!   slot for long).
 
 use crate::ownership::edge_budget::BudgetModel;
 
@@ -32,6 +38,9 @@ pub(super) struct EdgeRates {
     pub first_per_sec: f64,
     /// How long one attempt takes, seconds, when measured.
     pub attempt_latency_s: Option<f64>,
+    /// Whether calls arrive as a Poisson stream (`arrival: poisson`)
+    /// rather than evenly spaced.
+    pub poisson: bool,
 }
 
 /// Retries per first attempt the budget allows in the long run, for calls
@@ -71,14 +80,16 @@ pub(super) fn allowance(
             }
         }
         BudgetModel::Concurrency { percent, min } => {
-            let Some((f, l)) = rates.and_then(|r| Some((r.first_per_sec, r.attempt_latency_s?)))
+            let Some((f, l, poisson)) =
+                rates.and_then(|r| Some((r.first_per_sec, r.attempt_latency_s?, r.poisson)))
             else {
                 return f64::INFINITY;
             };
             let offered = f * wanted * l;
             let open = f * (1.0 + wanted) * l;
             let slots = ((percent / 100.0 * open).floor() as u64).max(u64::from(min));
-            wanted * (1.0 - erlang_b(slots, offered))
+            let z = if poisson { 1.0 } else { peakedness(offered) };
+            wanted * (1.0 - erlang_b_real(slots as f64 / z, offered / z))
         }
     }
 }
@@ -96,6 +107,32 @@ pub(super) fn erlang_b(c: u64, a: f64) -> f64 {
     b
 }
 
+/// Peakedness of evenly spaced arrivals offering `a` slots' worth of work
+/// with exponential holding times: `1/(1 − e^(−1/a)) − a` (½ as `a`
+/// grows, 1 for a trickle).
+pub(super) fn peakedness(a: f64) -> f64 {
+    if a <= 1e-9 {
+        return 1.0;
+    }
+    (1.0 / (1.0 - (-1.0 / a).exp()) - a).clamp(1e-3, 1.0)
+}
+
+/// Erlang's B for a real number of slots, interpolated geometrically
+/// between the whole numbers around it.
+pub(super) fn erlang_b_real(c: f64, a: f64) -> f64 {
+    let lo = c.floor().max(0.0);
+    let f = c - lo;
+    let b0 = erlang_b(lo as u64, a);
+    if f <= 0.0 {
+        return b0;
+    }
+    let b1 = erlang_b(lo as u64 + 1, a);
+    if b0 <= 0.0 || b1 <= 0.0 {
+        return b0 * (1.0 - f) + b1 * f;
+    }
+    (b0.ln() * (1.0 - f) + b1.ln() * f).exp()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +142,7 @@ mod tests {
         Some(EdgeRates {
             first_per_sec: f,
             attempt_latency_s: None,
+            poisson: false,
         })
     }
 
@@ -142,6 +180,16 @@ mod tests {
         assert!((erlang_b(1, 1.0) - 0.5).abs() < 1e-12);
         assert!((erlang_b(3, 2.0) - 4.0 / 19.0).abs() < 1e-12);
         assert_eq!(erlang_b(3, 0.0), 0.0);
+        assert_eq!(erlang_b_real(3.0, 2.0), erlang_b(3, 2.0));
+        let mid = erlang_b_real(3.5, 2.0);
+        assert!(erlang_b(4, 2.0) < mid && mid < erlang_b(3, 2.0));
+    }
+
+    #[test]
+    fn regular_arrivals_are_half_as_peaked_as_poisson() {
+        assert!((peakedness(2.0) - 0.541).abs() < 1e-3);
+        assert!((peakedness(100.0) - 0.5).abs() < 1e-3);
+        assert!(peakedness(0.01) > 0.98);
     }
 
     #[test]
@@ -151,6 +199,7 @@ mod tests {
             Some(EdgeRates {
                 first_per_sec: 200.0,
                 attempt_latency_s: Some(l),
+                poisson: false,
             })
         };
         // Fast failures (1 ms): 0.2 slots offered, 3 allowed: nearly all.

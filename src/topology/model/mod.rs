@@ -161,6 +161,7 @@ pub fn predict_with_latency(
             m.rates[i] = Some(EdgeRates {
                 first_per_sec: load[e.from] * m.calls[i].per_invocation * t.load.rps,
                 attempt_latency_s: attempt_latency_s.and_then(|l| l.get(i).copied()),
+                poisson: t.load.arrival == super::Arrival::Poisson,
             });
         }
     }

@@ -1,0 +1,247 @@
+//! The industry's retry policies beside ownership (SPEC section 8), on
+//! real sockets: each preset's budget measured against its model, and each
+//! don't-retry signal read off the wire from a service that refuses work.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+
+use chaoslab::fleet::{Fleet, FleetOptions};
+use chaoslab::topology::{Preset, Topology};
+use serde_json::Value;
+
+use crate::common::fleet_lock;
+use crate::tables::{headless_report, node, num};
+
+const CHAIN: [&str; 7] = ["A", "B", "C", "D", "E", "F", "G"];
+
+fn uber_chain(policy: &str) -> Value {
+    headless_report(
+        "topologies/uber-chain.yaml",
+        &["--policy", policy, "--duration", "10s", "--warmup", "3s"],
+    )
+}
+
+/// Finagle's window with its 10/s floor: per hop, retries are
+/// min(f, 0.2·f + 10) at f failing calls a second, so at 200 root
+/// requests a second B sees 1.25×, C 1.55× and D..G 1.91×, and the model
+/// says the same.
+#[test]
+fn finagle_allows_a_fifth_plus_ten_a_second_per_hop() {
+    let _fleet = fleet_lock();
+    let r = uber_chain("finagle");
+    assert_eq!(r["policy"], "finagle");
+    let want = [1.0, 1.25, 1.55, 1.91, 1.91, 1.91, 1.91];
+    for (name, want) in CHAIN.iter().zip(want) {
+        let n = node(&r, name);
+        let (measured, model) = (num(n, "amplification"), num(n, "model_amplification"));
+        assert!(
+            (model - want).abs() <= 0.005,
+            "{name}: model {model:.4}, the window arithmetic says {want}"
+        );
+        assert!(
+            (measured - want).abs() <= 0.03 * want,
+            "{name}: measured {measured:.4}, want {want} within 3%"
+        );
+    }
+}
+
+/// gRPC's bucket and AWS's quota drain under a persistent failure and
+/// retries stop: after the warm-up nothing is amplified by more than 2%.
+#[test]
+fn token_buckets_and_quotas_shut_retries_off() {
+    let _fleet = fleet_lock();
+    for policy in ["grpc", "aws", "aws-2026"] {
+        let r = uber_chain(policy);
+        for name in CHAIN {
+            let n = node(&r, name);
+            let measured = num(n, "amplification");
+            assert!(measured <= 1.02, "{policy}: {name} at {measured:.4}×");
+            assert!(
+                (num(n, "model_amplification") - 1.0).abs() < 1e-9,
+                "{policy}: the model drains the bucket too"
+            );
+        }
+        // The budget is seen draining: each failing edge's level is at 0
+        // (tokens) or below one retry's cost (quota).
+        let cd = edge(&r, "C", "D");
+        let left = num(&cd["budget"], "level");
+        let limit = num(&cd["budget"], "limit");
+        assert!(left < 0.05 * limit, "{policy}: C→D budget {left}/{limit}");
+        assert!(num(cd, "budget_denied") > 0.0, "{policy}: {cd}");
+    }
+}
+
+/// Envoy's concurrency budget depends on latency: at 200 rps the chain's
+/// retries rarely fill three slots, so it lets most retries through. The
+/// model, given the measured attempt latency, predicts what was measured
+/// within 10%.
+#[test]
+fn envoy_measures_what_its_latency_model_predicts() {
+    let _fleet = fleet_lock();
+    let r = uber_chain("envoy");
+    for name in CHAIN {
+        let n = node(&r, name);
+        let (measured, model) = (num(n, "amplification"), num(n, "model_amplification"));
+        assert!(
+            (measured - model).abs() <= 0.10 * model,
+            "{name}: measured {measured:.3}, model {model:.3} from the measured latency"
+        );
+    }
+    // Close to naive retries: a concurrency cap does little against fast
+    // failures.
+    assert!(num(node(&r, "D"), "amplification") > 5.0);
+    let ab = edge(&r, "A", "B");
+    assert!(num(ab, "attempt_ms_mean") > 0.0, "{ab}");
+    assert_eq!(num(&ab["budget"], "limit"), 3.0, "max(20% of open, 3) = 3");
+}
+
+fn edge<'a>(r: &'a Value, from: &str, to: &str) -> &'a Value {
+    r["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["from"] == from && e["to"] == to)
+        .unwrap_or_else(|| panic!("no edge {from}→{to}"))
+}
+
+/// Sends one HTTP/1.1 GET by hand and returns the raw response head,
+/// lower-cased.
+fn raw_get(url: &str) -> String {
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(addr).expect("connect");
+    write!(
+        s,
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).unwrap();
+    buf.split("\r\n\r\n").next().unwrap().to_ascii_lowercase()
+}
+
+/// A refusing service's answer, by the preset in force: `over` is over
+/// its `capacity` (overloaded), `full` has its queue full (shed).
+fn refusals(preset: Preset) -> (String, String) {
+    let t = Topology::from_yaml(
+        "name: refusals\nload: { entry: A }\nservices:\n  A: { calls: [OVER, FULL] }\n  \
+         OVER: { capacity: 1 }\n  FULL: { workers: 1, queue: 1, work: 400ms }\n",
+        "refusals.yaml",
+    )
+    .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fleet = rt
+        .block_on(Fleet::spawn(Arc::new(t), FleetOptions::default()))
+        .unwrap();
+    let mut p = fleet.policy();
+    p.apply_preset(preset);
+    fleet.set_policy(p);
+    let (over, full) = (fleet.url(1), fleet.url(2));
+    let heads = std::thread::spawn(move || {
+        // The bucket holds one request a second: of a few at once, all but
+        // the first are over capacity.
+        let over = (0..5)
+            .map(|_| raw_get(&over))
+            .find(|h| h.starts_with("http/1.1 503"))
+            .unwrap_or_else(|| "no request was refused".into());
+        // One on the worker, one queued: the third is shed.
+        let busy: Vec<_> = (0..2)
+            .map(|_| {
+                let u = full.clone();
+                std::thread::spawn(move || raw_get(&u))
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let full = raw_get(&full);
+        for b in busy {
+            let head = b.join().unwrap();
+            assert!(
+                head.starts_with("http/1.1 200"),
+                "one on the worker, one queued:\n{head}"
+            );
+        }
+        (over, full)
+    })
+    .join()
+    .unwrap();
+    rt.block_on(fleet.shutdown());
+    heads
+}
+
+#[test]
+fn refusals_speak_each_presets_dialect_on_the_wire() {
+    let _fleet = fleet_lock();
+    let cases: [(Preset, &str, &[&str]); 4] = [
+        (
+            Preset::Finagle,
+            "finagle-http-nonretryable-nack: true",
+            &["finagle-http-nack: true", "retry-after: 0"],
+        ),
+        (
+            Preset::Envoy,
+            "x-envoy-overloaded: true",
+            &["x-envoy-overloaded: true"],
+        ),
+        (
+            Preset::Grpc,
+            "grpc-retry-pushback-ms: -1",
+            // One job of 400 ms ahead: come back in 400 ms.
+            &["grpc-retry-pushback-ms: 400"],
+        ),
+        (Preset::Aws, "retry-after: 1", &["retry-after: 1"]),
+    ];
+    for (preset, over_says, full_says) in cases {
+        let (over, full) = refusals(preset);
+        assert!(over.starts_with("http/1.1 503"), "{preset:?}:\n{over}");
+        assert!(
+            over.contains(over_says),
+            "{preset:?} over capacity:\n{over}"
+        );
+        assert!(full.starts_with("http/1.1 503"), "{preset:?}:\n{full}");
+        for h in full_says {
+            assert!(full.contains(h), "{preset:?} queue full, no `{h}`:\n{full}");
+        }
+    }
+}
+
+/// A caller reads the dialect: where the refusal forbids a retry (a
+/// non-retryable nack, `x-envoy-overloaded`, a negative pushback) not one
+/// is sent, and each is counted as suppressed with the reason; `Retry-After`
+/// only delays the retry.
+#[test]
+fn callers_do_not_retry_what_the_signal_forbids() {
+    let _fleet = fleet_lock();
+    let file = std::env::temp_dir().join(format!("chaoslab-refuse-{}.yaml", std::process::id()));
+    std::fs::write(
+        &file,
+        "name: refuse\nload: { rps: 100 }\npolicy: { attempts: 3 }\n\
+         services:\n  A: { calls: [B] }\n  B: { capacity: 40 }\n",
+    )
+    .unwrap();
+    for (policy, forbidden) in [
+        ("finagle", true),
+        ("envoy", true),
+        ("grpc", true),
+        ("aws", false),
+    ] {
+        let r = headless_report(
+            file.to_str().unwrap(),
+            &["--policy", policy, "--duration", "4s", "--warmup", "1s"],
+        );
+        let ab = edge(&r, "A", "B");
+        let a = node(&r, "A");
+        if forbidden {
+            assert_eq!(num(ab, "retries"), 0.0, "{policy}: {ab}");
+            assert!(num(ab, "refused") > 100.0, "{policy}: {ab}");
+            assert_eq!(num(a, "retries_refused"), num(ab, "refused"), "{policy}");
+            assert!(
+                num(a, "retries_suppressed") >= num(ab, "refused"),
+                "{policy}"
+            );
+        } else {
+            assert_eq!(num(ab, "refused"), 0.0, "{policy}: {ab}");
+            assert!(num(ab, "retries") > 0.0, "{policy}: {ab}");
+        }
+    }
+    let _ = std::fs::remove_file(&file);
+}
