@@ -16,12 +16,13 @@ use serde::Serialize;
 
 use crate::cli::{fail_actions, parse_policy, CompareArgs};
 use crate::error::{write_output, RunError};
+use crate::ownership::breaker::BreakerConfig;
 use crate::report::{Report, TimeSeries};
 use crate::scenario::Scenario;
 use crate::session::figures::Figure;
 use crate::session::{Action, Record, Session, Setup};
 use crate::topology::model::{self, capacity::Trigger};
-use crate::topology::{PolicyFields, Preset, Topology};
+use crate::topology::{BreakerSetting, PolicyFields, Preset, Topology};
 
 /// Default measured time of each run.
 pub const COMPARE_DURATION: Duration = Duration::from_secs(8);
@@ -56,43 +57,58 @@ pub struct Recovery {
     pub availability_after: f64,
 }
 
-/// A policy to compare: a preset, and whether deadlines propagate.
+/// A policy to compare: a preset, whether deadlines propagate, and
+/// whether every edge runs a circuit breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Choice {
     /// The preset.
     pub preset: Preset,
     /// `+deadline`: calls carry the time left.
     pub deadline: bool,
+    /// `+breaker`: a circuit breaker (the defaults of `breaker: on`) on
+    /// every edge.
+    pub breaker: bool,
 }
 
 impl Choice {
-    /// Parses `budget` or `budget+deadline`.
+    /// Parses `budget`, `budget+deadline`, `retry+breaker`.
     pub fn parse(s: &str) -> Result<Choice, RunError> {
-        let (name, deadline) = match s.trim().split_once('+') {
-            Some((n, "deadline")) => (n, true),
-            Some((_, other)) => {
-                return Err(RunError::Usage(format!(
-                "--policies {s}: `+{other}` is not known (only `+deadline`, e.g. budget+deadline)"
-            )))
-            }
-            None => (s.trim(), false),
-        };
-        Ok(Choice {
+        let mut parts = s.trim().split('+');
+        let name = parts.next().unwrap_or_default();
+        let mut choice = Choice {
             preset: parse_policy(name).map_err(RunError::usage)?,
-            deadline,
-        })
+            deadline: false,
+            breaker: false,
+        };
+        for other in parts {
+            match other {
+                "deadline" => choice.deadline = true,
+                "breaker" => choice.breaker = true,
+                _ => {
+                    return Err(RunError::Usage(format!(
+                        "--policies {s}: `+{other}` is not known (`+deadline` or `+breaker`, e.g. retry+breaker)"
+                    )))
+                }
+            }
+        }
+        Ok(choice)
     }
 
     /// Parses `--policies`: names separated by commas; `all` stands for
-    /// every preset, in [`Preset::ALL`]'s order.
+    /// every preset, in [`Preset::ALL`]'s order, then `retry+breaker` and
+    /// `ownership+breaker`.
     pub fn parse_list(list: &str) -> Result<Vec<Choice>, RunError> {
         let mut choices = vec![];
         for s in list.split(',').filter(|s| !s.trim().is_empty()) {
             if s.trim() == "all" {
-                choices.extend(Preset::ALL.into_iter().map(|preset| Choice {
+                let plain = |preset, breaker| Choice {
                     preset,
                     deadline: false,
-                }));
+                    breaker,
+                };
+                choices.extend(Preset::ALL.into_iter().map(|p| plain(p, false)));
+                choices.push(plain(Preset::Retry, true));
+                choices.push(plain(Preset::Ownership, true));
             } else {
                 choices.push(Choice::parse(s)?);
             }
@@ -108,9 +124,10 @@ impl Choice {
     /// Its name in the table.
     pub fn name(self) -> String {
         format!(
-            "{}{}",
+            "{}{}{}",
             self.preset.name(),
-            if self.deadline { "+deadline" } else { "" }
+            if self.deadline { "+deadline" } else { "" },
+            if self.breaker { "+breaker" } else { "" }
         )
     }
 }
@@ -161,6 +178,11 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         let mut initial = vec![Action::Policy(PolicyFields {
             preset: Some(choice.preset),
             deadline: Some(choice.deadline),
+            breaker: Some(if choice.breaker {
+                BreakerSetting::On(BreakerConfig::DEFAULT)
+            } else {
+                BreakerSetting::Off
+            }),
             ..Default::default()
         })];
         initial.extend(fail_actions(&base, &args.fail).map_err(RunError::usage)?);

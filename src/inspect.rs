@@ -35,7 +35,7 @@ pub fn model_table(t: &Topology) -> String {
         out,
         "{} · model · policy {} (R={}, B={}) · attribution {}",
         t.name,
-        t.policy.mode_name(),
+        t.policy.name(),
         t.policy.attempts,
         t.policy
             .budget

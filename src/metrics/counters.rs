@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::storm::StormTracker;
 use crate::ownership::claim::ClaimReason;
 use crate::ownership::observe::{
-    Attempted, BudgetMoved, CallFailed, Observer, RetrySent, Served, ABANDONED,
+    Attempted, BreakerMoved, BudgetMoved, CallFailed, Observer, RetrySent, Served, ABANDONED,
 };
 use crate::ownership::retry::StopReason;
 use crate::ownership::Claim;
@@ -215,6 +215,9 @@ pub struct EdgeCounters {
     refused: AtomicU64,
     failed_calls: AtomicU64,
     attempt_us: AtomicU64,
+    short_circuited: AtomicU64,
+    /// The breaker's state (gauge: 0 closed, 1 half-open, 2 open).
+    breaker: AtomicU64,
     /// The budget's level and limit, in thousandths (gauges).
     budget_level: AtomicU64,
     budget_limit: AtomicU64,
@@ -238,6 +241,11 @@ pub struct EdgeCounts {
     pub failed_calls: u64,
     /// Time its attempts took, all together, µs.
     pub attempt_us: u64,
+    /// Calls its open circuit breaker failed fast.
+    pub short_circuited: u64,
+    /// Gauge: its circuit breaker's state (0 closed or none, 1 half-open,
+    /// 2 open).
+    pub breaker: u64,
     /// Gauge: what the edge's budget holds, in thousandths (tokens, quota
     /// left, or retries in flight); 0 on an edge without a budget.
     pub budget_level_milli: u64,
@@ -276,7 +284,9 @@ impl EdgeCounts {
             refused: self.refused.saturating_sub(e.refused),
             failed_calls: self.failed_calls.saturating_sub(e.failed_calls),
             attempt_us: self.attempt_us.saturating_sub(e.attempt_us),
+            short_circuited: self.short_circuited.saturating_sub(e.short_circuited),
             // Gauges: the later value.
+            breaker: self.breaker,
             budget_level_milli: self.budget_level_milli,
             budget_limit_milli: self.budget_limit_milli,
         }
@@ -462,6 +472,8 @@ impl Metrics {
                     refused: l(&e.refused),
                     failed_calls: l(&e.failed_calls),
                     attempt_us: l(&e.attempt_us),
+                    short_circuited: l(&e.short_circuited),
+                    breaker: l(&e.breaker),
                     budget_level_milli: l(&e.budget_level),
                     budget_limit_milli: l(&e.budget_limit),
                 })
@@ -604,9 +616,16 @@ impl Observer for Metrics {
                 bump(&s.budget_denied);
                 bump(&edge.budget_denied);
             }
+            StopReason::BreakerOpen => bump(&edge.short_circuited),
             StopReason::AttemptsExhausted
             | StopReason::NoRetriesConfigured
             | StopReason::DeadlinePassed => {}
+        }
+    }
+
+    fn breaker_moved(&self, e: &BreakerMoved) {
+        if let Some(edge) = self.edges.get(e.edge) {
+            edge.breaker.store(e.state.level(), Ordering::Relaxed);
         }
     }
 

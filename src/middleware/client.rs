@@ -33,11 +33,13 @@ use super::server::BadHeaderName;
 use super::slots::Slots;
 use super::{Attempted, CallFailed, Observer, RetrySent};
 use crate::ownership::attempt::{attempt_timeout, AttemptMachine, Next};
+use crate::ownership::breaker::{Breaker, BreakerState};
 use crate::ownership::claim::Outbound;
 use crate::ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
-use crate::ownership::observe::BudgetMoved;
+use crate::ownership::observe::{BreakerMoved, BudgetMoved};
 use crate::ownership::policy::EdgePolicy;
 use crate::ownership::quota::RetryKind;
+use crate::ownership::retry::StopReason;
 use crate::ownership::signal::{Advice, Signal};
 use crate::ownership::{is_error_status, Claim, Classified, DependencyMode};
 
@@ -55,6 +57,7 @@ pub struct EdgeState {
     /// without writing to a shared cache line.
     policy: ArcSwap<EdgePolicy>,
     budget: Mutex<Option<EdgeBudget>>,
+    breaker: Mutex<Option<Breaker>>,
     /// Attempts in flight on this edge, like a client's connection pool.
     slots: Slots,
 }
@@ -75,6 +78,7 @@ impl EdgeState {
         policy: EdgePolicy,
     ) -> EdgeState {
         let budget = policy.new_budget();
+        let breaker = policy.breaker.map(Breaker::new);
         EdgeState {
             id,
             dependency,
@@ -82,6 +86,7 @@ impl EdgeState {
             url: url.into(),
             policy: ArcSwap::from_pointee(policy),
             budget: Mutex::new(budget),
+            breaker: Mutex::new(breaker),
             slots: Slots::new(MAX_IN_FLIGHT_PER_EDGE),
         }
     }
@@ -99,8 +104,13 @@ impl EdgeState {
     /// Changes the policy. The budget keeps its tokens unless its ratio,
     /// ttl or floor changed.
     pub fn set_policy(&self, policy: EdgePolicy) {
-        if !self.policy().same_budget(&policy) {
+        let old = self.policy();
+        if !old.same_budget(&policy) {
             *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = policy.new_budget();
+        }
+        if old.breaker != policy.breaker {
+            *self.breaker.lock().unwrap_or_else(|e| e.into_inner()) =
+                policy.breaker.map(Breaker::new);
         }
         self.policy.store(Arc::new(policy));
     }
@@ -111,6 +121,26 @@ impl EdgeState {
             .unwrap_or_else(|e| e.into_inner())
             .as_mut()
             .map(f)
+    }
+
+    /// Asks the breaker to let an attempt through at `now` (always, on an
+    /// edge without one); its state after asking.
+    fn breaker_pass(&self, now: Duration) -> (bool, Option<BreakerState>) {
+        let mut b = self.breaker.lock().unwrap_or_else(|e| e.into_inner());
+        match b.as_mut() {
+            None => (true, None),
+            Some(b) => (b.try_pass(now), Some(b.state(now))),
+        }
+    }
+
+    /// Tells the breaker how an attempt it let through ended; its state
+    /// after.
+    fn breaker_record(&self, now: Duration, ok: bool) -> Option<BreakerState> {
+        let mut b = self.breaker.lock().unwrap_or_else(|e| e.into_inner());
+        b.as_mut().map(|b| {
+            b.record(now, ok);
+            b.state(now)
+        })
     }
 
     /// The budget's level now; `None` on an edge without a budget.
@@ -284,6 +314,15 @@ impl RetryClient {
         Instant::now().saturating_duration_since(self.epoch)
     }
 
+    fn breaker_moved(&self, edge: &EdgeState, state: Option<BreakerState>) {
+        if let Some(state) = state {
+            self.observer.breaker_moved(&BreakerMoved {
+                edge: edge.id,
+                state,
+            });
+        }
+    }
+
     fn moved(&self, edge: &EdgeState, level: Option<Level>) {
         if let Some(level) = level {
             self.observer.budget_moved(&BudgetMoved {
@@ -396,6 +435,20 @@ impl RetryClient {
                     .before_attempt(true)
                     .expect("a call whose deadline has passed stops");
             };
+            let breaker = policy.breaker.is_some();
+            let (pass, state) = if breaker {
+                edge.breaker_pass(self.now())
+            } else {
+                (true, None)
+            };
+            self.breaker_moved(edge, state);
+            if !pass {
+                // Failed fast by this service's own breaker: its error.
+                if let Some(c) = context::current() {
+                    c.mark_own_fault();
+                }
+                break machine.short_circuit();
+            }
             let mut in_flight = InFlight {
                 sent,
                 observer: &*self.observer,
@@ -413,6 +466,10 @@ impl RetryClient {
                 .await;
             let answer = reply.class;
             in_flight.attempted.outcome = answer;
+            if breaker {
+                let state = edge.breaker_record(self.now(), answer == Classified::Success);
+                self.breaker_moved(edge, state);
+            }
             // Late: still in flight after the deadline, which its own time
             // limit allowed it to outlive (an attempt clipped to the
             // deadline ends there, give or take the timer's tick).
@@ -457,7 +514,19 @@ impl RetryClient {
             });
         }
         let outbound = outcome.outbound(edge.dependency, edge.mode);
-        context::record_current(outbound);
+        // A call the caller's own breaker failed fast never reached the
+        // dependency: the dependency analysis does not see it fail, so a
+        // request that fails for it is claimed by this service.
+        let short_circuited = outcome.stop_reason() == Some(StopReason::BreakerOpen);
+        context::record_current(if short_circuited {
+            Outbound {
+                failed: false,
+                claim_seen: None,
+                ..outbound
+            }
+        } else {
+            outbound
+        });
         outbound
     }
 }

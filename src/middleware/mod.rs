@@ -30,6 +30,7 @@
 //!     }),
 //!     ownership: true,
 //!     signal: None,
+//!     breaker: None,
 //!     backoff: std::time::Duration::ZERO,
 //!     timeout: std::time::Duration::from_secs(1),
 //!     deadline_propagate: false,

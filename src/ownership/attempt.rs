@@ -243,6 +243,18 @@ impl AttemptMachine {
         self.done
     }
 
+    /// The edge's circuit breaker refused the attempt about to be sent:
+    /// the call gives up ([`StopReason::BreakerOpen`]) and its outcome is
+    /// returned (the refused attempt is not counted: it was never sent).
+    /// A stopped call returns its outcome.
+    pub fn short_circuit(&mut self) -> CallOutcome {
+        *self.done.get_or_insert(CallOutcome {
+            ending: Ending::GaveUp(StopReason::BreakerOpen),
+            last: self.last,
+            attempts: self.attempt,
+        })
+    }
+
     /// Feeds the answer to the current attempt and decides what follows,
     /// for a call without a deadline: [`on_answer_by`](Self::on_answer_by)
     /// with a deadline that never passes.
@@ -502,6 +514,7 @@ mod tests {
             budget: None,
             ownership: false,
             signal: None,
+            breaker: None,
             backoff: Duration::ZERO,
             timeout: Duration::from_secs(1),
             deadline_propagate: false,

@@ -43,6 +43,7 @@
 
 pub mod attempt;
 pub mod backoff;
+pub mod breaker;
 pub mod budget;
 pub mod claim;
 pub mod concurrency;

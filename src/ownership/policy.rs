@@ -24,6 +24,7 @@
 //!     }),
 //!     ownership: true,
 //!     signal: None,
+//!     breaker: None,
 //!     backoff: Duration::ZERO,
 //!     timeout: Duration::from_secs(1),
 //!     deadline_propagate: false,
@@ -36,6 +37,7 @@
 
 use std::time::Duration;
 
+use super::breaker::BreakerConfig;
 use super::edge_budget::{BudgetModel, EdgeBudget};
 use super::signal::Signal;
 
@@ -52,6 +54,8 @@ pub struct EdgePolicy {
     /// (`nack`, `overloaded`, `pushback`, `retry-after`); ownership's
     /// claim header is the `ownership` switch.
     pub signal: Option<Signal>,
+    /// A circuit breaker in front of the callee, if any.
+    pub breaker: Option<BreakerConfig>,
     /// Backoff base.
     pub backoff: Duration,
     /// Per-attempt timeout.

@@ -49,6 +49,9 @@ pub enum StopReason {
     /// (a non-retryable nack, `x-envoy-overloaded`, a negative pushback).
     /// Counted as suppressed, with the reason.
     Refused(DontRetry),
+    /// The edge's circuit breaker was open: the attempt failed fast
+    /// without reaching the callee, and is not retried.
+    BreakerOpen,
     /// The attempt cap was reached after at least one retry was sent.
     AttemptsExhausted,
     /// The edge has no retries configured (`attempts: 1`).

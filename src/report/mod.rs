@@ -16,6 +16,7 @@ use serde::Serialize;
 pub use series::{ServiceSeries, TimeSeries};
 
 use crate::metrics::{RadiusStats, Sample};
+use crate::ownership::breaker::BreakerState;
 use crate::ownership::learn::Learned;
 use crate::ownership::DependencyMode;
 use crate::session::figures::{Figure, Figures, Scope, Window};
@@ -57,6 +58,11 @@ pub struct EdgeReport {
     pub refused: u64,
     /// How long one attempt took on average, ms.
     pub attempt_ms_mean: f64,
+    /// Calls its open circuit breaker failed fast.
+    pub short_circuited: u64,
+    /// Its circuit breaker's state at the window's end; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<&'static str>,
     /// The edge's budget at the end of the window; absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetLevel>,
@@ -269,7 +275,7 @@ impl Report {
         let c = &w.counts;
         Report {
             topology: t.name.clone(),
-            policy: t.policy.mode_name(),
+            policy: t.policy.name(),
             attempts: t.policy.attempts,
             budget: t.policy.budget,
             attribution: t.ownership.attribution.name().into(),
@@ -290,6 +296,15 @@ impl Report {
                     budget_denied: c.edges[i].budget_denied,
                     refused: c.edges[i].refused,
                     attempt_ms_mean: c.edges[i].attempt_latency_s() * 1000.0,
+                    short_circuited: c.edges[i].short_circuited,
+                    breaker: t.policy.for_edge(&e.policy).breaker.map(|_| {
+                        match c.edges[i].breaker {
+                            0 => BreakerState::Closed,
+                            1 => BreakerState::HalfOpen,
+                            _ => BreakerState::Open,
+                        }
+                        .name()
+                    }),
                     budget: c.edges[i].budget_level().map(|(level, limit)| BudgetLevel {
                         model: t.policy.for_edge(&e.policy).budget.map(|b| b.describe()),
                         level,

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use crate::session::{Action, Event};
 use crate::topology::{
-    BudgetKind, BudgetSetting, Fault, Phase, PolicyFields, SignalSetting, Topology,
+    BreakerSetting, BudgetKind, BudgetSetting, Fault, Phase, PolicyFields, SignalSetting, Topology,
 };
 
 /// A scenario file that replays `events` at their times (to the ms) on
@@ -248,6 +248,19 @@ fn policy(f: &PolicyFields) -> Option<String> {
             parts.push(format!("{k}: {v}"));
         }
     }
+    match f.breaker {
+        Some(BreakerSetting::Off) => parts.push("breaker: off".into()),
+        Some(BreakerSetting::On(b)) => parts.push(format!(
+            "breaker: {{ consecutive: {}, failure_ratio: {}, window: {}, min_calls: {}, open_for: {}, probes: {} }}",
+            b.consecutive,
+            b.failure_ratio,
+            b.window,
+            b.min_calls,
+            exact(b.open_for),
+            b.probes
+        )),
+        None => {}
+    }
     Some(format!("policy: {{ {} }}", parts.join(", ")))
 }
 
@@ -405,6 +418,13 @@ mod tests {
                     quota: Some(300),
                     retry_cost: Some(7),
                     timeout_cost: Some(12),
+                    breaker: Some(BreakerSetting::On(
+                        crate::ownership::breaker::BreakerConfig {
+                            consecutive: 7,
+                            open_for: Duration::from_millis(2500),
+                            ..crate::ownership::breaker::BreakerConfig::DEFAULT
+                        },
+                    )),
                 }),
             ),
             ev(

@@ -326,6 +326,12 @@ catalogue! {
     /// Retries the callee's don't-retry header forbade (a non-retryable nack, `x-envoy-overloaded`, a negative pushback); counted among the suppressed.
     RetriesRefused = "retries_refused" at "retries_refused", Service Count "retries",
         None, |w, i| w.out_edges(i).map(|e| w.counts.edges[e].refused).sum::<u64>() as f64;
+    /// Calls its open circuit breakers failed fast, without reaching the callee.
+    ShortCircuited = "short_circuited" at "short_circuited", Service Count "calls",
+        None, |w, i| w.out_edges(i).map(|e| w.counts.edges[e].short_circuited).sum::<u64>() as f64;
+    /// Its calls' circuit breakers open at the window's end (half-open ones count a half).
+    BreakersOpen = "breakers_open" at "breakers_open", Service Real "breakers",
+        None, |w, i| w.out_edges(i).map(|e| w.counts.edges[e].breaker as f64 / 2.0).fold(0.0, |a, b| a + b);
     /// What its calls' retry budget holds at the window's end, as a fraction of its limit: tokens or quota left, or the retry slots free in flight (lowest over its edges; null without a budget or with a `window` budget).
     BudgetLeft = "budget_left" at "budget_left", Service Real "fraction",
         None, |w, i| w.budget_left(i);

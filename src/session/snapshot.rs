@@ -94,6 +94,9 @@ pub struct EdgeView {
     /// Its budget's level and limit now (tokens, quota left, or retries
     /// in flight against those allowed); `None` without a budget.
     pub budget: Option<(f64, f64)>,
+    /// Its circuit breaker's state now: 0 closed (or none), 1 half-open,
+    /// 2 open.
+    pub breaker: u64,
 }
 
 /// The end user's view.
@@ -270,6 +273,7 @@ pub fn build(i: Inputs<'_>) -> Snapshot {
                 attempt_rps: live.w.rate(live.w.counts.edges[k].attempts),
                 retry_rps: live.w.rate(live.w.counts.edges[k].retries),
                 budget: live.w.counts.edges[k].budget_level(),
+                breaker: live.w.counts.edges[k].breaker,
             })
             .collect(),
         events: i.events.iter().cloned().collect(),

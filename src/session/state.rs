@@ -26,7 +26,8 @@ use super::action::Action;
 use crate::ownership::signal::Signal;
 use crate::ownership::Attribution;
 use crate::topology::{
-    BudgetSetting, Fault, Policy, PolicyFields, Preset, ServiceId, SignalSetting, Topology,
+    BreakerSetting, BudgetSetting, Fault, Policy, PolicyFields, Preset, ServiceId, SignalSetting,
+    Topology,
 };
 
 /// What the actions can change, and nothing else: the topology's shape is
@@ -194,6 +195,7 @@ impl LabState {
                 quota: Some(p.quota.initial),
                 retry_cost: Some(p.quota.transient),
                 timeout_cost: Some(p.quota.timeout),
+                breaker: Some(p.breaker.map_or(BreakerSetting::Off, BreakerSetting::On)),
                 ..PolicyFields::default()
             }),
             Action::Mode {

@@ -28,7 +28,9 @@ use crate::ownership::{Attribution, DependencyMode, DEFAULT_CLAIM_HEADER};
 /// [`Policy::for_edge`] produces it from the topology's settings.
 pub use crate::ownership::policy::EdgePolicy;
 pub use error::TopologyError;
-pub use policy::{BudgetKind, BudgetSetting, Policy, PolicyFields, Preset, SignalSetting};
+pub use policy::{
+    BreakerSetting, BudgetKind, BudgetSetting, Policy, PolicyFields, Preset, SignalSetting,
+};
 
 /// Requests waiting for a worker when `workers` is set and `queue` is not.
 pub const DEFAULT_QUEUE: u32 = 1000;

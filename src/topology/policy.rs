@@ -39,6 +39,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ownership::breaker::BreakerConfig;
 use crate::ownership::edge_budget::BudgetModel;
 use crate::ownership::policy::EdgePolicy;
 use crate::ownership::quota::QuotaCosts;
@@ -195,6 +196,15 @@ pub enum BudgetSetting {
     Off,
 }
 
+/// `breaker:` `on` (the defaults), `off`, or a map of its numbers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BreakerSetting {
+    /// A breaker with these numbers.
+    On(BreakerConfig),
+    /// No breaker.
+    Off,
+}
+
 /// `signal:` one of [`Signal`]'s words, or `none`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignalSetting {
@@ -242,6 +252,8 @@ pub struct PolicyFields {
     pub retry_cost: Option<u32>,
     /// `timeout_cost:` (quota): a retry after a timeout.
     pub timeout_cost: Option<u32>,
+    /// `breaker:`.
+    pub breaker: Option<BreakerSetting>,
 }
 
 impl PolicyFields {
@@ -291,6 +303,9 @@ pub struct Policy {
     /// each call carries the time its caller has left (SPEC section 7).
     /// Independent of the preset: switching the mode keeps it.
     pub deadline: bool,
+    /// A circuit breaker on every edge, if any. Independent of the
+    /// preset: switching the mode keeps it.
+    pub breaker: Option<BreakerConfig>,
 }
 
 impl Default for Policy {
@@ -313,6 +328,7 @@ impl Default for Policy {
             backoff: Duration::ZERO,
             timeout: Duration::from_secs(1),
             deadline: false,
+            breaker: None,
         };
         p.apply_preset(Preset::Ownership);
         p
@@ -385,6 +401,17 @@ impl Policy {
             "none".into()
         } else {
             parts.join("+")
+        }
+    }
+
+    /// [`mode_name`](Self::mode_name), with `+breaker` when edges run a
+    /// circuit breaker: the name reports and tables print.
+    pub fn name(&self) -> String {
+        let mode = self.mode_name();
+        if self.breaker.is_some() {
+            format!("{mode}+breaker")
+        } else {
+            mode
         }
     }
 
@@ -479,6 +506,12 @@ impl Policy {
         if let Some(c) = f.timeout_cost {
             self.quota.timeout = c;
         }
+        if let Some(b) = f.breaker {
+            self.breaker = match b {
+                BreakerSetting::On(cfg) => Some(cfg),
+                BreakerSetting::Off => None,
+            };
+        }
     }
 
     /// The policy one edge runs: this policy with the edge's overrides.
@@ -498,6 +531,7 @@ impl Policy {
             backoff: p.backoff,
             timeout: p.timeout,
             deadline_propagate: p.deadline,
+            breaker: p.breaker,
         }
     }
 }

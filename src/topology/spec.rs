@@ -29,9 +29,10 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use super::{
-    Arrival, BudgetKind, BudgetSetting, Fault, Phase, PolicyFields, Preset, SignalSetting,
-    MAX_QUEUE, MAX_WORKERS,
+    Arrival, BreakerSetting, BudgetKind, BudgetSetting, Fault, Phase, PolicyFields, Preset,
+    SignalSetting, MAX_QUEUE, MAX_WORKERS,
 };
+use crate::ownership::breaker::BreakerConfig;
 use crate::ownership::signal::Signal;
 use crate::ownership::tokens::MAX_TOKENS_LIMIT;
 use crate::ownership::{Attribution, DependencyMode};
@@ -142,6 +143,124 @@ pub struct PolicySpec {
     /// `timeout_cost:` (quota) tokens a retry after a timeout costs.
     #[serde(default, deserialize_with = "timeout_cost")]
     pub timeout_cost: Option<u32>,
+    /// `breaker:` on | off | a map of its numbers.
+    #[serde(default, deserialize_with = "breaker")]
+    pub breaker: Option<BreakerSetting>,
+}
+
+/// `breaker:` as a map: each number optional, the defaults fill the rest.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerSpec {
+    /// Failures in a row that open it (0: never on this rule).
+    #[serde(default, deserialize_with = "breaker_consecutive")]
+    pub consecutive: Option<u32>,
+    /// The failed share of the window that opens it.
+    #[serde(default, deserialize_with = "breaker_ratio")]
+    pub failure_ratio: Option<f64>,
+    /// Attempts the window holds.
+    #[serde(default, deserialize_with = "breaker_window")]
+    pub window: Option<u32>,
+    /// Outcomes needed before the ratio is judged.
+    #[serde(default, deserialize_with = "breaker_min_calls")]
+    pub min_calls: Option<u32>,
+    /// How long it stays open.
+    #[serde(default, deserialize_with = "yaml::duration")]
+    pub open_for: Option<Duration>,
+    /// Attempts let through half-open.
+    #[serde(default, deserialize_with = "breaker_probes")]
+    pub probes: Option<u32>,
+}
+
+impl BreakerSpec {
+    fn config(&self) -> BreakerConfig {
+        let d = BreakerConfig::DEFAULT;
+        BreakerConfig {
+            consecutive: self.consecutive.unwrap_or(d.consecutive),
+            failure_ratio: self.failure_ratio.unwrap_or(d.failure_ratio),
+            window: self.window.unwrap_or(d.window),
+            min_calls: self.min_calls.unwrap_or(d.min_calls),
+            open_for: self.open_for.unwrap_or(d.open_for),
+            probes: self.probes.unwrap_or(d.probes),
+        }
+    }
+}
+
+/// `breaker:` `on`/`true`, `off`/`false`, or a map.
+fn breaker<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BreakerSetting>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = BreakerSetting;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("`on`, `off` or a map of breaker numbers")
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<BreakerSetting, E> {
+            Ok(if v {
+                BreakerSetting::On(BreakerConfig::DEFAULT)
+            } else {
+                BreakerSetting::Off
+            })
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<BreakerSetting, E> {
+            match v.trim() {
+                "on" => self.visit_bool(true),
+                "off" => self.visit_bool(false),
+                _ => Err(E::custom(format!(
+                    "breaker must be `on`, `off` or a map (consecutive, failure_ratio, window, min_calls, open_for, probes), got `{v}`"
+                ))),
+            }
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<BreakerSetting, A::Error> {
+            let spec = BreakerSpec::deserialize(de::value::MapAccessDeserializer::new(map))?;
+            Ok(BreakerSetting::On(spec.config()))
+        }
+    }
+    d.deserialize_any(V).map(Some)
+}
+
+fn breaker_consecutive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a whole number of failures",
+        "consecutive needs a whole number of failures",
+        |v| yaml::whole(v, 0, MAX_TOKENS_WRITTEN, "consecutive"),
+    )
+}
+
+fn breaker_ratio<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    yaml::number(
+        d,
+        "a ratio from 0 to 1",
+        "failure_ratio needs a ratio from 0 to 1",
+        |v| within(v, 0.0, 1.0, "failure_ratio"),
+    )
+}
+
+fn breaker_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a whole number of attempts",
+        "window needs a whole number of attempts",
+        |v| yaml::whole(v, 1, BreakerConfig::MAX_WINDOW, "window"),
+    )
+}
+
+fn breaker_min_calls<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a whole number of attempts",
+        "min_calls needs a whole number of attempts",
+        |v| yaml::whole(v, 0, BreakerConfig::MAX_WINDOW, "min_calls"),
+    )
+}
+
+fn breaker_probes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a whole number of probes",
+        "probes needs a whole number of probes",
+        |v| yaml::whole(v, 1, BreakerConfig::MAX_WINDOW, "probes"),
+    )
 }
 
 /// `deadline:`: whether each call carries the time its caller has left.
@@ -176,6 +295,7 @@ impl PolicySpec {
             quota: self.quota,
             retry_cost: self.retry_cost,
             timeout_cost: self.timeout_cost,
+            breaker: self.breaker,
         }
     }
 }

@@ -102,6 +102,7 @@ fn chain_edges(n: usize, retry: &[f64], attempts: &[f64]) -> Vec<EdgeView> {
             attempt_rps: attempts.get(i).copied().unwrap_or(200.0),
             retry_rps: retry.get(i).copied().unwrap_or(0.0),
             budget: None,
+            breaker: 0,
         })
         .collect()
 }
@@ -447,6 +448,7 @@ pub fn fanout() -> Snapshot {
             attempt_rps: s.services[to].live[Figure::Rps],
             retry_rps: if to == 7 { 20.0 } else { 0.0 },
             budget: None,
+            breaker: 0,
         })
         .collect();
     s.state.faults[4] = Fault {

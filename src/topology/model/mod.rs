@@ -57,6 +57,7 @@
 //! assert_eq!(model::static_radius(&t, &p), 2);
 //! ```
 
+mod breaker;
 mod budget;
 pub mod capacity;
 mod radius;
@@ -137,10 +138,12 @@ pub fn predict_with_latency(
     // second, which depend on the retries granted above it: iterate from
     // the rate-free answer until the loads settle.
     let rate_bound = m.policies.iter().any(|p| {
-        matches!(
-            p.budget,
-            Some(BudgetModel::Window { min_per_sec, .. }) if min_per_sec > 0.0
-        ) || matches!(p.budget, Some(BudgetModel::Concurrency { .. }))
+        p.breaker.is_some_and(|b| b.consecutive > 0)
+            || matches!(
+                p.budget,
+                Some(BudgetModel::Window { min_per_sec, .. }) if min_per_sec > 0.0
+            )
+            || matches!(p.budget, Some(BudgetModel::Concurrency { .. }))
     });
     let mut load = vec![];
     for _ in 0..50 {
@@ -579,6 +582,23 @@ fn call_outcome(
             criteria_satisfied: satisfied,
         };
         o.fail[Record::of_failure(failed, attribution) as usize] += prob;
+    }
+    if let Some(b) = &p.breaker {
+        let rate = rates.map(|r| r.first_per_sec * o.attempts);
+        let open = breaker::open_share(b, 1.0 - callee.s, rate);
+        if open > 0.0 {
+            // Calls it fails fast: no attempt, the caller's own error.
+            let pass = 1.0 - open;
+            o.attempts *= pass;
+            o.retries *= pass;
+            o.suppressed *= pass;
+            o.denied *= pass;
+            o.ok *= pass;
+            for f in &mut o.fail {
+                *f *= pass;
+            }
+            o.fail[Record::Clean as usize] += open;
+        }
     }
     o
 }

@@ -90,10 +90,7 @@ pub fn lines(s: &Snapshot, c: &LabState, width: u16) -> Vec<Line<'static>> {
     } else {
         vec![l("retries "), on_off(false)]
     };
-    let policy_name = Span::styled(
-        format!(" {} ", p.mode_name().to_uppercase()),
-        theme::policy(p),
-    );
+    let policy_name = Span::styled(format!(" {} ", p.name().to_uppercase()), theme::policy(p));
     let policy = vec![l("policy "), policy_name.clone()];
     let run = vec![status, Span::raw("  "), v(format::uptime(s.t))];
     let first = vec![

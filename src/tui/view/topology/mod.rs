@@ -67,6 +67,8 @@ struct GEdge {
     from: usize,
     to: usize,
     retry_rps: f64,
+    /// The call's circuit breaker: 0 closed (or none), 1 half-open, 2 open.
+    breaker: u64,
 }
 
 /// The graph placed on a grid of (depth, row).
@@ -80,16 +82,19 @@ struct Grid {
 fn grid(s: &Snapshot) -> Grid {
     let n = s.services.len();
     // Callees in call order, duplicates merged.
-    let mut calls: Vec<Vec<(usize, f64)>> = vec![vec![]; n];
+    let mut calls: Vec<Vec<(usize, f64, u64)>> = vec![vec![]; n];
     let mut called = vec![false; n];
     for e in &s.edges {
         if e.from >= n || e.to >= n {
             continue;
         }
         called[e.to] = true;
-        match calls[e.from].iter_mut().find(|(t, _)| *t == e.to) {
-            Some((_, r)) => *r += e.retry_rps,
-            None => calls[e.from].push((e.to, e.retry_rps)),
+        match calls[e.from].iter_mut().find(|(t, _, _)| *t == e.to) {
+            Some((_, r, b)) => {
+                *r += e.retry_rps;
+                *b = (*b).max(e.breaker);
+            }
+            None => calls[e.from].push((e.to, e.retry_rps, e.breaker)),
         }
     }
     let mut roots: Vec<usize> = (0..n).filter(|&i| !called[i]).collect();
@@ -125,7 +130,7 @@ fn grid(s: &Snapshot) -> Grid {
 
 struct Walk<'a> {
     s: &'a Snapshot,
-    calls: &'a [Vec<(usize, f64)>],
+    calls: &'a [Vec<(usize, f64, u64)>],
     placed: Vec<Option<usize>>,
     items: Vec<Item>,
     edges: Vec<GEdge>,
@@ -147,7 +152,7 @@ impl Walk<'_> {
             row,
         });
         self.placed[id] = Some(me);
-        for (k, &(to, retry_rps)) in self.calls[id].iter().enumerate() {
+        for (k, &(to, retry_rps, breaker)) in self.calls[id].iter().enumerate() {
             let r = if k == 0 { row } else { self.alloc() };
             let target = if self.placed[to].is_some() || self.s.services[to].depth <= col {
                 let it = self.items.len();
@@ -164,6 +169,7 @@ impl Walk<'_> {
                 from: me,
                 to: target,
                 retry_rps,
+                breaker,
             });
         }
         me
@@ -392,7 +398,12 @@ impl Plan {
                 c.text(0, ty, "…", style);
                 c.h(ty, 1, tx - 1, style);
             }
-            c.text(tx - 1, ty, "▶", style);
+            // The arrow's head says where the call's breaker stands.
+            match e.breaker {
+                2 => c.text(tx - 1, ty, "⊘", theme::warn()),
+                1 => c.text(tx - 1, ty, "◐", theme::warn()),
+                _ => c.text(tx - 1, ty, "▶", style),
+            }
             if retrying {
                 let rate = format::rate_short(e.retry_rps);
                 let (label, y) = if self.tall {
@@ -440,6 +451,12 @@ pub fn legend(s: &Snapshot) -> Line<'static> {
     }
     spans.push(Span::styled("↻", theme::alarm()));
     spans.push(Span::raw(" retries/s "));
+    if s.edges.iter().any(|e| e.breaker > 0) {
+        spans.push(Span::styled(" ⊘", theme::warn()));
+        spans.push(Span::raw(" breaker open "));
+        spans.push(Span::styled("◐", theme::warn()));
+        spans.push(Span::raw(" half-open "));
+    }
     Line::from(spans)
 }
 

@@ -96,9 +96,28 @@ fn a_joining_dag_points_back_instead_of_crossing() {
         attempt_rps: 200.0,
         retry_rps: 0.0,
         budget: None,
+        breaker: 0,
     });
     let lines = draw(&s, 120, false, 0);
     let all = lines.join("\n");
     assert_eq!(all.matches("inventory").count(), 2, "{all}");
     assert!(all.contains("↪ inventory"), "{all}");
+}
+
+#[test]
+fn an_open_breaker_shows_on_its_arrow_and_in_the_legend() {
+    let mut s = fixtures::uber_chain_retry();
+    let legend_of = |s: &Snapshot| {
+        legend(s)
+            .spans
+            .iter()
+            .map(|x| x.content.to_string())
+            .collect::<String>()
+    };
+    assert!(!legend_of(&s).contains("breaker"));
+    s.edges[0].breaker = 2;
+    s.edges[1].breaker = 1;
+    let l = &draw(&s, 150, false, 99)[0];
+    assert!(l.contains("↻200⊘") && l.contains("↻400◐"), "{l}");
+    assert!(legend_of(&s).contains("⊘ breaker open"));
 }
