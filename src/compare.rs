@@ -258,8 +258,8 @@ pub fn recovery(r: &Record) -> Recovery {
         recovered_after_s: recovered_at.map(|t| (t - 1.0 - trigger_end_s).max(0.0)),
         model_after_s: spike(&r.steps).and_then(|trigger| {
             let policy = &r.start.applied_to(&r.topology).policy;
-            // The fluid queue knows nothing of deadlines.
-            if policy.deadline {
+            // The fluid queue knows nothing of deadlines or breakers.
+            if policy.deadline || policy.breaker.is_some() {
                 return None;
             }
             model::capacity::recovery_after(&r.topology, policy, trigger).map(|d| d.as_secs_f64())
@@ -308,7 +308,7 @@ pub fn recovery_table(c: &Comparison) -> String {
     let secs = |v: Option<f64>| v.map_or_else(|| "never".to_string(), |s| format!("{s:.0} s"));
     for run in &c.runs {
         let Some(r) = &run.recovery else { continue };
-        let model = if run.policy.ends_with("+deadline") {
+        let model = if run.policy.contains("+deadline") || run.policy.contains("+breaker") {
             "-".to_string()
         } else {
             secs(r.model_after_s)
@@ -350,20 +350,28 @@ pub fn compare_table(c: &Comparison, with_model: bool) -> String {
     for n in &names {
         let _ = write!(out, " {n:>w$}");
     }
-    let _ = writeln!(out, " {:>8} {:>6} {:>10}", "avail", "radius", "suppressed");
-    // One row: a label, a figure per service, then availability, radius
-    // and suppressed retries.
+    let _ = writeln!(
+        out,
+        " {:>8} {:>8} {:>6} {:>10}",
+        "avail", "goodput", "radius", "suppressed"
+    );
+    // One row: a label, a figure per service, then availability, goodput,
+    // radius and suppressed retries.
     let row = |out: &mut String,
                label: &str,
                amps: Vec<f64>,
-               avail: f64,
+               (avail, goodput): (f64, String),
                radius: u64,
                suppressed: String| {
         let _ = write!(out, "{label:<pw$}");
         for a in amps {
             let _ = write!(out, " {a:>w$.2}");
         }
-        let _ = writeln!(out, " {:>7.2}% {radius:>6} {suppressed:>10}", avail * 100.0);
+        let _ = writeln!(
+            out,
+            " {:>7.2}% {goodput:>8} {radius:>6} {suppressed:>10}",
+            avail * 100.0
+        );
     };
     for run in &c.runs {
         let r = &run.report;
@@ -374,7 +382,10 @@ pub fn compare_table(c: &Comparison, with_model: bool) -> String {
                 .iter()
                 .map(|n| n.figures[Figure::Amplification])
                 .collect(),
-            r.fleet[Figure::RootAvailability],
+            (
+                r.fleet[Figure::RootAvailability],
+                format!("{:.1}", r.fleet[Figure::GoodputRps]),
+            ),
             r.fleet.count(Figure::StormRadius),
             r.fleet.count(Figure::SpuriousAvoided).to_string(),
         );
@@ -386,7 +397,7 @@ pub fn compare_table(c: &Comparison, with_model: bool) -> String {
                     .iter()
                     .map(|n| n.figures[Figure::ModelAmplification])
                     .collect(),
-                r.fleet[Figure::ModelAvailability],
+                (r.fleet[Figure::ModelAvailability], "-".to_string()),
                 r.fleet.count(Figure::StormRadiusModel),
                 "-".to_string(),
             );

@@ -32,7 +32,7 @@
 //! use chaoslab::ownership::breaker::{Breaker, BreakerConfig, BreakerState};
 //!
 //! let s = Duration::from_secs;
-//! let mut b = Breaker::new(BreakerConfig { consecutive: 3, ..BreakerConfig::DEFAULT });
+//! let mut b = Breaker::new(BreakerConfig { consecutive: 3, probes: 1, ..BreakerConfig::DEFAULT });
 //! for _ in 0..3 {
 //!     assert!(b.try_pass(s(0)));
 //!     b.record(s(0), false);

@@ -6,10 +6,16 @@
 //!   retries on a hop are `min((R−1)·f, ratio·f + min_per_sec)` when every
 //!   call fails.
 //! * **tokens** (gRPC A6): each failed attempt takes a token, each success
-//!   gives `token_ratio`. With failure probability `p` per attempt the
-//!   bucket drifts by `(1−p)·ratio − p` per attempt, retries included: if
-//!   that is negative the bucket drains below half and retries stop for
-//!   good (0); otherwise it stays full and never binds.
+//!   gives `token_ratio`, whether or not a retry follows, so with attempts
+//!   failing independently with probability `p` the bucket is a random walk
+//!   of its own, bounded by 0 and `max_tokens`: +ratio with probability
+//!   1 − p, −1 with probability p. A failure is retried when the bucket
+//!   still holds more than half after paying for it; the share of failures
+//!   retried is that probability under the walk's stationary distribution.
+//!   Its drift `(1−p)·ratio − p` decides it in the large: under persistent
+//!   failure the bucket drains and retries stop; near p = ratio/(1+ratio)
+//!   (1 in 11 for gRPC's 0.1) the walk wanders and the bucket opens and
+//!   shuts by turns.
 //! * **quota** (AWS): a call that succeeds first time adds the increment,
 //!   a retry costs `cost` and is refunded when it succeeds, so on average
 //!   it costs `cost·p`. The quota is in balance at
@@ -64,13 +70,7 @@ pub(super) fn allowance(
             };
             ratio + floor
         }
-        BudgetModel::Tokens { ratio, .. } => {
-            if (1.0 - p) * ratio >= p {
-                f64::INFINITY
-            } else {
-                0.0
-            }
-        }
+        BudgetModel::Tokens { max, ratio } => wanted * token_grant_share(max, ratio, p),
         BudgetModel::Quota(c) => {
             let cost = f64::from(c.transient) * p;
             if cost <= 0.0 {
@@ -91,6 +91,64 @@ pub(super) fn allowance(
             let z = if poisson { 1.0 } else { peakedness(offered) };
             wanted * (1.0 - erlang_b_real(slots as f64 / z, offered / z))
         }
+    }
+}
+
+/// The share of failed attempts a gRPC bucket of `max` tokens earning
+/// `ratio` per success lets retry, attempts failing with probability `p`:
+/// the stationary distribution of the bucket's walk (in the A6 arithmetic:
+/// thousandths of a token), found by iterating it.
+pub(super) fn token_grant_share(max: u32, ratio: f64, p: f64) -> f64 {
+    if p <= 0.0 {
+        return 1.0;
+    }
+    let cap = u64::from(max.clamp(1, 1000)) * 1000;
+    let up = (ratio.clamp(0.0, 1.0) * 1000.0).round() as u64;
+    let down = 1000u64;
+    // States a whole number of `unit`s apart; at most about 2,000 of them.
+    let mut unit = gcd(gcd(up, down), cap).max(1);
+    while cap / unit > 2000 {
+        unit *= 2;
+    }
+    let steps = |v: u64| (v + unit / 2) / unit;
+    let (n, up, down) = (
+        steps(cap) as usize,
+        steps(up) as usize,
+        steps(down) as usize,
+    );
+    let half = n / 2;
+    // Start full, as a fresh bucket does.
+    let mut pi = vec![0.0; n + 1];
+    pi[n] = 1.0;
+    let mut next = vec![0.0; n + 1];
+    for _ in 0..50_000 {
+        next.iter_mut().for_each(|x| *x = 0.0);
+        for (s, &m) in pi.iter().enumerate() {
+            if m == 0.0 {
+                continue;
+            }
+            next[(s + up).min(n)] += m * (1.0 - p);
+            next[s.saturating_sub(down)] += m * p;
+        }
+        let moved: f64 = pi.iter().zip(&next).map(|(a, b)| (a - b).abs()).sum();
+        std::mem::swap(&mut pi, &mut next);
+        if moved < 1e-13 {
+            break;
+        }
+    }
+    // A failure at level s leaves s − 1: retried if that is above half.
+    pi.iter()
+        .enumerate()
+        .filter(|(s, _)| s.saturating_sub(down) > half)
+        .map(|(_, m)| m)
+        .sum()
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
@@ -165,12 +223,14 @@ mod tests {
     fn buckets_and_quotas_drain_under_persistent_failure() {
         assert_eq!(allowance(&BudgetModel::GRPC, 1.0, 1.0, None), 0.0);
         assert_eq!(allowance(&BudgetModel::AWS, 1.0, 1.0, None), 0.0);
-        // One attempt in eleven failing is where gRPC's bucket tips.
-        assert_eq!(
-            allowance(&BudgetModel::GRPC, 0.05, 0.05, None),
-            f64::INFINITY
-        );
-        assert_eq!(allowance(&BudgetModel::GRPC, 0.2, 0.2, None), 0.0);
+        // One attempt in eleven failing is where gRPC's bucket tips: well
+        // below it nearly every failure is retried, well above nearly none,
+        // and near it the bucket opens and shuts by turns.
+        let share = |p| token_grant_share(10, 0.1, p);
+        assert!(share(0.03) > 0.99, "{}", share(0.03));
+        assert!(share(0.3) < 0.01, "{}", share(0.3));
+        assert!((0.1..0.5).contains(&share(0.1)), "{}", share(0.1));
+        assert!(share(0.05) > share(0.1) && share(0.1) > share(0.15));
         // AWS at 10% failures: 0.9 / (5 × 0.1) = 1.8 retries per call.
         assert!((allowance(&BudgetModel::AWS, 0.1, 0.1, None) - 1.8).abs() < 1e-12);
     }
