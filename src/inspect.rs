@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use crate::cli::{CheckArgs, ModelArgs};
 use crate::error::RunError;
+use crate::ownership::edge_budget::BudgetModel;
 use crate::session::{fold, LabState};
 use crate::topology::{model, Topology};
 
@@ -68,6 +69,26 @@ pub fn model_table(t: &Topology) -> String {
         p.storm_radius,
         model::static_radius(t, &t.policy)
     );
+    if let Some(b) = t.policy.budget_model().filter(|_| t.policy.retries) {
+        let _ = writeln!(out, "budget model: {}", b.describe());
+        if matches!(b, BudgetModel::Concurrency { .. }) {
+            let _ = writeln!(
+                out,
+                "  a concurrency cap depends on how long attempts take: without a measured latency the model assumes it does not bind (fast failures); a run's report models it from the latency it measured"
+            );
+        }
+    }
+    if let Some(b) = &t.policy.breaker {
+        let _ = writeln!(
+            out,
+            "circuit breakers: {} in a row or {:.0}% of the last {} attempts open one for {:?}, {} probes; open all the time at or above that failure rate",
+            b.consecutive,
+            b.failure_ratio * 100.0,
+            b.window,
+            b.open_for,
+            b.probes
+        );
+    }
     let capacity = crate::topology::check::render_capacity(t);
     if !capacity.is_empty() {
         out.push('\n');

@@ -114,7 +114,7 @@ impl Window<'_> {
 
     /// The lowest fraction left of any of service `i`'s edge budgets; NaN
     /// (null) when none reports a limit.
-    fn budget_left(&self, i: usize) -> f64 {
+    fn budget_level(&self, i: usize) -> f64 {
         self.out_edges(i)
             .filter_map(|e| {
                 let c = &self.counts.edges[e];
@@ -333,8 +333,8 @@ catalogue! {
     BreakersOpen = "breakers_open" at "breakers_open", Service Real "breakers",
         None, |w, i| w.out_edges(i).map(|e| w.counts.edges[e].breaker as f64 / 2.0).fold(0.0, |a, b| a + b);
     /// What its calls' retry budget holds at the window's end, as a fraction of its limit: tokens or quota left, or the retry slots free in flight (lowest over its edges; null without a budget or with a `window` budget).
-    BudgetLeft = "budget_left" at "budget_left", Service Real "fraction",
-        None, |w, i| w.budget_left(i);
+    BudgetLevel = "budget_level" at "budget_level", Service Real "fraction",
+        None, |w, i| w.budget_level(i);
     /// Errors its own injected fault caused (ground truth).
     OwnErrors = "own_errors" at "attribution.own_errors", Service Count "responses",
         None, |w, i| w.svc(i).own_errors as f64;

@@ -481,3 +481,69 @@ fn fanout_multiplicities_count_repeated_calls() {
     assert!(stdout.contains("recs (fail-open) [attempts 1]"), "{stdout}");
     assert!(stdout.contains("parallel"), "{stdout}");
 }
+
+/// SPEC section 8: unknown preset, model and signal names get a
+/// did-you-mean; ratios outside 0..1, negative quotas and token counts,
+/// and a bad breaker say which key and why. All exit 2 with file:line:col.
+#[test]
+fn industry_policy_fields_say_where_and_what() {
+    let file = |policy: &str| format!("name: t\npolicy: {policy}\nservices:\n  A: {{}}\n");
+    rejects(
+        "preset",
+        &file("{ preset: finagel }"),
+        ":2:19: ",
+        &[
+            "policy.preset",
+            "unknown preset `finagel`",
+            "did you mean `finagle`?",
+        ],
+    );
+    rejects(
+        "model",
+        &file("{ budget_model: token }"),
+        ":2:25: ",
+        &["unknown budget_model `token`", "did you mean `tokens`?"],
+    );
+    rejects(
+        "signal",
+        &file("{ signal: pushbak }"),
+        ":2:19: ",
+        &["unknown signal `pushbak`", "did you mean `pushback`?"],
+    );
+    rejects(
+        "ratio",
+        &file("{ token_ratio: 1.5 }"),
+        ":2:24: ",
+        &["token_ratio must be a number from 0 to 1, got 1.5"],
+    );
+    rejects(
+        "percent",
+        &file("{ budget_percent: 120 }"),
+        ":2:27: ",
+        &["budget_percent must be a number from 0 to 100, got 120"],
+    );
+    rejects(
+        "quota",
+        &file("{ quota: -500 }"),
+        ":2:18: ",
+        &["quota must be a whole number from 0 to 1000000, got -500"],
+    );
+    rejects(
+        "tokens",
+        &file("{ max_tokens: -1 }"),
+        ":2:23: ",
+        &["max_tokens must be a whole number from 1 to 1000, got -1"],
+    );
+    rejects(
+        "breaker",
+        &file("{ breaker: { failure_ratio: 2 } }"),
+        ":2:",
+        &["failure_ratio must be a number from 0 to 1, got 2"],
+    );
+    rejects(
+        "breaker-key",
+        &file("{ breaker: { opens_after: 3 } }"),
+        ":2:",
+        &["unknown field `opens_after`"],
+    );
+}

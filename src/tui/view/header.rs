@@ -307,3 +307,44 @@ fn flow(chips: &[&Chip], w: usize, sep: &str) -> Vec<Line<'static>> {
     }
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::Preset;
+    use crate::tui::fixtures;
+
+    fn text(s: &Snapshot) -> String {
+        lines(s, &s.state, 200)
+            .iter()
+            .flat_map(|l| l.spans.iter().map(|x| x.content.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_header_names_the_model_and_its_live_state() {
+        let mut s = fixtures::uber_chain_retry();
+        s.state.policy.apply_preset(Preset::Grpc);
+        for (i, e) in s.edges.iter_mut().enumerate() {
+            e.budget = Some((10.0 - i as f64 * 2.0, 10.0));
+        }
+        let t = text(&s);
+        assert!(t.contains(" GRPC "), "{t}");
+        assert!(
+            t.contains("budget tokens 0.0/10"),
+            "the emptiest bucket: {t}"
+        );
+        s.state.policy.apply_preset(Preset::Aws);
+        for e in &mut s.edges {
+            e.budget = Some((35.0, 500.0));
+        }
+        assert!(text(&s).contains("quota 35/500"));
+        s.state.policy.apply_preset(Preset::Envoy);
+        s.edges[2].budget = Some((3.0, 3.0));
+        assert!(text(&s).contains("in flight 3/3"));
+        s.state.policy.apply_preset(Preset::Finagle);
+        assert!(text(&s).contains("0.2 +10/s"));
+        s.state.policy.breaker = Some(crate::ownership::breaker::BreakerConfig::DEFAULT);
+        assert!(text(&s).contains(" FINAGLE+BREAKER "));
+    }
+}
