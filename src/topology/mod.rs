@@ -13,6 +13,7 @@ mod error;
 pub mod generate;
 pub mod model;
 mod policy;
+mod policy_spec;
 pub mod sim;
 pub mod spec;
 pub mod validate;
