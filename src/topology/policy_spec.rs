@@ -147,51 +147,6 @@ fn breaker<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BreakerSetting>, D:
     d.deserialize_any(V).map(Some)
 }
 
-fn breaker_consecutive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    yaml::number(
-        d,
-        "a whole number of failures",
-        "consecutive needs a whole number of failures",
-        |v| yaml::whole(v, 0, MAX_TOKENS_WRITTEN, "consecutive"),
-    )
-}
-
-fn breaker_ratio<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    yaml::number(
-        d,
-        "a ratio from 0 to 1",
-        "failure_ratio needs a ratio from 0 to 1",
-        |v| within(v, 0.0, 1.0, "failure_ratio"),
-    )
-}
-
-fn breaker_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    yaml::number(
-        d,
-        "a whole number of attempts",
-        "window needs a whole number of attempts",
-        |v| yaml::whole(v, 1, BreakerConfig::MAX_WINDOW, "window"),
-    )
-}
-
-fn breaker_min_calls<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    yaml::number(
-        d,
-        "a whole number of attempts",
-        "min_calls needs a whole number of attempts",
-        |v| yaml::whole(v, 0, BreakerConfig::MAX_WINDOW, "min_calls"),
-    )
-}
-
-fn breaker_probes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    yaml::number(
-        d,
-        "a whole number of probes",
-        "probes needs a whole number of probes",
-        |v| yaml::whole(v, 1, BreakerConfig::MAX_WINDOW, "probes"),
-    )
-}
-
 /// `deadline:`: whether each call carries the time its caller has left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -359,68 +314,51 @@ fn within(v: f64, lo: f64, hi: f64, what: &str) -> Result<f64, String> {
     }
 }
 
-fn percent<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    yaml::number(
-        d,
-        "a percentage from 0 to 100",
-        "budget_percent needs a percentage from 0 to 100",
-        |v| within(v, 0.0, 100.0, "budget_percent"),
-    )
-}
-
-fn token_ratio<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    yaml::number(
-        d,
-        "a ratio from 0 to 1",
-        "token_ratio needs a ratio from 0 to 1",
-        |v| within(v, 0.0, 1.0, "token_ratio"),
-    )
-}
-
 /// The largest quota or cost accepted.
 const MAX_TOKENS_WRITTEN: u32 = 1_000_000;
 
-fn min_retry_concurrency<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    yaml::number(
-        d,
-        "a whole number of retries",
-        "min_retry_concurrency needs a whole number of retries",
-        |v| yaml::whole(v, 0, MAX_TOKENS_WRITTEN, "min_retry_concurrency"),
-    )
+/// A policy field holding a whole number from `lo` to `hi` of `unit`.
+macro_rules! whole_field {
+    ($($name:ident: $key:literal, $unit:literal, $lo:expr, $hi:expr;)*) => {$(
+        fn $name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+            yaml::number(
+                d,
+                concat!("a whole number of ", $unit),
+                concat!($key, " needs a whole number of ", $unit),
+                |v| yaml::whole(v, $lo, $hi, $key),
+            )
+        }
+    )*};
 }
 
-fn max_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    yaml::number(
-        d,
-        "a whole number of tokens",
-        "max_tokens needs a whole number of tokens",
-        |v| yaml::whole(v, 1, MAX_TOKENS_LIMIT, "max_tokens"),
-    )
+/// A policy field holding a real number from `lo` to `hi`.
+macro_rules! real_field {
+    ($($name:ident: $key:literal, $what:literal, $lo:literal, $hi:literal;)*) => {$(
+        fn $name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+            yaml::number(
+                d,
+                $what,
+                concat!($key, " needs ", $what),
+                |v| within(v, $lo, $hi, $key),
+            )
+        }
+    )*};
 }
 
-fn quota<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    yaml::number(
-        d,
-        "a whole number of tokens",
-        "quota needs a whole number of tokens",
-        |v| yaml::whole(v, 0, MAX_TOKENS_WRITTEN, "quota"),
-    )
+whole_field! {
+    breaker_consecutive: "consecutive", "failures", 0, MAX_TOKENS_WRITTEN;
+    breaker_window: "window", "attempts", 1, BreakerConfig::MAX_WINDOW;
+    breaker_min_calls: "min_calls", "attempts", 0, BreakerConfig::MAX_WINDOW;
+    breaker_probes: "probes", "probes", 1, BreakerConfig::MAX_WINDOW;
+    min_retry_concurrency: "min_retry_concurrency", "retries", 0, MAX_TOKENS_WRITTEN;
+    max_tokens: "max_tokens", "tokens", 1, MAX_TOKENS_LIMIT;
+    quota: "quota", "tokens", 0, MAX_TOKENS_WRITTEN;
+    retry_cost: "retry_cost", "tokens", 1, MAX_TOKENS_WRITTEN;
+    timeout_cost: "timeout_cost", "tokens", 1, MAX_TOKENS_WRITTEN;
 }
 
-fn retry_cost<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    yaml::number(
-        d,
-        "a whole number of tokens",
-        "retry_cost needs a whole number of tokens",
-        |v| yaml::whole(v, 1, MAX_TOKENS_WRITTEN, "retry_cost"),
-    )
-}
-
-fn timeout_cost<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    yaml::number(
-        d,
-        "a whole number of tokens",
-        "timeout_cost needs a whole number of tokens",
-        |v| yaml::whole(v, 1, MAX_TOKENS_WRITTEN, "timeout_cost"),
-    )
+real_field! {
+    breaker_ratio: "failure_ratio", "a ratio from 0 to 1", 0.0, 1.0;
+    percent: "budget_percent", "a percentage from 0 to 100", 0.0, 100.0;
+    token_ratio: "token_ratio", "a ratio from 0 to 1", 0.0, 1.0;
 }

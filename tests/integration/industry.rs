@@ -2,15 +2,14 @@
 //! real sockets: each preset's budget measured against its model, and each
 //! don't-retry signal read off the wire from a service that refuses work.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::Arc;
 
 use chaoslab::fleet::{Fleet, FleetOptions};
 use chaoslab::topology::{Preset, Topology};
 use serde_json::Value;
 
-use crate::common::fleet_lock;
+use crate::common::{edge, fleet_lock, raw_get};
+use crate::overload::topology_file;
 use crate::tables::{headless_report, node, num};
 
 const CHAIN: [&str; 7] = ["A", "B", "C", "D", "E", "F", "G"];
@@ -94,30 +93,6 @@ fn envoy_measures_what_its_latency_model_predicts() {
     let ab = edge(&r, "A", "B");
     assert!(num(ab, "attempt_ms_mean") > 0.0, "{ab}");
     assert_eq!(num(&ab["budget"], "limit"), 3.0, "max(20% of open, 3) = 3");
-}
-
-fn edge<'a>(r: &'a Value, from: &str, to: &str) -> &'a Value {
-    r["edges"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["from"] == from && e["to"] == to)
-        .unwrap_or_else(|| panic!("no edge {from}→{to}"))
-}
-
-/// Sends one HTTP/1.1 GET by hand and returns the raw response head,
-/// lower-cased.
-fn raw_get(url: &str) -> String {
-    let addr = url.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = TcpStream::connect(addr).expect("connect");
-    write!(
-        s,
-        "GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).unwrap();
-    buf.split("\r\n\r\n").next().unwrap().to_ascii_lowercase()
 }
 
 /// A refusing service's answer, by the preset in force: `over` is over
@@ -211,13 +186,11 @@ fn refusals_speak_each_presets_dialect_on_the_wire() {
 #[test]
 fn callers_do_not_retry_what_the_signal_forbids() {
     let _fleet = fleet_lock();
-    let file = std::env::temp_dir().join(format!("chaoslab-refuse-{}.yaml", std::process::id()));
-    std::fs::write(
-        &file,
+    let file = topology_file(
+        "refuse",
         "name: refuse\nload: { rps: 100 }\npolicy: { attempts: 3 }\n\
          services:\n  A: { calls: [B] }\n  B: { capacity: 40 }\n",
-    )
-    .unwrap();
+    );
     for (policy, forbidden) in [
         ("finagle", true),
         ("envoy", true),
@@ -225,7 +198,7 @@ fn callers_do_not_retry_what_the_signal_forbids() {
         ("aws", false),
     ] {
         let r = headless_report(
-            file.to_str().unwrap(),
+            &file,
             &["--policy", policy, "--duration", "4s", "--warmup", "1s"],
         );
         let ab = edge(&r, "A", "B");
@@ -246,12 +219,6 @@ fn callers_do_not_retry_what_the_signal_forbids() {
     let _ = std::fs::remove_file(&file);
 }
 
-fn write_topology(name: &str, yaml: &str) -> std::path::PathBuf {
-    let file = std::env::temp_dir().join(format!("chaoslab-{name}-{}.yaml", std::process::id()));
-    std::fs::write(&file, yaml).unwrap();
-    file
-}
-
 /// A breaker on every edge, D failing every request: the breaker above the
 /// first failure opens and the storm never gets down the chain; D sees
 /// only the probes. The caller whose breaker failed the call fast claims
@@ -266,11 +233,8 @@ fn breakers_spare_the_callee_and_their_caller_owns_the_fast_failure() {
              D: {{ fault: {{ error_rate: {fault} }} }}\n"
         )
     };
-    let file = write_topology("breakers", &chain("1.0"));
-    let r = headless_report(
-        file.to_str().unwrap(),
-        &["--duration", "8s", "--warmup", "2s"],
-    );
+    let file = topology_file("breakers", &chain("1.0"));
+    let r = headless_report(&file, &["--duration", "8s", "--warmup", "2s"]);
     assert_eq!(r["policy"], "retry+breaker");
     let requests = num(&r["root"], "requests");
     let a = node(&r, "A");
@@ -289,10 +253,7 @@ fn breakers_spare_the_callee_and_their_caller_owns_the_fast_failure() {
     assert!(num(node(&r, "D"), "model_amplification") < 1e-9);
 
     std::fs::write(&file, chain("0.1")).unwrap();
-    let r = headless_report(
-        file.to_str().unwrap(),
-        &["--duration", "6s", "--warmup", "2s"],
-    );
+    let r = headless_report(&file, &["--duration", "6s", "--warmup", "2s"]);
     for name in ["A", "B", "C"] {
         let n = node(&r, name);
         assert_eq!(num(n, "breakers_open"), 0.0, "{name}: {n}");

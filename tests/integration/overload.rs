@@ -1,9 +1,7 @@
 //! Storms that hurt (SPEC section 7), measured over real sockets: requests
 //! whose callers gave up are counted where they arrived.
 
-use serde_json::Value;
-
-use crate::common::fleet_lock;
+use crate::common::{edge, fleet_lock};
 use crate::tables::{headless_report, node, num};
 
 /// Writes a topology to a file of its own and returns its path.
@@ -13,15 +11,6 @@ pub fn topology_file(name: &str, yaml: &str) -> String {
     let path = dir.join(format!("{name}.yaml"));
     std::fs::write(&path, yaml).unwrap();
     path.to_str().unwrap().to_string()
-}
-
-fn edge<'a>(r: &'a Value, from: &str, to: &str) -> &'a Value {
-    r["edges"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["from"] == from && e["to"] == to)
-        .unwrap_or_else(|| panic!("no edge {from}->{to}"))
 }
 
 /// C answers after 1.5 s; B gives up on C after 100 ms and A on B after

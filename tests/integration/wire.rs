@@ -1,28 +1,12 @@
 //! The claim header is on the wire: a raw TCP client reads it from a
 //! running fleet.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::Arc;
 
 use chaoslab::fleet::{Fleet, FleetOptions};
 use chaoslab::topology::Topology;
 
-use crate::common::{fleet_lock, root};
-
-/// Sends one HTTP/1.1 GET by hand and returns the raw response head.
-fn raw_get(url: &str) -> String {
-    let addr = url.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = TcpStream::connect(addr).expect("connect");
-    write!(
-        s,
-        "GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).unwrap();
-    buf.split("\r\n\r\n").next().unwrap().to_ascii_lowercase()
-}
+use crate::common::{fleet_lock, raw_get, root};
 
 #[test]
 fn claim_headers_travel_on_real_sockets() {
