@@ -92,6 +92,10 @@ pub struct RunArgs {
     /// Save the dashboard's actions as a scenario file on quit.
     #[arg(long)]
     pub record: Option<PathBuf>,
+    /// Serve Prometheus metrics on this address (`9100`, `:0`, `HOST:PORT`;
+    /// 127.0.0.1 unless it says otherwise).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 /// Default measured duration of a headless run.
@@ -219,6 +223,10 @@ pub struct ServeArgs {
     /// Write the JSON report here at the end.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Serve Prometheus metrics on this address (`9100`, `:0`, `HOST:PORT`;
+    /// 127.0.0.1 unless it says otherwise).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 /// How long a run lasts, and the leading part its report leaves out.

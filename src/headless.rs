@@ -13,6 +13,7 @@ use crate::error::{write_output, RunError};
 use crate::report::{expect, junit, Report, TimeSeries};
 use crate::scenario::Scenario;
 use crate::session::{Record, Session, Snapshot};
+use crate::telemetry;
 use crate::topology::Topology;
 
 /// `chaoslab run --headless`.
@@ -41,7 +42,16 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
             Some(duration),
         )
         .map_err(RunError::usage)?;
+    let metrics = args
+        .metrics
+        .as_deref()
+        .map(|a| telemetry::parse_addr("--metrics", a))
+        .transpose()?;
     let session = Session::start(setup)?;
+    if let Some(addr) = metrics {
+        let bound = telemetry::serve(&session, addr)?;
+        let _ = writeln!(std::io::stderr().lock(), "{}", telemetry::announce(bound));
+    }
     let mut snaps = session.snapshots();
     session.block_on(async {
         let mut next = Duration::from_secs(1);

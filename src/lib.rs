@@ -21,6 +21,7 @@ pub mod report;
 pub mod scenario;
 pub mod serve;
 pub mod session;
+pub mod telemetry;
 pub mod topology;
 pub mod tui;
 pub mod yaml;

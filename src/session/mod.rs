@@ -49,6 +49,7 @@ pub use state::{apply, fold, ActionError, Change, LabState};
 
 use crate::fleet::FleetError;
 use crate::load::LoadError;
+use crate::metrics::Metrics;
 use crate::topology::Topology;
 
 /// Actions a front end may have queued before the run loop takes them.
@@ -120,6 +121,7 @@ pub struct Session {
     stop: watch::Sender<bool>,
     urls: Vec<String>,
     topology: Topology,
+    metrics: Arc<Metrics>,
     warmup: Duration,
     steps: Vec<(Duration, Action)>,
 }
@@ -143,6 +145,7 @@ impl Session {
         let urls = (0..topology.services.len())
             .map(|i| lab.fleet().url(i))
             .collect();
+        let metrics = lab.fleet().metrics().clone();
         let (actions, actions_rx) = mpsc::channel(ACTION_QUEUE);
         let (snaps_tx, snapshots) = watch::channel(Arc::new(lab.snapshot()));
         let (stop, stop_rx) = watch::channel(false);
@@ -160,6 +163,7 @@ impl Session {
             stop,
             urls,
             topology,
+            metrics,
             warmup: setup.warmup,
             steps: setup.steps,
         })
@@ -194,6 +198,12 @@ impl Session {
     /// The topology as the run started (the starting state written in).
     pub fn topology(&self) -> &Topology {
         &self.topology
+    }
+
+    /// The fleet's live counters, for a front end that reads them at its
+    /// own pace (a metrics scrape).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// Each service's URL, topology order.

@@ -82,7 +82,15 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     let setup = args
         .setup(topology, vec![], vec![], warmup, None)
         .map_err(RunError::usage)?;
+    let metrics = args
+        .metrics
+        .as_deref()
+        .map(|a| crate::telemetry::parse_addr("--metrics", a))
+        .transpose()?;
     let session = Session::start(setup)?;
+    let metrics = metrics
+        .map(|addr| crate::telemetry::serve(&session, addr))
+        .transpose()?;
     let opts = Options {
         fps: args.fps,
         no_color: args.no_color,
@@ -90,6 +98,12 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     let outcome = dashboard(&session, &opts);
     let record = session.finish()?;
     outcome?;
+    if let Some(bound) = metrics {
+        eprintln!(
+            "{} (served while the dashboard ran)",
+            crate::telemetry::announce(bound)
+        );
+    }
     let report = Report::measure(&record, record.warmup, Duration::MAX);
     if let Some(p) = &args.report {
         write_output(p, &report.to_json(), "report")?;

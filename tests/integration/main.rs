@@ -13,6 +13,7 @@ mod overload;
 mod scale;
 mod scenario;
 mod tables;
+mod telemetry;
 mod topology_errors;
 mod tui;
 mod wire;
