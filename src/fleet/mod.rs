@@ -203,6 +203,15 @@ impl Fleet {
         &self.topology
     }
 
+    /// Writes every edge's live gauges (budget level, breaker state) into
+    /// the counters: called once a sample, so the request path only moves
+    /// the budgets and breakers themselves.
+    pub fn publish_gauges(&self) {
+        for s in &self.services {
+            s.publish_gauges(&self.metrics);
+        }
+    }
+
     /// The fleet's counters.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics

@@ -232,6 +232,16 @@ impl ServiceRuntime {
         self.context_dropped.load(Ordering::Relaxed)
     }
 
+    /// Writes its edges' live gauges (budget level, breaker state), read on
+    /// its client's clock.
+    pub(super) fn publish_gauges(&self, metrics: &Metrics) {
+        let now = self.client.now();
+        for (edge, _) in &self.edges {
+            let (level, breaker) = edge.live(now);
+            metrics.set_edge_gauges(edge.id, level, breaker);
+        }
+    }
+
     /// Sets the dialect its refusals speak.
     pub fn set_dialect(&self, signal: Option<Signal>) {
         *self.dialect.write().unwrap_or_else(|e| e.into_inner()) = signal;

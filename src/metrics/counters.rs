@@ -8,10 +8,10 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::storm::StormTracker;
+use crate::ownership::breaker::BreakerState;
 use crate::ownership::claim::ClaimReason;
-use crate::ownership::observe::{
-    Attempted, BreakerMoved, BudgetMoved, CallFailed, Observer, RetrySent, Served, ABANDONED,
-};
+use crate::ownership::edge_budget::Level;
+use crate::ownership::observe::{Attempted, CallFailed, Observer, RetrySent, Served, ABANDONED};
 use crate::ownership::retry::StopReason;
 use crate::ownership::Claim;
 
@@ -454,6 +454,26 @@ impl Metrics {
         }
     }
 
+    /// Sets an edge's live gauges: its budget's level (`None`: no budget,
+    /// read as 0 and 0) and its breaker's state (`None`: no breaker, read
+    /// as closed). The fleet calls it once a sample, not the request path.
+    pub fn set_edge_gauges(
+        &self,
+        edge: usize,
+        level: Option<Level>,
+        breaker: Option<BreakerState>,
+    ) {
+        let Some(e) = self.edges.get(edge) else {
+            return;
+        };
+        let milli = |v: f64| (v.max(0.0) * 1000.0).round() as u64;
+        let (value, limit) = level.map_or((0, 0), |l| (milli(l.value), milli(l.limit)));
+        e.budget_level.store(value, Ordering::Relaxed);
+        e.budget_limit.store(limit, Ordering::Relaxed);
+        let state = breaker.unwrap_or(BreakerState::Closed);
+        e.breaker.store(state.level(), Ordering::Relaxed);
+    }
+
     /// A copy of every counter. Each service's queue peak starts again
     /// from the depth now, so a sample's peak is the deepest since the
     /// sample before.
@@ -620,22 +640,6 @@ impl Observer for Metrics {
             StopReason::AttemptsExhausted
             | StopReason::NoRetriesConfigured
             | StopReason::DeadlinePassed => {}
-        }
-    }
-
-    fn breaker_moved(&self, e: &BreakerMoved) {
-        if let Some(edge) = self.edges.get(e.edge) {
-            edge.breaker.store(e.state.level(), Ordering::Relaxed);
-        }
-    }
-
-    fn budget_moved(&self, e: &BudgetMoved) {
-        if let Some(edge) = self.edges.get(e.edge) {
-            let milli = |v: f64| (v.max(0.0) * 1000.0).round() as u64;
-            edge.budget_level
-                .store(milli(e.level.value), Ordering::Relaxed);
-            edge.budget_limit
-                .store(milli(e.level.limit), Ordering::Relaxed);
         }
     }
 }

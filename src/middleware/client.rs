@@ -36,7 +36,6 @@ use crate::ownership::attempt::{attempt_timeout, AttemptMachine, Next};
 use crate::ownership::breaker::{Breaker, BreakerState};
 use crate::ownership::claim::Outbound;
 use crate::ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
-use crate::ownership::observe::{BreakerMoved, BudgetMoved};
 use crate::ownership::policy::EdgePolicy;
 use crate::ownership::quota::RetryKind;
 use crate::ownership::retry::StopReason;
@@ -123,55 +122,47 @@ impl EdgeState {
             .map(f)
     }
 
-    /// Asks the breaker to let an attempt through at `now` (always, on an
-    /// edge without one); its state after asking.
-    fn breaker_pass(&self, now: Duration) -> (bool, Option<BreakerState>) {
-        let mut b = self.breaker.lock().unwrap_or_else(|e| e.into_inner());
-        match b.as_mut() {
-            None => (true, None),
-            Some(b) => (b.try_pass(now), Some(b.state(now))),
-        }
+    fn with_breaker<T>(&self, f: impl FnOnce(&mut Breaker) -> T) -> Option<T> {
+        self.breaker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .map(f)
     }
 
-    /// Tells the breaker how an attempt it let through ended; its state
-    /// after.
-    fn breaker_record(&self, now: Duration, ok: bool) -> Option<BreakerState> {
-        let mut b = self.breaker.lock().unwrap_or_else(|e| e.into_inner());
-        b.as_mut().map(|b| {
-            b.record(now, ok);
-            b.state(now)
-        })
-    }
-
-    /// The budget's level now; `None` on an edge without a budget.
-    pub fn budget_level(&self, now: Duration) -> Option<Level> {
-        self.with_budget(|b| b.level(now))
+    /// The budget's level and the breaker's state at `now` on the edge's
+    /// client clock (see [`RetryClient::now`]); `None` for what the edge
+    /// does not run. Read once a sample, for the gauges.
+    pub fn live(&self, now: Duration) -> (Option<Level>, Option<BreakerState>) {
+        (
+            self.with_budget(|b| b.level(now)),
+            self.with_breaker(|b| b.state(now)),
+        )
     }
 }
 
 /// One call's dealings with its edge's budget: the call is open on the
 /// edge until this is dropped, and so is the retry holding `grant`. Dropped
 /// when the call ends, or when its future is dropped mid-way (its own
-/// caller went away): either way the budget hears of it once.
+/// caller went away): either way the budget hears of it once. On an edge
+/// without a budget it touches neither the lock nor the clock.
 struct Books<'a> {
     edge: &'a EdgeState,
     client: &'a RetryClient,
+    budgeted: bool,
     grant: Option<Grant>,
 }
 
 impl<'a> Books<'a> {
-    fn open(edge: &'a EdgeState, client: &'a RetryClient) -> Books<'a> {
-        let now = client.now();
-        client.moved(
-            edge,
-            edge.with_budget(|b| {
-                b.call_started(now);
-                b.level(now)
-            }),
-        );
+    fn open(edge: &'a EdgeState, client: &'a RetryClient, budgeted: bool) -> Books<'a> {
+        if budgeted {
+            let now = client.now();
+            edge.with_budget(|b| b.call_started(now));
+        }
         Books {
             edge,
             client,
+            budgeted,
             grant: None,
         }
     }
@@ -179,54 +170,46 @@ impl<'a> Books<'a> {
     /// An attempt was answered: the budget learns how, and the retry it
     /// was (if it was one) ends.
     fn answered(&mut self, answer: Classified) {
+        if !self.budgeted {
+            return;
+        }
         let held = self.grant.take();
-        let now = self.client.now();
         let how = match answer {
             Classified::Success => Answered::Success,
             _ => Answered::Failure,
         };
-        self.client.moved(
-            self.edge,
-            self.edge.with_budget(|b| {
-                b.answered(how, held);
-                if let Some(g) = held {
-                    b.retry_ended(g);
-                }
-                b.level(now)
-            }),
-        );
+        self.edge.with_budget(|b| {
+            b.answered(how, held);
+            if let Some(g) = held {
+                b.retry_ended(g);
+            }
+        });
     }
 
     /// Asks the budget for a retry after a failure of `kind`: `true`
     /// grants it (always, on an edge without a budget).
     fn try_retry(&mut self, kind: RetryKind) -> bool {
-        let now = self.client.now();
-        let Some((grant, level)) = self
-            .edge
-            .with_budget(|b| (b.try_retry(now, kind), b.level(now)))
-        else {
+        if !self.budgeted {
             return true;
-        };
-        self.client.moved(self.edge, Some(level));
-        self.grant = grant;
-        grant.is_some()
+        }
+        let now = self.client.now();
+        self.grant = self.edge.with_budget(|b| b.try_retry(now, kind)).flatten();
+        self.grant.is_some()
     }
 }
 
 impl Drop for Books<'_> {
     fn drop(&mut self) {
+        if !self.budgeted {
+            return;
+        }
         let held = self.grant.take();
-        let now = self.client.now();
-        self.client.moved(
-            self.edge,
-            self.edge.with_budget(|b| {
-                if let Some(g) = held {
-                    b.retry_ended(g);
-                }
-                b.call_ended();
-                b.level(now)
-            }),
-        );
+        self.edge.with_budget(|b| {
+            if let Some(g) = held {
+                b.retry_ended(g);
+            }
+            b.call_ended();
+        });
     }
 }
 
@@ -310,26 +293,10 @@ impl RetryClient {
         })
     }
 
-    fn now(&self) -> Duration {
+    /// Time on this client's clock: what its edges' budgets and breakers
+    /// count in.
+    pub fn now(&self) -> Duration {
         Instant::now().saturating_duration_since(self.epoch)
-    }
-
-    fn breaker_moved(&self, edge: &EdgeState, state: Option<BreakerState>) {
-        if let Some(state) = state {
-            self.observer.breaker_moved(&BreakerMoved {
-                edge: edge.id,
-                state,
-            });
-        }
-    }
-
-    fn moved(&self, edge: &EdgeState, level: Option<Level>) {
-        if let Some(level) = level {
-            self.observer.budget_moved(&BudgetMoved {
-                edge: edge.id,
-                level,
-            });
-        }
     }
 
     /// One attempt that may take `timeout`; with `propagate`, the callee is
@@ -422,7 +389,7 @@ impl RetryClient {
         let clip = deadline.filter(|_| propagate);
         // The call is open on the edge's budget (a window earns its
         // deposit) until `books` is dropped.
-        let mut books = Books::open(edge, self);
+        let mut books = Books::open(edge, self, policy.budget.is_some());
         let mut machine = AttemptMachine::for_policy(&policy);
         let outcome = loop {
             let sent = Instant::now();
@@ -436,13 +403,8 @@ impl RetryClient {
                     .expect("a call whose deadline has passed stops");
             };
             let breaker = policy.breaker.is_some();
-            let (pass, state) = if breaker {
-                edge.breaker_pass(self.now())
-            } else {
-                (true, None)
-            };
-            self.breaker_moved(edge, state);
-            if !pass {
+            let now = breaker.then(|| self.now());
+            if let Some(false) = now.and_then(|now| edge.with_breaker(|b| b.try_pass(now))) {
                 // Failed fast by this service's own breaker: its error.
                 if let Some(c) = context::current() {
                     c.mark_own_fault();
@@ -467,8 +429,8 @@ impl RetryClient {
             let answer = reply.class;
             in_flight.attempted.outcome = answer;
             if breaker {
-                let state = edge.breaker_record(self.now(), answer == Classified::Success);
-                self.breaker_moved(edge, state);
+                let now = self.now();
+                edge.with_breaker(|b| b.record(now, answer == Classified::Success));
             }
             // Late: still in flight after the deadline, which its own time
             // limit allowed it to outlive (an attempt clipped to the

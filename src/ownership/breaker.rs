@@ -111,6 +111,15 @@ impl BreakerState {
             BreakerState::Open => 2,
         }
     }
+
+    /// The state a gauge's [`level`](Self::level) stands for.
+    pub fn from_level(level: u64) -> BreakerState {
+        match level {
+            0 => BreakerState::Closed,
+            1 => BreakerState::HalfOpen,
+            _ => BreakerState::Open,
+        }
+    }
 }
 
 /// One edge's breaker.

@@ -6,9 +6,7 @@
 //! nothing else of the middleware, so counting stays apart from the
 //! mechanism that is counted.
 
-use super::breaker::BreakerState;
 use super::claim::ClaimReason;
-use super::edge_budget::Level;
 use super::retry::StopReason;
 use super::Classified;
 
@@ -70,26 +68,6 @@ pub struct RetrySent {
     pub trace: Option<Trace>,
 }
 
-/// An edge's budget moved: what it holds now (tokens, quota left, or
-/// retries in flight) and its limit ([`Level`]).
-#[derive(Debug, Clone, Copy)]
-pub struct BudgetMoved {
-    /// The edge.
-    pub edge: usize,
-    /// Its level now.
-    pub level: Level,
-}
-
-/// An edge's circuit breaker was asked or told something: where it
-/// stands now.
-#[derive(Debug, Clone, Copy)]
-pub struct BreakerMoved {
-    /// The edge.
-    pub edge: usize,
-    /// Its state now.
-    pub state: BreakerState,
-}
-
 /// A logical outbound call (all its attempts) ended in failure.
 #[derive(Debug, Clone, Copy)]
 pub struct CallFailed {
@@ -112,10 +90,6 @@ pub trait Observer: Send + Sync + 'static {
     fn retry_sent(&self, _e: &RetrySent) {}
     /// A logical outbound call failed for good.
     fn call_failed(&self, _e: &CallFailed) {}
-    /// An edge's budget moved.
-    fn budget_moved(&self, _e: &BudgetMoved) {}
-    /// An edge's circuit breaker was used.
-    fn breaker_moved(&self, _e: &BreakerMoved) {}
 }
 
 /// An observer that ignores everything.

@@ -297,14 +297,11 @@ impl Report {
                     refused: c.edges[i].refused,
                     attempt_ms_mean: c.edges[i].attempt_latency_s() * 1000.0,
                     short_circuited: c.edges[i].short_circuited,
-                    breaker: t.policy.for_edge(&e.policy).breaker.map(|_| {
-                        match c.edges[i].breaker {
-                            0 => BreakerState::Closed,
-                            1 => BreakerState::HalfOpen,
-                            _ => BreakerState::Open,
-                        }
-                        .name()
-                    }),
+                    breaker: t
+                        .policy
+                        .for_edge(&e.policy)
+                        .breaker
+                        .map(|_| BreakerState::from_level(c.edges[i].breaker).name()),
                     budget: c.edges[i].budget_level().map(|(level, limit)| BudgetLevel {
                         model: t.policy.for_edge(&e.policy).budget.map(|b| b.describe()),
                         level,

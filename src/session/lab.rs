@@ -271,6 +271,7 @@ impl Lab {
 
     /// Takes a sample. Call once per `tick`.
     pub fn tick(&mut self) {
+        self.fleet.publish_gauges();
         let m = self.fleet.metrics();
         let interval = m.take_latency();
         let latency_ms = if interval.is_empty() {
