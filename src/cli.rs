@@ -92,10 +92,23 @@ pub struct RunArgs {
     /// Save the dashboard's actions as a scenario file on quit.
     #[arg(long)]
     pub record: Option<PathBuf>,
-    /// Serve Prometheus metrics on this address (`9100`, `:0`, `HOST:PORT`;
-    /// 127.0.0.1 unless it says otherwise).
+    /// Prometheus metrics and the control API.
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
+}
+
+/// `--metrics` and `--control`.
+#[derive(Debug, Args, Default, Clone)]
+pub struct EndpointArgs {
+    /// Serve Prometheus metrics (`GET /metrics`) on this address (`9100`,
+    /// `:0` for a free port, `HOST:PORT`; 127.0.0.1 unless it says
+    /// otherwise).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Serve the control API (`GET /state`, `POST /actions`, `GET
+    /// /report`) on this address (as `--metrics`).
+    #[arg(long, value_name = "ADDR")]
+    pub control: Option<String>,
 }
 
 /// Default measured duration of a headless run.
@@ -184,6 +197,11 @@ pub struct CompareArgs {
     /// Write the comparison as JSON here.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Serve Prometheus metrics of the policy running now on this address
+    /// (as `run --metrics`; the counters start again with each policy,
+    /// labelled `policy`).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 /// `chaoslab model`.
@@ -223,10 +241,9 @@ pub struct ServeArgs {
     /// Write the JSON report here at the end.
     #[arg(long)]
     pub report: Option<PathBuf>,
-    /// Serve Prometheus metrics on this address (`9100`, `:0`, `HOST:PORT`;
-    /// 127.0.0.1 unless it says otherwise).
-    #[arg(long, value_name = "ADDR")]
-    pub metrics: Option<String>,
+    /// Prometheus metrics and the control API.
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
 }
 
 /// How long a run lasts, and the leading part its report leaves out.

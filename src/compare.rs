@@ -10,11 +10,13 @@
 //! and the availability after the trigger.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::cli::{fail_actions, parse_policy, CompareArgs};
+use crate::endpoints::metrics;
 use crate::error::{write_output, RunError};
 use crate::ownership::breaker::BreakerConfig;
 use crate::report::{Report, TimeSeries};
@@ -173,6 +175,22 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
     if steps.len() < scenario.steps.len() {
         eprintln!("compare: the scenario's policy steps are left out: each run keeps its policy");
     }
+    // One endpoint for the whole comparison, reading the run of the moment.
+    let metrics = match &args.metrics {
+        Some(a) => {
+            let addr = crate::endpoints::listen::parse_addr("--metrics", a)?;
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .map_err(|e| RunError::Usage(format!("--metrics {a}: {e}")))?;
+            let current = metrics::Current::default();
+            let bound = metrics::serve_current(rt.handle(), addr, current.clone())?;
+            eprintln!("metrics: http://{bound}/metrics (label policy: the run of the moment)");
+            Some((rt, current))
+        }
+        None => None,
+    };
     let mut runs = vec![];
     for choice in choices {
         let mut initial = vec![Action::Policy(PolicyFields {
@@ -203,7 +221,16 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
             ..Setup::new(base.clone())
         })?;
         session.stop_on_ctrl_c();
+        if let Some((_, current)) = &metrics {
+            current.store(Some(Arc::new(metrics::Source::of(
+                &session,
+                Some(choice.name()),
+            ))));
+        }
         let record = session.wait()?;
+        if let Some((_, current)) = &metrics {
+            current.store(None);
+        }
         runs.push(CompareRun {
             policy: choice.name(),
             report: Report::measure(&record, warmup, Duration::MAX),

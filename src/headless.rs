@@ -9,11 +9,11 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use crate::cli::{RunArgs, DEFAULT_DURATION};
+use crate::endpoints::Endpoints;
 use crate::error::{write_output, RunError};
 use crate::report::{expect, junit, Report, TimeSeries};
 use crate::scenario::Scenario;
 use crate::session::{Record, Session, Snapshot};
-use crate::telemetry;
 use crate::topology::Topology;
 
 /// `chaoslab run --headless`.
@@ -42,15 +42,10 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
             Some(duration),
         )
         .map_err(RunError::usage)?;
-    let metrics = args
-        .metrics
-        .as_deref()
-        .map(|a| telemetry::parse_addr("--metrics", a))
-        .transpose()?;
+    let endpoints = Endpoints::parse(&args.endpoints)?;
     let session = Session::start(setup)?;
-    if let Some(addr) = metrics {
-        let bound = telemetry::serve(&session, addr)?;
-        let _ = writeln!(std::io::stderr().lock(), "{}", telemetry::announce(bound));
+    for line in endpoints.start(&session, scenario.expectations.clone())? {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
     }
     let mut snaps = session.snapshots();
     session.block_on(async {

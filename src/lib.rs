@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod compare;
+pub mod endpoints;
 pub mod error;
 pub mod fleet;
 pub(crate) mod format;
@@ -21,7 +22,6 @@ pub mod report;
 pub mod scenario;
 pub mod serve;
 pub mod session;
-pub mod telemetry;
 pub mod topology;
 pub mod tui;
 pub mod yaml;

@@ -6,21 +6,17 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use crate::cli::ServeArgs;
+use crate::endpoints::Endpoints;
 use crate::error::{write_output, RunError};
 use crate::report::Report;
 use crate::session::{Session, Setup};
-use crate::telemetry;
 use crate::topology::Topology;
 
 /// `chaoslab serve`.
 pub fn run(args: ServeArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
     let initial = args.start.actions(&t).map_err(RunError::usage)?;
-    let metrics = args
-        .metrics
-        .as_deref()
-        .map(|a| telemetry::parse_addr("--metrics", a))
-        .transpose()?;
+    let endpoints = Endpoints::parse(&args.endpoints)?;
     let session = Session::start(Setup {
         initial,
         seed: args.seed.unwrap_or(1),
@@ -29,9 +25,7 @@ pub fn run(args: ServeArgs) -> Result<(), RunError> {
         ..Setup::new(t)
     })?;
     session.stop_on_ctrl_c();
-    let metrics = metrics
-        .map(|addr| telemetry::serve(&session, addr))
-        .transpose()?;
+    let listening = endpoints.start(&session, vec![])?;
     {
         let t = session.topology();
         let mut out = std::io::stdout().lock();
@@ -39,8 +33,8 @@ pub fn run(args: ServeArgs) -> Result<(), RunError> {
         for (s, url) in t.services.iter().zip(session.urls()) {
             let _ = writeln!(out, "service {} {url}", s.name);
         }
-        if let Some(bound) = metrics {
-            let _ = writeln!(out, "{}", telemetry::announce(bound));
+        for line in &listening {
+            let _ = writeln!(out, "{line}");
         }
         let _ = writeln!(
             out,

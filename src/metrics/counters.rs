@@ -31,6 +31,13 @@ fn latency_bucket(micros: u64) -> usize {
     ((e - LATENCY_LOW_SHIFT) as usize * 4 + sub).min(LATENCY_BUCKETS - 1)
 }
 
+/// The upper bound of bucket `b`, in µs (the last is unbounded).
+pub fn latency_bucket_upper_us(b: usize) -> u64 {
+    let next = b as u32 + 1;
+    let e = next / 4 + LATENCY_LOW_SHIFT;
+    (4 + u64::from(next % 4)) << (e - 2)
+}
+
 /// The middle of bucket `b`, in ms.
 fn latency_bucket_middle_ms(b: usize) -> f64 {
     let e = b as u32 / 4 + LATENCY_LOW_SHIFT;
@@ -186,6 +193,9 @@ service_counters! {
         skipped,
         /// Microseconds its workers spent on jobs (counted as each ends).
         busy_us,
+        /// Microseconds from arrival to answer, summed over the requests
+        /// answered (the sum of the latency histogram).
+        latency_us,
         /// Outbound attempts still in flight after their call's deadline.
         late_attempts,
     }
@@ -557,6 +567,7 @@ impl Observer for Metrics {
         bump(&s.requests);
         let us = u64::try_from(e.elapsed.as_micros()).unwrap_or(u64::MAX);
         s.latency.0[latency_bucket(us)].fetch_add(1, Ordering::Relaxed);
+        s.latency_us.fetch_add(us, Ordering::Relaxed);
         if e.is_root {
             bump(&s.roots);
             self.storm.finish(e.trace.root);
@@ -647,6 +658,16 @@ impl Observer for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_bucket_bounds_are_where_the_next_bucket_starts() {
+        for b in 0..LATENCY_BUCKETS - 1 {
+            let up = latency_bucket_upper_us(b);
+            assert_eq!(latency_bucket(up - 1), b);
+            assert_eq!(latency_bucket(up), b + 1, "bucket {b} ends at {up} µs");
+        }
+        assert_eq!(latency_bucket_upper_us(3), 128);
+    }
 
     #[test]
     fn latency_buckets_hold_their_values_within_an_eighth() {

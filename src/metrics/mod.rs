@@ -175,7 +175,7 @@ impl LatencySummary {
 /// touched at the start, and later samples overwrite slots in place. A long
 /// run keeps the same memory from its first second to its last, forgetting
 /// its oldest samples.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Series {
     cap: usize,
     buf: Vec<Sample>,

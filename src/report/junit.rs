@@ -214,6 +214,7 @@ mod tests {
             nodes: vec![],
             edges: vec![],
             expectations,
+            events: vec![],
             series: None,
         }
     }

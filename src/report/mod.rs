@@ -153,6 +153,17 @@ impl WindowFigures {
     }
 }
 
+/// One action applied during the run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct EventReport {
+    /// Seconds since the run started (the warm-up included).
+    pub t_s: f64,
+    /// What was done.
+    pub event: String,
+    /// Who sent it: `operator`, `timeline` or `api`.
+    pub origin: &'static str,
+}
+
 /// The whole report (SPEC section 6, extended).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Report {
@@ -179,6 +190,9 @@ pub struct Report {
     pub edges: Vec<EdgeReport>,
     /// Expectations checked.
     pub expectations: Vec<ExpectationReport>,
+    /// Every action applied during the run, in order: from the timeline,
+    /// the dashboard or the control API.
+    pub events: Vec<EventReport>,
     /// Figures sampled each second after the warm-up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series: Option<TimeSeries>,
@@ -311,6 +325,15 @@ impl Report {
                 })
                 .collect(),
             expectations: vec![],
+            events: r
+                .events
+                .iter()
+                .map(|e| EventReport {
+                    t_s: (e.t.as_secs_f64() * 1000.0).round() / 1000.0,
+                    event: e.text.clone(),
+                    origin: e.origin.name(),
+                })
+                .collect(),
             series: None,
         }
     }

@@ -11,12 +11,12 @@
 //! ```
 //! use std::time::Duration;
 //! use chaoslab::scenario::{record::to_scenario_yaml, Scenario};
-//! use chaoslab::session::{Action, Event};
+//! use chaoslab::session::{Action, Event, Origin};
 //! use chaoslab::topology::{Preset, PolicyFields, Topology};
 //!
 //! let t = Topology::from_yaml("name: t\nservices:\n  A: { calls: [B] }\n  B:\n", "t.yaml").unwrap();
 //! let action = Action::Policy(PolicyFields { preset: Some(Preset::Budget), ..Default::default() });
-//! let events = [Event { t: Duration::from_millis(1500), text: "policy budget".into(), action: action.clone() }];
+//! let events = [Event { t: Duration::from_millis(1500), text: "policy budget".into(), action: action.clone(), origin: Origin::Operator }];
 //! let yaml = to_scenario_yaml(&t, &events, Duration::from_secs(5));
 //! assert!(yaml.contains("  - at: 1.5s"));
 //! let back = Scenario::from_yaml(&yaml, "session.yaml", &t).unwrap();
@@ -338,6 +338,7 @@ mod tests {
             t: Duration::from_millis(ms) + Duration::from_nanos(123_456),
             text: "line one\nline two".into(),
             action,
+            origin: crate::session::Origin::Operator,
         }
     }
 

@@ -168,15 +168,40 @@ impl Action {
     }
 }
 
-/// An action as it happened: when, and what.
+/// Who sent an action: the event log and the report say so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// A person at the dashboard, or the command line.
+    #[default]
+    Operator,
+    /// A scenario's timeline.
+    Timeline,
+    /// The control API (`--control`).
+    Api,
+}
+
+impl Origin {
+    /// `operator`, `timeline` or `api`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::Operator => "operator",
+            Origin::Timeline => "timeline",
+            Origin::Api => "api",
+        }
+    }
+}
+
+/// An action as it happened: when, what, and who sent it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     /// Time since the run started.
     pub t: std::time::Duration,
     /// What was done.
     pub action: Action,
-    /// Its description.
+    /// Its description (actions that came over the control API say so).
     pub text: String,
+    /// Who sent it.
+    pub origin: Origin,
 }
 
 impl fmt::Display for Event {

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::action::{Action, Event};
+use super::action::{Action, Event, Origin};
 use super::record::Record;
 use super::snapshot::Snapshot;
 use super::state::{self, ActionError, Change, LabState};
@@ -189,14 +189,25 @@ impl Lab {
     /// match, and logs it. A refused action changes nothing and is logged
     /// as refused.
     pub fn apply(&mut self, action: Action) -> Result<(), ActionError> {
+        self.apply_from(action, Origin::Operator)
+    }
+
+    /// [`apply`](Self::apply), logged as sent by `origin` (an action from
+    /// the control API says so in the event log).
+    pub fn apply_from(&mut self, action: Action, origin: Origin) -> Result<(), ActionError> {
+        let mark = |text: String| match origin {
+            Origin::Api => format!("{text} (api)"),
+            _ => text,
+        };
         let change = match state::apply(&mut self.state, &action) {
             Ok(c) => c,
             Err(e) => {
-                let text = format!("refused: {e}");
+                let text = mark(format!("refused: {e}"));
                 self.log(Event {
                     t: self.elapsed(),
                     action,
                     text,
+                    origin,
                 });
                 return Err(e);
             }
@@ -217,8 +228,9 @@ impl Lab {
         }
         let ev = Event {
             t: self.elapsed(),
-            text: action.describe(&self.topology),
+            text: mark(action.describe(&self.topology)),
             action,
+            origin,
         };
         if self.all_events.len() < MAX_ALL_EVENTS {
             self.all_events.push(ev.clone());
@@ -309,11 +321,35 @@ impl Lab {
         })
     }
 
+    /// What the run has measured so far, as a [`Record`] (a copy; the run
+    /// goes on): the report a run would write if it ended now.
+    pub fn record_so_far(&self, warmup: Duration, steps: Vec<(Duration, Action)>) -> Record {
+        Record {
+            start: self.start_state.clone(),
+            state: self.state.clone(),
+            topology: self.topology.clone(),
+            series: self.series.clone(),
+            events: self.all_events.clone(),
+            steps,
+            prediction: self.prediction.clone(),
+            static_radius: self.static_radius,
+            latency: self.latency.clone(),
+            learned: self.learned(),
+            tick: self.opts.tick,
+            warmup,
+            uptime: self.elapsed(),
+        }
+    }
+
+    fn learned(&self) -> Vec<Vec<crate::ownership::learn::Learned>> {
+        (0..self.topology.services.len())
+            .map(|i| self.fleet.server_config(i).learner().all())
+            .collect()
+    }
+
     /// Stops the load, then the fleet, and keeps what the run measured.
     pub async fn finish(self, warmup: Duration, steps: Vec<(Duration, Action)>) -> Record {
-        let learned = (0..self.topology.services.len())
-            .map(|i| self.fleet.server_config(i).learner().all())
-            .collect();
+        let learned = self.learned();
         let uptime = self.elapsed();
         let _ = self.stop.send(true);
         if let Some(t) = self.load_task {

@@ -30,6 +30,7 @@ pub mod lab;
 pub mod record;
 pub mod runner;
 pub mod snapshot;
+mod snapshot_json;
 pub mod state;
 
 use std::sync::Arc;
@@ -37,13 +38,13 @@ use std::time::Duration;
 
 use thiserror::Error;
 use tokio::runtime::{Handle, Runtime};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-pub use action::{Action, Event};
+pub use action::{Action, Event, Origin};
 pub use lab::{Lab, LabOptions};
 pub use record::Record;
-pub use runner::{drive, Plan};
+pub use runner::{drive, Command, Plan};
 pub use snapshot::Snapshot;
 pub use state::{apply, fold, ActionError, Change, LabState};
 
@@ -111,12 +112,37 @@ impl Setup {
     }
 }
 
+/// A front end's handle on the run loop: sends actions (logged with the
+/// front end's [`Origin`]) and asks for the record so far.
+#[derive(Debug, Clone)]
+pub struct Actions {
+    commands: mpsc::Sender<Command>,
+    origin: Origin,
+}
+
+impl Actions {
+    /// Sends one action; `false` when the queue is full or the run is over
+    /// (the action is dropped, never waited for).
+    pub fn send(&self, action: Action) -> bool {
+        self.commands
+            .try_send(Command::Apply(action, self.origin))
+            .is_ok()
+    }
+
+    /// What the run has measured so far (`None` once the run is over).
+    pub async fn record_so_far(&self) -> Option<Record> {
+        let (tx, rx) = oneshot::channel();
+        self.commands.send(Command::RecordSoFar(tx)).await.ok()?;
+        rx.await.ok()
+    }
+}
+
 /// A running session.
 #[derive(Debug)]
 pub struct Session {
     rt: Runtime,
     driver: JoinHandle<Lab>,
-    actions: mpsc::Sender<Action>,
+    actions: Actions,
     snapshots: watch::Receiver<Arc<Snapshot>>,
     stop: watch::Sender<bool>,
     urls: Vec<String>,
@@ -146,7 +172,11 @@ impl Session {
             .map(|i| lab.fleet().url(i))
             .collect();
         let metrics = lab.fleet().metrics().clone();
-        let (actions, actions_rx) = mpsc::channel(ACTION_QUEUE);
+        let (commands, commands_rx) = mpsc::channel(ACTION_QUEUE);
+        let actions = Actions {
+            commands,
+            origin: Origin::Operator,
+        };
         let (snaps_tx, snapshots) = watch::channel(Arc::new(lab.snapshot()));
         let (stop, stop_rx) = watch::channel(false);
         let plan = Plan {
@@ -154,7 +184,7 @@ impl Session {
             until: setup.until,
             steps: setup.steps.clone(),
         };
-        let driver = rt.spawn(drive(lab, plan, actions_rx, snaps_tx, stop_rx));
+        let driver = rt.spawn(drive(lab, plan, commands_rx, snaps_tx, stop_rx));
         Ok(Session {
             rt,
             driver,
@@ -174,15 +204,23 @@ impl Session {
         self.snapshots.clone()
     }
 
-    /// A sender of actions for a front end. Sending never blocks the
-    /// sender on a busy run loop: use `try_send`.
-    pub fn actions(&self) -> mpsc::Sender<Action> {
+    /// A sender of actions for a front end, logged as the operator's.
+    /// Sending never blocks the sender on a busy run loop.
+    pub fn actions(&self) -> Actions {
         self.actions.clone()
+    }
+
+    /// A sender of actions logged as sent by `origin`.
+    pub fn actions_from(&self, origin: Origin) -> Actions {
+        Actions {
+            origin,
+            ..self.actions.clone()
+        }
     }
 
     /// Sends one action (dropped if the queue is full or the run is over).
     pub fn send(&self, action: Action) {
-        let _ = self.actions.try_send(action);
+        self.actions.send(action);
     }
 
     /// The runtime the session runs on, for a front end's own tasks.

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use super::action::Action;
+use super::action::{Action, Origin};
 use super::lab::Lab;
+use super::record::Record;
 use super::snapshot::Snapshot;
 
 /// What a run does besides ticking.
@@ -21,34 +22,46 @@ pub struct Plan {
     pub steps: Vec<(Duration, Action)>,
 }
 
+/// What a front end asks of the run loop.
+#[derive(Debug)]
+// Actions are nearly every message; they go unboxed, as before there
+// were queries.
+#[allow(clippy::large_enum_variant)]
+pub enum Command {
+    /// Apply an action now, logged as sent by its origin.
+    Apply(Action, Origin),
+    /// Send back what the run has measured so far.
+    RecordSoFar(oneshot::Sender<Record>),
+}
+
 /// Runs `lab` until the plan's end or until `stop` turns true. Actions
-/// arriving on `actions` are applied at once (a refused one is logged in
+/// arriving on `commands` are applied at once (a refused one is logged in
 /// the lab's events and changes nothing). Returns the lab so the session
 /// can finish it.
 pub async fn drive(
     mut lab: Lab,
     plan: Plan,
-    mut actions: mpsc::Receiver<Action>,
+    mut commands: mpsc::Receiver<Command>,
     snapshots: watch::Sender<Arc<Snapshot>>,
     mut stop: watch::Receiver<bool>,
 ) -> Lab {
     let mut interval = tokio::time::interval(lab.tick_period());
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut steps = plan.steps;
-    steps.sort_by_key(|(t, _)| *t);
-    let mut steps = steps.into_iter().peekable();
+    let mut all_steps = plan.steps;
+    all_steps.sort_by_key(|(t, _)| *t);
+    let mut steps = all_steps.clone().into_iter().peekable();
     let mut warm = plan.warmup.is_zero();
     if warm {
         lab.mark_report_start();
     }
-    let mut actions_open = true;
+    let mut commands_open = true;
     loop {
         tokio::select! {
             _ = interval.tick() => {
                 let t = lab.elapsed();
                 while steps.peek().is_some_and(|(at, _)| *at <= t) {
                     let (_, a) = steps.next().expect("peeked");
-                    let _ = lab.apply(a);
+                    let _ = lab.apply_from(a, Origin::Timeline);
                 }
                 lab.tick();
                 if !warm && t >= plan.warmup {
@@ -60,11 +73,14 @@ pub async fn drive(
                     break;
                 }
             }
-            a = actions.recv(), if actions_open => match a {
-                Some(a) => {
-                    let _ = lab.apply(a);
+            c = commands.recv(), if commands_open => match c {
+                Some(Command::Apply(a, origin)) => {
+                    let _ = lab.apply_from(a, origin);
                 }
-                None => actions_open = false,
+                Some(Command::RecordSoFar(reply)) => {
+                    let _ = reply.send(lab.record_so_far(plan.warmup, all_steps.clone()));
+                }
+                None => commands_open = false,
             },
             r = stop.changed() => {
                 if r.is_err() || *stop.borrow() {

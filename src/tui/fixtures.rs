@@ -50,6 +50,7 @@ fn event(t: f64, action: Action, text: &str) -> Event {
         t: Duration::from_secs_f64(t),
         action,
         text: text.into(),
+        origin: crate::session::Origin::Operator,
     }
 }
 

@@ -46,7 +46,7 @@ use crate::cli::RunArgs;
 use crate::error::{write_output, RunError};
 use crate::report::Report;
 use crate::scenario::record;
-use crate::session::{Event, Session};
+use crate::session::{Event, Origin, Session};
 use crate::topology::Topology;
 
 /// How to draw the dashboard.
@@ -82,15 +82,9 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     let setup = args
         .setup(topology, vec![], vec![], warmup, None)
         .map_err(RunError::usage)?;
-    let metrics = args
-        .metrics
-        .as_deref()
-        .map(|a| crate::telemetry::parse_addr("--metrics", a))
-        .transpose()?;
+    let endpoints = crate::endpoints::Endpoints::parse(&args.endpoints)?;
     let session = Session::start(setup)?;
-    let metrics = metrics
-        .map(|addr| crate::telemetry::serve(&session, addr))
-        .transpose()?;
+    let listening = endpoints.start(&session, vec![])?;
     let opts = Options {
         fps: args.fps,
         no_color: args.no_color,
@@ -98,11 +92,8 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     let outcome = dashboard(&session, &opts);
     let record = session.finish()?;
     outcome?;
-    if let Some(bound) = metrics {
-        eprintln!(
-            "{} (served while the dashboard ran)",
-            crate::telemetry::announce(bound)
-        );
+    for line in &listening {
+        eprintln!("{line} (served while the dashboard ran)");
     }
     let report = Report::measure(&record, record.warmup, Duration::MAX);
     if let Some(p) = &args.report {
@@ -119,6 +110,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
                 t: Duration::ZERO,
                 text: action.describe(&record.topology),
                 action,
+                origin: Origin::Operator,
             })
             .collect();
         all.extend(record.events.iter().cloned());
@@ -299,7 +291,7 @@ fn ui_loop(
                         if let Some(m) = keys::msg(k) {
                             if let Some(a) = update::update(&mut state, &snap, m) {
                                 // Never block the UI on a busy run loop.
-                                let _ = actions.try_send(a);
+                                actions.send(a);
                             }
                         }
                     }

@@ -60,3 +60,56 @@ pub fn edge<'a>(r: &'a serde_json::Value, from: &str, to: &str) -> &'a serde_jso
         .find(|e| e["from"] == from && e["to"] == to)
         .unwrap_or_else(|| panic!("no edge {from}->{to}"))
 }
+
+/// One plain HTTP/1.0 request by hand to `addr` (`HOST:PORT`): the status
+/// (0 when nothing answered) and the body.
+pub fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return (0, String::new());
+    };
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+    let _ = write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let _ = s.write_all(body);
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let buf = String::from_utf8_lossy(&buf);
+    let status = buf
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+/// A `GET` by [`http`].
+pub fn get(addr: &str, path: &str) -> (u16, String) {
+    http(addr, "GET", path, b"")
+}
+
+/// A child process killed when dropped.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port free on loopback now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -5,6 +5,7 @@
 
 mod bounds;
 mod common;
+mod control;
 mod industry;
 mod mechanism;
 mod metastable;

@@ -111,12 +111,12 @@ use serde::Deserialize;
 
 use crate::format::fmt_duration;
 use crate::session::Action;
-use crate::topology::Topology;
+use crate::topology::{Fault, Topology};
 use crate::yaml::{self, Location};
 use error::Locator;
 use expect::ExpectSpec;
 use resolve::resolve;
-use steps::StepSpec;
+use steps::{ActionSpec, StepSpec};
 
 pub use crate::session::figures::Figure;
 pub use error::ScenarioError;
@@ -283,6 +283,96 @@ impl Scenario {
             .collect()
     }
 }
+/// Actions sent to the control API: one action in the step syntax, as
+/// JSON (`{"fail": {"service": "D", "error_rate": 0.5}}`, `{"policy":
+/// "ownership"}`), or a list of them, applied in order. They are resolved
+/// against `topology` with `faults` as they stand now, so a `fail` merges
+/// into the fault in force, as a step does into the fault of its point of
+/// the timeline. `origin` names the request in errors (`POST /actions`);
+/// the messages are the scenario loader's, since the body is read by the
+/// same parser (JSON is YAML's flow style).
+///
+/// ```
+/// use chaoslab::scenario::spec::actions_from_json;
+/// use chaoslab::topology::Topology;
+///
+/// let t = Topology::from_yaml("name: t\nservices:\n  A: { calls: [B] }\n  B:\n", "t.yaml").unwrap();
+/// let faults: Vec<_> = t.services.iter().map(|s| s.fault.clone()).collect();
+/// let a = actions_from_json(br#"[{"fail": {"service": "B"}}, {"rps": 50}]"#, "POST /actions", &t, &faults).unwrap();
+/// assert_eq!(a.len(), 2);
+/// let err = actions_from_json(br#"{"heal": "C"}"#, "POST /actions", &t, &faults).unwrap_err();
+/// assert!(err.to_string().contains("actions[0].heal: there is no service \"C\""), "{err}");
+/// ```
+pub fn actions_from_json(
+    body: &[u8],
+    origin: &str,
+    topology: &Topology,
+    faults: &[Fault],
+) -> Result<Vec<Action>, ScenarioError> {
+    let refuse = |at: Location, message: String| ScenarioError::Yaml { at, message };
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+        let at = if e.line() > 0 {
+            Location::at(origin, e.line() - 1, e.column().saturating_sub(1))
+        } else {
+            Location::in_file(origin)
+        };
+        let text = e.to_string();
+        let text = text
+            .rsplit_once(" at line ")
+            .map_or(text.as_str(), |(m, _)| m)
+            .to_string();
+        refuse(at, format!("not JSON: {text}"))
+    })?;
+    // Valid JSON, so valid UTF-8.
+    let text = String::from_utf8_lossy(body);
+    let specs: Vec<ActionSpec> = match value {
+        serde_json::Value::Array(ref items) if items.is_empty() => {
+            return Err(refuse(
+                Location::in_file(origin),
+                "an empty list does nothing: send an action such as {\"policy\": \"ownership\"}".into(),
+            ))
+        }
+        serde_json::Value::Array(_) => yaml::from_str(&text, origin).map_err(|e| entry_path(e, true))?,
+        serde_json::Value::Object(_) => {
+            vec![yaml::from_str(&text, origin).map_err(|e| entry_path(e, false))?]
+        }
+        _ => {
+            return Err(refuse(
+                Location::in_file(origin),
+                "expected an action, a JSON object in the scenario step syntax such as {\"policy\": \"ownership\"} or {\"fail\": {\"service\": \"D\", \"error_rate\": 0.5}}, or a list of them".into(),
+            ))
+        }
+    };
+    let place = resolve::Body(origin);
+    let mut faults = faults.to_vec();
+    if faults.len() != topology.services.len() {
+        faults = topology.services.iter().map(|s| s.fault.clone()).collect();
+    }
+    specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| resolve::step_action(&s.0, i, &mut faults, &place, topology))
+        .collect()
+}
+
+/// The parser's path in a message about an API body, written as the
+/// scenario loader writes a step's: `actions[1].fail.error_rate: …`.
+fn entry_path(mut e: yaml::Error, list: bool) -> yaml::Error {
+    let m = &e.message;
+    e.message = if list {
+        match m.strip_prefix(".[").or_else(|| m.strip_prefix('[')) {
+            Some(rest) => format!("actions[{rest}"),
+            None => m.clone(),
+        }
+    } else {
+        match m.split_once(": ") {
+            Some((path, _)) if !path.contains(' ') => format!("actions[0].{m}"),
+            _ => format!("actions[0]: {m}"),
+        }
+    };
+    e
+}
+
 // ---------------------------------------------------------------------------
 // The YAML shapes.
 

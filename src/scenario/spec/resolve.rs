@@ -8,7 +8,7 @@ use super::{Scenario, ScenarioSpec, Step};
 use crate::session::figures::{Figure, Scope};
 use crate::session::Action;
 use crate::topology::{Fault, ServiceId, Topology};
-use crate::yaml;
+use crate::yaml::{self, Location};
 
 /// Resolves a parsed scenario against `t`; `loc` finds the lines of the
 /// entries for the errors found here.
@@ -40,9 +40,40 @@ pub(super) fn resolve(
     Ok(scenario)
 }
 
+/// Where the entries of a list of steps are, for errors found here: the
+/// lines of a scenario file, or the body of a control API request.
+pub(super) trait Place {
+    /// The list's name (`steps`, `actions`).
+    fn section(&self) -> &'static str;
+    /// Where `token` is in item `i` of `section`.
+    fn token_in_item(&self, section: &str, i: usize, token: &str) -> Location;
+}
+
+impl Place for Locator<'_> {
+    fn section(&self) -> &'static str {
+        "steps"
+    }
+    fn token_in_item(&self, section: &str, i: usize, token: &str) -> Location {
+        Locator::token_in_item(self, section, i, token)
+    }
+}
+
+/// The body of a control API request: its actions are `actions[i]`, and
+/// errors name the request.
+pub(super) struct Body<'a>(pub(super) &'a str);
+
+impl Place for Body<'_> {
+    fn section(&self) -> &'static str {
+        "actions"
+    }
+    fn token_in_item(&self, _: &str, _: usize, _: &str) -> Location {
+        Location::in_file(self.0)
+    }
+}
+
 /// The id of the service `name`, written in item `i` of `section`.
 fn service(
-    loc: &Locator,
+    loc: &dyn Place,
     t: &Topology,
     name: &str,
     (section, i): (&str, usize),
@@ -53,7 +84,13 @@ fn service(
             at: loc.token_in_item(section, i, name),
             what,
             service: name.to_string(),
-            known: format!("{} (services: {})", t.name, service_list(t)),
+            known: format!(
+                "{} (services: {}){}",
+                t.name,
+                service_list(t),
+                yaml::did_you_mean(name, t.services.iter().map(|s| s.name.as_str()))
+                    .map_or_else(String::new, |m| format!("; did you mean \"{m}\"?"))
+            ),
         })
 }
 
@@ -83,14 +120,15 @@ fn resolve_steps(
 
 /// The action of step `i`; a fault change updates `faults`, the faults as
 /// they stand at this point of the timeline.
-fn step_action(
+pub(super) fn step_action(
     kind: &StepKind,
     i: usize,
     faults: &mut [Fault],
-    loc: &Locator,
+    loc: &dyn Place,
     t: &Topology,
 ) -> Result<Action, ScenarioError> {
-    let id = |n: &str, k: &str| service(loc, t, n, ("steps", i), format!("steps[{i}].{k}"));
+    let section = loc.section();
+    let id = |n: &str, k: &str| service(loc, t, n, (section, i), format!("{section}[{i}].{k}"));
     let mut fault_change = |id: ServiceId, f: &dyn Fn(&Fault) -> Fault| {
         faults[id] = f(&faults[id]);
         Action::SetFault {
@@ -151,13 +189,14 @@ fn check_set(
     set: &SetSpec,
     service: ServiceId,
     i: usize,
-    loc: &Locator,
+    loc: &dyn Place,
     t: &Topology,
 ) -> Result<(), ScenarioError> {
     let s = &t.services[service];
+    let section = loc.section();
     let refuse = |token: &str, why: String| ScenarioError::CannotSet {
-        at: loc.token_in_item("steps", i, token),
-        what: format!("steps[{i}].set"),
+        at: loc.token_in_item(section, i, token),
+        what: format!("{section}[{i}].set"),
         service: s.name.clone(),
         why,
     };

@@ -81,6 +81,41 @@ impl TryFrom<RawStep> for StepSpec {
     type Error = String;
     fn try_from(r: RawStep) -> Result<StepSpec, String> {
         let at = r.at.ok_or("a step needs `at:` (e.g. at: 5s)")?;
+        let kind = r.kind(
+            &format!("the step at {}", fmt_duration(at)),
+            "one action per step (write another step with the same `at:`)",
+        )?;
+        Ok(StepSpec { at, kind })
+    }
+}
+
+/// An action sent to the control API: a step without `at:` (it applies
+/// when it arrives).
+#[derive(Deserialize)]
+#[serde(try_from = "RawStep")]
+pub(super) struct ActionSpec(pub(super) StepKind);
+
+impl TryFrom<RawStep> for ActionSpec {
+    type Error = String;
+    fn try_from(r: RawStep) -> Result<ActionSpec, String> {
+        if r.at.is_some() {
+            return Err(
+                "`at` has no place in an action sent to the API: it applies when it arrives".into(),
+            );
+        }
+        r.kind(
+            "the action",
+            "one action per object (send a list for several)",
+        )
+        .map(ActionSpec)
+    }
+}
+
+impl RawStep {
+    /// Its one action; `what` names it in errors (`the step at 5s`), and
+    /// `one` says what to do with several.
+    fn kind(self, what: &str, one: &str) -> Result<StepKind, String> {
+        let r = self;
         let mut kinds = Vec::new();
         let mut names = Vec::new();
         let mut add = |name: &'static str, k: Option<StepKind>| {
@@ -112,19 +147,9 @@ impl TryFrom<RawStep> for StepSpec {
             add("reset", Some(StepKind::Reset));
         }
         match kinds.len() {
-            1 => Ok(StepSpec {
-                at,
-                kind: kinds.pop().expect("one"),
-            }),
-            0 => Err(format!(
-                "the step at {} does nothing: give it one of {STEP_KEYS}",
-                fmt_duration(at)
-            )),
-            _ => Err(format!(
-                "the step at {} has {}: one action per step (write another step with the same `at:`)",
-                fmt_duration(at),
-                names.join(" and ")
-            )),
+            1 => Ok(kinds.pop().expect("one")),
+            0 => Err(format!("{what} does nothing: give it one of {STEP_KEYS}")),
+            _ => Err(format!("{what} has {}: {one}", names.join(" and "))),
         }
     }
 }

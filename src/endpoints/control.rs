@@ -1,0 +1,194 @@
+//! `--control ADDR`: the lab driven over HTTP, with the actions of the
+//! keys and of scenario steps.
+//!
+//! - `GET /` a short index with curl examples;
+//! - `GET /state` the newest snapshot as JSON (the dashboard's figures,
+//!   the catalogue's names);
+//! - `POST /actions` one action in the scenario step syntax as JSON, or a
+//!   list of them: `{"policy": "ownership"}`, `{"fail": {"service": "D",
+//!   "error_rate": 0.5}}`. A bad one is refused whole with 400 and the
+//!   scenario loader's message; the others are applied in order, logged
+//!   as sent over the API, and recorded by `--record`;
+//! - `GET /report` the report of the run so far, as the run would write
+//!   it if it ended now (expectations whose windows have closed judged).
+//!
+//! Every answer is built from what the session publishes or sends back;
+//! the API holds no state of its own.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use crate::error::RunError;
+use crate::report::{expect, Report, TimeSeries};
+use crate::scenario::spec::{actions_from_json, Expectation};
+use crate::session::{apply, Actions, Origin, Session, Snapshot};
+use crate::topology::Topology;
+
+use super::listen::bind;
+
+/// The largest request body taken: a list of a few hundred actions.
+const BODY_LIMIT: usize = 64 * 1024;
+
+/// How long `GET /report` waits for the run loop before saying it is busy.
+const REPORT_WAIT: Duration = Duration::from_secs(2);
+
+/// What every handler reads.
+#[derive(Debug)]
+struct Api {
+    topology: Topology,
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    actions: Actions,
+    expectations: Vec<Expectation>,
+    bound: SocketAddr,
+}
+
+type Shared = State<Arc<Api>>;
+
+fn json_response(status: StatusCode, v: &Value) -> Response {
+    let mut body = serde_json::to_string_pretty(v).unwrap_or_default();
+    body.push('\n');
+    (
+        status,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+fn error(status: StatusCode, message: String) -> Response {
+    json_response(status, &json!({ "error": message }))
+}
+
+async fn index(State(api): Shared) -> String {
+    let a = api.bound;
+    format!(
+        "chaoslab control API for topology {name}\n\
+         \n\
+         GET  /state     the live snapshot as JSON (the dashboard's figures)\n\
+         POST /actions   one action in the scenario step syntax as JSON, or a list\n\
+         GET  /report    the report of the run so far\n\
+         \n\
+         curl -s http://{a}/state\n\
+         curl -s -X POST http://{a}/actions -d '{{\"policy\": \"ownership\"}}'\n\
+         curl -s -X POST http://{a}/actions -d '{{\"fail\": {{\"service\": \"{svc}\", \"error_rate\": 0.5}}}}'\n\
+         curl -s -X POST http://{a}/actions -d '[{{\"heal\": \"{svc}\"}}, {{\"rps\": 100}}]'\n\
+         curl -s http://{a}/report\n",
+        name = api.topology.name,
+        svc = api.topology.services.last().map_or("D", |s| s.name.as_str()),
+    )
+}
+
+async fn state(State(api): Shared) -> Response {
+    let snap = api.snapshots.borrow().clone();
+    json_response(StatusCode::OK, &snap.to_json(&api.topology))
+}
+
+async fn actions(State(api): Shared, body: Bytes) -> Response {
+    let snap = api.snapshots.borrow().clone();
+    let actions = match actions_from_json(&body, "POST /actions", &api.topology, &snap.state.faults)
+    {
+        Ok(a) => a,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    // Refused whole if any one would be refused by the lab as it stands.
+    let mut s = snap.state.clone();
+    for (i, a) in actions.iter().enumerate() {
+        if let Err(e) = apply(&mut s, a) {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("POST /actions: actions[{i}]: {e}"),
+            );
+        }
+    }
+    let mut applied = vec![];
+    for a in actions {
+        let text = a.describe(&api.topology);
+        if !api.actions.send(a) {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the lab took {} of the actions and is busy or over: try the rest again",
+                    applied.len()
+                ),
+            );
+        }
+        applied.push(text);
+    }
+    json_response(StatusCode::OK, &json!({ "applied": applied }))
+}
+
+async fn report(State(api): Shared) -> Response {
+    let record = match tokio::time::timeout(REPORT_WAIT, api.actions.record_so_far()).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return error(StatusCode::SERVICE_UNAVAILABLE, "the run is over".into()),
+        Err(_) => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the lab did not answer within 2 s: try again".into(),
+            )
+        }
+    };
+    let mut report = Report::measure(&record, record.warmup, Duration::MAX);
+    let measured = record.uptime.saturating_sub(record.warmup);
+    let closed: Vec<Expectation> = api
+        .expectations
+        .iter()
+        .filter(|e| e.window.to <= measured)
+        .cloned()
+        .collect();
+    report.expectations = expect::evaluate(&record, &closed);
+    report.series = Some(TimeSeries::from_series(
+        &record.series,
+        &record.topology,
+        record.warmup,
+        Duration::MAX,
+    ));
+    match serde_json::to_value(&report) {
+        Ok(v) => json_response(StatusCode::OK, &v),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn not_found() -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "no such endpoint: GET / lists them (GET /state, POST /actions, GET /report)".into(),
+    )
+}
+
+/// Serves the control API for `session` on `addr`; `expectations` are the
+/// run's scenario's, judged in `GET /report` once their windows close.
+/// Returns the address bound.
+pub fn serve(
+    session: &Session,
+    addr: SocketAddr,
+    expectations: Vec<Expectation>,
+) -> Result<SocketAddr, RunError> {
+    let listener = bind(session.handle(), "--control", addr)?;
+    let api = Arc::new(Api {
+        topology: session.topology().clone(),
+        snapshots: session.snapshots(),
+        actions: session.actions_from(Origin::Api),
+        expectations,
+        bound: listener.addr,
+    });
+    let app = Router::new()
+        .route("/", get(index))
+        .route("/state", get(state))
+        .route("/actions", axum::routing::post(actions))
+        .route("/report", get(report))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(api);
+    Ok(listener.serve(session.handle(), app))
+}

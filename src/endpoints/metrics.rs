@@ -1,0 +1,480 @@
+//! `--metrics ADDR`: the lab's figures as a Prometheus endpoint.
+//!
+//! `GET /metrics` answers in the OpenMetrics text format, read from the
+//! live counters at the moment of the scrape (no second set of counters,
+//! no global registry): a [`Collector`] copies the fleet's counters and
+//! the newest snapshot and writes them out. Counters are totals since the
+//! fleet started, so `rate()` in PromQL gives per-second figures; gauges
+//! (amplification, storm radius, queue depth) are the dashboard's values
+//! at the scrape. [`CATALOGUE`] names every metric once, with its help
+//! (the figure catalogue's meaning where the metric is a figure); the
+//! encoder and the README's table both read it.
+//!
+//! `compare` runs one session per policy: its endpoint reads whichever
+//! runs now, with a `policy` label, so each policy's counters are their
+//! own series.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use axum::routing::get;
+use axum::Router;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+
+use crate::error::RunError;
+use crate::metrics::counters::{latency_bucket_upper_us, LATENCY_BUCKETS};
+use crate::metrics::{Counts, Metrics};
+use crate::session::figures::Figure;
+use crate::session::{Session, Snapshot};
+
+use super::listen::bind;
+
+/// What a metric is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A total since the fleet started (`_total` on the wire).
+    Counter,
+    /// A value now.
+    Gauge,
+    /// A histogram (`_bucket`, `_sum`, `_count` on the wire).
+    Histogram,
+}
+
+/// One metric the endpoint serves.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricDoc {
+    /// Its family name (without `_total` for a counter).
+    pub name: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: Kind,
+    /// Its labels (`policy` is added under `compare`).
+    pub labels: &'static str,
+    /// Its HELP line.
+    pub help: &'static str,
+}
+
+impl MetricDoc {
+    /// The name a query uses: `_total` on counters, `_bucket` etc. on
+    /// histograms are added by Prometheus's conventions.
+    pub fn wire_name(&self) -> String {
+        match self.kind {
+            Kind::Counter => format!("{}_total", self.name),
+            _ => self.name.to_string(),
+        }
+    }
+}
+
+macro_rules! catalogue {
+    ($($name:literal $kind:ident [$labels:literal] $help:expr;)*) => {
+        /// Every metric the endpoint serves, in the order it serves them.
+        pub fn catalogue() -> Vec<MetricDoc> {
+            vec![$(MetricDoc { name: $name, kind: Kind::$kind, labels: $labels, help: $help },)*]
+        }
+        /// Every metric's family name, in the order served.
+        pub const CATALOGUE: &[&str] = &[$($name,)*];
+    };
+}
+
+catalogue! {
+    "chaoslab_requests" Counter ["service"] Figure::Requests.help();
+    "chaoslab_errors" Counter ["service"] Figure::Errors.help();
+    "chaoslab_claims_returned" Counter ["service, claim"]
+        "Error responses it returned, by the claim header it wrote: true (it owns them), false (passed up from below), missing.";
+    "chaoslab_claims_seen" Counter ["service, claim"]
+        "Failed outbound attempts it saw, by the claim they came back with: true, false, missing (no header, no response, a timeout).";
+    "chaoslab_timeouts" Counter ["service"] Figure::Timeouts.help();
+    "chaoslab_shed" Counter ["service"] Figure::Shed.help();
+    "chaoslab_work_wasted" Counter ["service"] Figure::WorkWasted.help();
+    "chaoslab_own_errors" Counter ["service"] Figure::OwnErrors.help();
+    "chaoslab_attempts" Counter ["caller, callee"]
+        "Attempts sent on the call, first tries and retries.";
+    "chaoslab_retries" Counter ["caller, callee"] "Retries sent on the call.";
+    "chaoslab_retries_suppressed" Counter ["caller, callee"]
+        "Retries not sent on the call: the callee's error came back unclaimed, or its don't-retry header forbade one.";
+    "chaoslab_retries_refused" Counter ["caller, callee"]
+        "Retries the callee's don't-retry header forbade (counted among the suppressed too).";
+    "chaoslab_budget_denied" Counter ["caller, callee"] "Retries the call's retry budget refused.";
+    "chaoslab_short_circuited" Counter ["caller, callee"]
+        "Calls its open circuit breaker failed fast, without reaching the callee.";
+    "chaoslab_root_requests" Counter [""] "Root requests the end users sent into the entry.";
+    "chaoslab_root_errors" Counter [""] "Root requests answered with an error, or not answered.";
+    "chaoslab_root_dropped" Counter [""] Figure::RootDropped.help();
+    "chaoslab_latency_seconds" Histogram ["service"]
+        "Time from a request's arrival at the service to its answer (buckets at powers of two of a microsecond).";
+    "chaoslab_amplification" Gauge ["service"] Figure::Amplification.help();
+    "chaoslab_model_amplification" Gauge ["service"] Figure::ModelAmplification.help();
+    "chaoslab_queue_depth" Gauge ["service"] Figure::QueueDepth.help();
+    "chaoslab_in_service" Gauge ["service"] Figure::InService.help();
+    "chaoslab_budget_level" Gauge ["caller, callee"]
+        "What the call's retry budget holds now, as a fraction of its limit (tokens or quota left, retry slots free); absent without a budget that has a level.";
+    "chaoslab_breaker_state" Gauge ["caller, callee"]
+        "The call's circuit breaker now: 0 closed (or none), 1 half-open, 2 open.";
+    "chaoslab_offered_rps" Gauge [""] Figure::OfferedRps.help();
+    "chaoslab_storm_radius" Gauge ["stat"]
+        "The storm radius over the dashboard's window: the most consecutive hops that retried for one root request (max), and its mean over roots with retries (mean).";
+}
+
+fn help(name: &str) -> &'static str {
+    catalogue()
+        .into_iter()
+        .find(|m| m.name == name)
+        .map_or("", |m| m.help)
+}
+
+/// What a scrape reads: the counters, the names, the newest snapshot.
+#[derive(Debug)]
+pub struct Source {
+    metrics: Arc<Metrics>,
+    services: Vec<String>,
+    /// Each edge's caller and callee.
+    edges: Vec<(String, String)>,
+    snapshot: watch::Receiver<Arc<Snapshot>>,
+    /// The `policy` label, under `compare`.
+    policy: Option<String>,
+}
+
+impl Source {
+    /// What a scrape of `session` reads; `policy` labels every series.
+    pub fn of(session: &Session, policy: Option<String>) -> Source {
+        let t = session.topology();
+        Source {
+            metrics: session.metrics().clone(),
+            services: t.services.iter().map(|s| s.name.clone()).collect(),
+            edges: t
+                .edges
+                .iter()
+                .map(|e| {
+                    (
+                        t.services[e.from].name.clone(),
+                        t.services[e.to].name.clone(),
+                    )
+                })
+                .collect(),
+            snapshot: session.snapshots(),
+            policy,
+        }
+    }
+}
+
+/// The session a scrape reads: fixed for `run` and `serve`, swapped per
+/// policy by `compare` (nothing between two runs).
+pub type Current = Arc<ArcSwapOption<Source>>;
+
+#[derive(Debug)]
+struct Exporter(Current);
+
+type Labels = Vec<(&'static str, String)>;
+
+/// A service's latency histogram as Prometheus buckets: the counts
+/// between powers of two of a microsecond.
+#[derive(Debug)]
+struct LatencyHistogram {
+    sum_s: f64,
+    count: u64,
+    buckets: Vec<(f64, u64)>,
+}
+
+impl LatencyHistogram {
+    fn of(c: &crate::metrics::ServiceCounts) -> LatencyHistogram {
+        let mut buckets = vec![];
+        let mut acc = 0u64;
+        for b in 0..LATENCY_BUCKETS {
+            acc += u64::from(c.latency.0[b]);
+            let last = b == LATENCY_BUCKETS - 1;
+            // Every fourth bucket ends on a power of two.
+            if last || b % 4 == 3 {
+                let upper = if last {
+                    f64::MAX
+                } else {
+                    latency_bucket_upper_us(b) as f64 / 1e6
+                };
+                buckets.push((upper, acc));
+                acc = 0;
+            }
+        }
+        LatencyHistogram {
+            sum_s: c.latency_us as f64 / 1e6,
+            count: buckets.iter().map(|b| b.1).sum(),
+            buckets,
+        }
+    }
+}
+
+impl EncodeMetric for LatencyHistogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            self.sum_s,
+            self.count,
+            &self.buckets,
+            None,
+        )
+    }
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// Writes one family: its name, the catalogue's help, a value per label
+/// set (nothing when there is no value).
+fn family<M: EncodeMetric>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    values: Vec<(Labels, M)>,
+) -> Result<(), std::fmt::Error> {
+    let Some((_, first)) = values.first() else {
+        return Ok(());
+    };
+    let mut metric = encoder.encode_descriptor(name, help(name), None, first.metric_type())?;
+    for (labels, value) in &values {
+        value.encode(metric.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+fn counter(v: u64) -> ConstCounter<u64> {
+    ConstCounter::new(v)
+}
+
+fn gauge(v: f64) -> ConstGauge<f64> {
+    ConstGauge::new(if v.is_finite() { v } else { 0.0 })
+}
+
+impl Source {
+    fn labels(&self, more: Labels) -> Labels {
+        let mut l = more;
+        if let Some(p) = &self.policy {
+            l.push(("policy", p.clone()));
+        }
+        l
+    }
+    fn svc(&self, i: usize) -> Labels {
+        self.labels(vec![("service", self.services[i].clone())])
+    }
+    fn edge(&self, i: usize) -> Labels {
+        let (from, to) = &self.edges[i];
+        self.labels(vec![("caller", from.clone()), ("callee", to.clone())])
+    }
+    fn per_service<M>(&self, f: impl Fn(usize) -> M) -> Vec<(Labels, M)> {
+        (0..self.services.len())
+            .map(|i| (self.svc(i), f(i)))
+            .collect()
+    }
+    fn per_edge<M>(&self, f: impl Fn(usize) -> M) -> Vec<(Labels, M)> {
+        (0..self.edges.len())
+            .map(|i| (self.edge(i), f(i)))
+            .collect()
+    }
+
+    fn encode(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let c: Counts = self.metrics.counts();
+        let snap = self.snapshot.borrow().clone();
+        let sc = |i: usize| &c.services[i];
+        family(
+            e,
+            "chaoslab_requests",
+            self.per_service(|i| counter(sc(i).requests)),
+        )?;
+        family(
+            e,
+            "chaoslab_errors",
+            self.per_service(|i| counter(sc(i).errors)),
+        )?;
+        for (name, pick) in [("chaoslab_claims_returned", 0), ("chaoslab_claims_seen", 1)] {
+            let values = (0..self.services.len())
+                .flat_map(|i| {
+                    let triple = if pick == 0 {
+                        sc(i).claims_returned
+                    } else {
+                        sc(i).claims_seen
+                    };
+                    ["true", "false", "missing"]
+                        .into_iter()
+                        .zip(triple)
+                        .map(move |(claim, v)| {
+                            let mut l = self.svc(i);
+                            l.insert(1, ("claim", claim.to_string()));
+                            (l, counter(v))
+                        })
+                })
+                .collect();
+            family(e, name, values)?;
+        }
+        family(
+            e,
+            "chaoslab_timeouts",
+            self.per_service(|i| counter(sc(i).timeouts)),
+        )?;
+        family(
+            e,
+            "chaoslab_shed",
+            self.per_service(|i| counter(sc(i).shed)),
+        )?;
+        family(
+            e,
+            "chaoslab_work_wasted",
+            self.per_service(|i| counter(sc(i).work_wasted)),
+        )?;
+        family(
+            e,
+            "chaoslab_own_errors",
+            self.per_service(|i| counter(sc(i).own_errors)),
+        )?;
+        let ec = |i: usize| &c.edges[i];
+        family(
+            e,
+            "chaoslab_attempts",
+            self.per_edge(|i| counter(ec(i).attempts)),
+        )?;
+        family(
+            e,
+            "chaoslab_retries",
+            self.per_edge(|i| counter(ec(i).retries)),
+        )?;
+        family(
+            e,
+            "chaoslab_retries_suppressed",
+            self.per_edge(|i| counter(ec(i).suppressed)),
+        )?;
+        family(
+            e,
+            "chaoslab_retries_refused",
+            self.per_edge(|i| counter(ec(i).refused)),
+        )?;
+        family(
+            e,
+            "chaoslab_budget_denied",
+            self.per_edge(|i| counter(ec(i).budget_denied)),
+        )?;
+        family(
+            e,
+            "chaoslab_short_circuited",
+            self.per_edge(|i| counter(ec(i).short_circuited)),
+        )?;
+        let fleet = |v| vec![(self.labels(vec![]), v)];
+        let fleet_gauge = |v| vec![(self.labels(vec![]), v)];
+        family(e, "chaoslab_root_requests", fleet(counter(c.root.sent)))?;
+        family(e, "chaoslab_root_errors", fleet(counter(c.root.errors)))?;
+        family(e, "chaoslab_root_dropped", fleet(counter(c.root.dropped)))?;
+        family(
+            e,
+            "chaoslab_latency_seconds",
+            self.per_service(|i| LatencyHistogram::of(sc(i))),
+        )?;
+        let live = |i: usize, f: Figure| snap.services.get(i).map_or(0.0, |s| s.live[f]);
+        family(
+            e,
+            "chaoslab_amplification",
+            self.per_service(|i| gauge(live(i, Figure::Amplification))),
+        )?;
+        family(
+            e,
+            "chaoslab_model_amplification",
+            self.per_service(|i| gauge(live(i, Figure::ModelAmplification))),
+        )?;
+        family(
+            e,
+            "chaoslab_queue_depth",
+            self.per_service(|i| gauge(sc(i).queue_depth as f64)),
+        )?;
+        family(
+            e,
+            "chaoslab_in_service",
+            self.per_service(|i| gauge(sc(i).in_service as f64)),
+        )?;
+        let levels: Vec<(Labels, ConstGauge<f64>)> = (0..self.edges.len())
+            .filter_map(|i| {
+                let (level, limit) = ec(i).budget_level()?;
+                (limit > 0.0).then(|| (self.edge(i), gauge(level / limit)))
+            })
+            .collect();
+        family(e, "chaoslab_budget_level", levels)?;
+        family(
+            e,
+            "chaoslab_breaker_state",
+            self.per_edge(|i| gauge(ec(i).breaker as f64)),
+        )?;
+        family(
+            e,
+            "chaoslab_offered_rps",
+            fleet_gauge(gauge(snap.state.rps)),
+        )?;
+        family(
+            e,
+            "chaoslab_storm_radius",
+            vec![
+                (
+                    self.labels(vec![("stat", "max".into())]),
+                    gauge(snap.radius_max as f64),
+                ),
+                (
+                    self.labels(vec![("stat", "mean".into())]),
+                    gauge(snap.radius_mean),
+                ),
+            ],
+        )?;
+        Ok(())
+    }
+}
+
+impl Collector for Exporter {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        match self.0.load_full() {
+            Some(source) => source.encode(&mut e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The text a scrape answers.
+pub fn scrape(current: &Current) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Exporter(current.clone())));
+    let mut body = String::new();
+    let _ = prometheus_client::encoding::text::encode(&mut body, &registry);
+    body
+}
+
+fn router(current: Current) -> Router {
+    Router::new().route(
+        "/metrics",
+        get(move || {
+            let current = current.clone();
+            async move {
+                (
+                    [(
+                        http::header::CONTENT_TYPE,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    scrape(&current),
+                )
+            }
+        }),
+    )
+}
+
+/// Serves `GET /metrics` for `session` on `addr`; returns the address
+/// bound (a free port for `:0`).
+pub fn serve(session: &Session, addr: SocketAddr) -> Result<SocketAddr, RunError> {
+    let current: Current = Arc::new(ArcSwapOption::from_pointee(Source::of(session, None)));
+    let listener = bind(session.handle(), "--metrics", addr)?;
+    Ok(listener.serve(session.handle(), router(current)))
+}
+
+/// Serves `GET /metrics` on `addr` from `rt` for whatever `current` holds
+/// (`compare` swaps one session in after another).
+pub fn serve_current(
+    rt: &Handle,
+    addr: SocketAddr,
+    current: Current,
+) -> Result<SocketAddr, RunError> {
+    let listener = bind(rt, "--metrics", addr)?;
+    Ok(listener.serve(rt, router(current)))
+}
