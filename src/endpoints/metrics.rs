@@ -109,10 +109,11 @@ catalogue! {
     "chaoslab_root_dropped" Counter [""] Figure::RootDropped.help();
     "chaoslab_latency_seconds" Histogram ["service"]
         "Time from a request's arrival at the service to its answer (buckets at powers of two of a microsecond).";
-    "chaoslab_amplification" Gauge ["service"] Figure::Amplification.help();
+    "chaoslab_amplification" Gauge ["service"]
+        "Requests per second ÷ baseline over the dashboard's window: how much the storm multiplied its load.";
     "chaoslab_model_amplification" Gauge ["service"] Figure::ModelAmplification.help();
-    "chaoslab_queue_depth" Gauge ["service"] Figure::QueueDepth.help();
-    "chaoslab_in_service" Gauge ["service"] Figure::InService.help();
+    "chaoslab_queue_depth" Gauge ["service"] "Jobs waiting for a worker at the scrape.";
+    "chaoslab_in_service" Gauge ["service"] "Jobs on a worker at the scrape.";
     "chaoslab_budget_level" Gauge ["caller, callee"]
         "What the call's retry budget holds now, as a fraction of its limit (tokens or quota left, retry slots free); absent without a budget that has a level.";
     "chaoslab_breaker_state" Gauge ["caller, callee"]
@@ -477,4 +478,62 @@ pub fn serve_current(
 ) -> Result<SocketAddr, RunError> {
     let listener = bind(rt, "--metrics", addr)?;
     Ok(listener.serve(rt, router(current)))
+}
+
+/// The catalogue as the Markdown table of the README (written once here;
+/// a test keeps the README's copy the same).
+pub fn markdown_table() -> String {
+    let mut s = String::from("| metric | type | labels | meaning |\n|---|---|---|---|\n");
+    for m in catalogue() {
+        let kind = match m.kind {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        };
+        let labels = if m.labels.is_empty() { "" } else { m.labels };
+        s.push_str(&format!(
+            "| `{}` | {kind} | {labels} | {} |\n",
+            m.wire_name(),
+            m.help.replace('|', "\\|")
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BEGIN: &str = "<!-- metrics: generated from src/endpoints/metrics.rs by `CHAOSLAB_BLESS=1 cargo test --lib readme_lists_every_metric` -->\n";
+    const END: &str = "<!-- end of metrics -->";
+
+    #[test]
+    fn readme_lists_every_metric_as_the_catalogue_says() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+        let readme = std::fs::read_to_string(&path).unwrap();
+        let (Some(b), Some(e)) = (readme.find(BEGIN), readme.find(END)) else {
+            panic!("README.md has no metrics table between {BEGIN:?} and {END:?}");
+        };
+        let table = markdown_table();
+        let now = &readme[b + BEGIN.len()..e];
+        if now != table {
+            if std::env::var_os("CHAOSLAB_BLESS").is_some() {
+                let updated = format!("{}{BEGIN}{table}{}", &readme[..b], &readme[e..]);
+                std::fs::write(&path, updated).unwrap();
+            } else {
+                panic!("README.md's metrics table is not the catalogue's: run CHAOSLAB_BLESS=1 cargo test --lib readme_lists_every_metric");
+            }
+        }
+    }
+
+    #[test]
+    fn every_metric_has_a_sentence_of_help_and_a_unique_name() {
+        let mut names = std::collections::HashSet::new();
+        for m in catalogue() {
+            assert!(names.insert(m.name), "{} twice", m.name);
+            assert!(m.name.starts_with("chaoslab_"), "{}", m.name);
+            assert!(m.help.ends_with('.'), "{}: {:?}", m.name, m.help);
+        }
+        assert_eq!(CATALOGUE.len(), names.len());
+    }
 }

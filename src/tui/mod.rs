@@ -56,6 +56,8 @@ pub struct Options {
     pub fps: u32,
     /// `--no-color` (the `NO_COLOR` variable is honoured as well).
     pub no_color: bool,
+    /// Where `--metrics` and `--control` listen, shown in the help.
+    pub listening: Vec<String>,
 }
 
 impl Options {
@@ -88,6 +90,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     let opts = Options {
         fps: args.fps,
         no_color: args.no_color,
+        listening: listening.clone(),
     };
     let outcome = dashboard(&session, &opts);
     let record = session.finish()?;
@@ -150,13 +153,7 @@ pub fn dashboard(session: &Session, opts: &Options) -> Result<(), RunError> {
         .handle()
         .spawn(watch_signals(interrupted.clone(), ui_done.clone()));
     let outcome = match Guard::enter() {
-        Ok(mut guard) => ui_loop(
-            &mut guard.terminal,
-            session,
-            &interrupted,
-            opts.fps.clamp(1, 60),
-            opts.color(),
-        ),
+        Ok(mut guard) => ui_loop(&mut guard.terminal, session, &interrupted, opts),
         Err(e) => Err(RunError::Terminal(e)),
     };
     // The guard is gone: the terminal is restored from here on.
@@ -237,13 +234,14 @@ fn ui_loop(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     session: &Session,
     interrupted: &AtomicBool,
-    fps: u32,
-    color: bool,
+    opts: &Options,
 ) -> Result<(), RunError> {
+    let (fps, color) = (opts.fps.clamp(1, 60), opts.color());
     let mut snaps = session.snapshots();
     let actions = session.actions();
     let frame = Duration::from_secs(1) / fps;
     let mut state = state::State::new();
+    state.listening = opts.listening.clone();
     let mut snap = snaps.borrow_and_update().clone();
     let mut next_draw = Instant::now();
     let mut dirty = true;

@@ -132,6 +132,8 @@ pub struct State {
     pub quit: bool,
     /// Controls changed by keys, not yet confirmed by a snapshot.
     pub pending: Option<Pending>,
+    /// Where `--metrics` and `--control` listen (shown in the help).
+    pub listening: Vec<String>,
 }
 
 impl Default for State {
@@ -146,6 +148,7 @@ impl Default for State {
             log_scroll: 0,
             quit: false,
             pending: None,
+            listening: vec![],
         }
     }
 }

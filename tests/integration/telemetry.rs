@@ -35,6 +35,14 @@ pub fn query(prom: &str, q: &str) -> Option<f64> {
     v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
 }
 
+/// How many series an instant query returns.
+pub fn query_all(prom: &str, q: &str) -> usize {
+    let (status, body) = get(prom, &format!("/api/v1/query?query={}", encode(q)));
+    assert_eq!(status, 200, "{q}: {body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    v["data"]["result"].as_array().map_or(0, Vec::len)
+}
+
 /// A real Prometheus scraping `target` every second, its data in `dir`;
 /// returns once it is ready, with its address.
 pub fn prometheus(target: &str, dir: &Path) -> (Killed, String) {
@@ -163,6 +171,15 @@ fn prometheus_agrees_with_the_report_and_sees_a_policy_switched_over_the_api() {
         "C→D: prometheus {cd_rate:.1}, report {cd:.1}"
     );
     assert!(d > 3.0 * entry, "a storm under retry: D {d:.0} rps");
+    // Every panel of the Grafana dashboard has data (the budget panel's
+    // first query only under a budget with a level).
+    for q in grafana_queries() {
+        let series = crate::telemetry::query_all(&prom, &q);
+        assert!(
+            series > 0 || q.starts_with("chaoslab_budget_level"),
+            "the Grafana query {q} returns nothing"
+        );
+    }
 
     // Switch to ownership over the API: D falls to 1.1× the entry rate.
     let (status, body) = http(&control, "POST", "/actions", br#"{"policy": "ownership"}"#);
@@ -198,4 +215,203 @@ fn prometheus_agrees_with_the_report_and_sees_a_policy_switched_over_the_api() {
             .any(|e| e["origin"] == "api" && e["event"] == "policy ownership (api)"),
         "{events:?}"
     );
+}
+
+/// Every PromQL expression of the Grafana dashboard in `assets/`, with
+/// Grafana's `$__rate_interval` as 5 s.
+pub fn grafana_queries() -> Vec<String> {
+    let text = std::fs::read_to_string(root().join("assets/grafana-chaoslab.json")).unwrap();
+    let d: Value = serde_json::from_str(&text).expect("the Grafana dashboard is valid JSON");
+    let panels = d["panels"].as_array().expect("the dashboard has panels");
+    let exprs: Vec<String> = panels
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .map(|t| {
+            t["expr"]
+                .as_str()
+                .expect("every target has a query")
+                .replace("$__rate_interval", "5s")
+        })
+        .collect();
+    assert!(exprs.len() >= 10, "{exprs:?}");
+    exprs
+}
+
+/// The metric names a PromQL expression reads.
+fn metric_names(expr: &str) -> Vec<String> {
+    let mut names = vec![];
+    let mut rest = expr;
+    while let Some(i) = rest.find("chaoslab_") {
+        let tail = &rest[i..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        names.push(tail[..end].to_string());
+        rest = &tail[end..];
+    }
+    names
+}
+
+#[test]
+fn every_metric_of_the_catalogue_is_served_and_the_grafana_dashboard_reads_only_those() {
+    let _fleet = fleet_lock();
+    use chaoslab::endpoints::metrics::{catalogue, Kind};
+    use chaoslab::session::{Session, Setup};
+    use chaoslab::topology::{PolicyFields, Preset, Topology};
+    let t = Topology::load(&root().join("topologies/uber-chain.yaml")).unwrap();
+    let mut setup = Setup::new(t);
+    // A budget with a level (gRPC's tokens), so every family has a series.
+    setup.initial = vec![chaoslab::session::Action::Policy(PolicyFields {
+        preset: Some(Preset::Grpc),
+        ..Default::default()
+    })];
+    setup.until = Some(Duration::from_secs(4));
+    let session = Session::start(setup).unwrap();
+    let addr = chaoslab::endpoints::metrics::serve(&session, "127.0.0.1:0".parse().unwrap())
+        .unwrap()
+        .to_string();
+    std::thread::sleep(Duration::from_secs(2));
+    let (status, body) = get(&addr, "/metrics");
+    session.finish().unwrap();
+    assert_eq!(status, 200);
+    // Families as declared, and the series names on the wire.
+    let families: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let series: std::collections::HashSet<&str> = body
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    let docs = catalogue();
+    assert_eq!(
+        families,
+        docs.iter().map(|m| m.name).collect::<Vec<_>>(),
+        "the endpoint serves the catalogue, in its order"
+    );
+    for m in &docs {
+        assert!(
+            body.contains(&format!("# HELP {} {}", m.name, m.help)),
+            "{}: no HELP line from the catalogue",
+            m.name
+        );
+        let sample = match m.kind {
+            Kind::Counter => format!("{}_total", m.name),
+            Kind::Gauge => m.name.to_string(),
+            Kind::Histogram => format!("{}_bucket", m.name),
+        };
+        assert!(series.contains(sample.as_str()), "{sample} not served");
+    }
+    for q in grafana_queries() {
+        for name in metric_names(&q) {
+            assert!(
+                series.contains(name.as_str()),
+                "the Grafana dashboard reads {name} ({q}), which the endpoint does not serve"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_endpoints_answer_within_a_second_while_the_fleet_is_saturated() {
+    let _fleet = fleet_lock();
+    let report = std::env::temp_dir().join(format!("chaoslab-sat-{}.json", std::process::id()));
+    // Naive retries at 4,000 rps: D..G are asked for 32,000 requests a
+    // second each, far past what two cores serve.
+    let (mut lab, metrics, control) = lab_with_endpoints(&[
+        "run",
+        "topologies/uber-chain.yaml",
+        "--headless",
+        "--policy",
+        "retry",
+        "--rps",
+        "4000",
+        "--duration",
+        "8s",
+        "--warmup",
+        "1s",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    std::thread::sleep(Duration::from_secs(3));
+    let mut slowest = Duration::ZERO;
+    for _ in 0..5 {
+        for (addr, path) in [(&metrics, "/metrics"), (&control, "/state")] {
+            let t = Instant::now();
+            let (status, _) = get(addr, path);
+            let took = t.elapsed();
+            assert_eq!(status, 200, "{path}");
+            assert!(took < Duration::from_secs(1), "{path} took {took:?}");
+            slowest = slowest.max(took);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(lab.0.wait().unwrap().success());
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&report);
+    let (sent, offered) = (num(&r["root"], "rps"), num(&r["root"], "offered_rps"));
+    eprintln!(
+        "saturated: entry {sent:.0} of {offered:.0} rps, {} dropped; slowest answer {slowest:?}",
+        r["root"]["dropped"]
+    );
+    assert!(
+        sent < 0.9 * offered,
+        "the fleet kept up ({sent:.0} of {offered:.0} rps): this test needs it saturated"
+    );
+}
+
+#[test]
+fn compare_serves_the_run_of_the_moment_labelled_with_its_policy() {
+    let _fleet = fleet_lock();
+    let mut lab = Killed(
+        Command::new(env!("CARGO_BIN_EXE_chaoslab"))
+            .args([
+                "compare",
+                "topologies/uber-chain.yaml",
+                "--policies",
+                "retry,ownership",
+                "--duration",
+                "3s",
+                "--warmup",
+                "1s",
+                "--metrics",
+                ":0",
+            ])
+            .current_dir(root())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start chaoslab compare"),
+    );
+    let mut lines = BufReader::new(lab.0.stderr.take().unwrap()).lines();
+    let target = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("metrics: http://")
+                .map(|a| a.split('/').next().unwrap().to_string())
+        })
+        .expect("compare announces its metrics address");
+    std::thread::spawn(move || lines.for_each(drop));
+    let mut seen = std::collections::BTreeSet::new();
+    let start = Instant::now();
+    while seen.len() < 2 && start.elapsed() < Duration::from_secs(15) {
+        let (_, body) = get(&target, "/metrics");
+        for policy in ["retry", "ownership"] {
+            if body.contains(&format!(
+                "chaoslab_requests_total{{service=\"D\",policy=\"{policy}\"}}"
+            )) {
+                seen.insert(policy);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        ["ownership", "retry"],
+        "each policy's run is scraped under its own label"
+    );
+    assert!(lab.0.wait().unwrap().success());
 }

@@ -78,8 +78,16 @@ fn heading(s: &str) -> Line<'static> {
     ))
 }
 
-fn glossary(capacity: bool) -> Vec<Line<'static>> {
-    let mut out = vec![heading("What the figures mean")];
+fn glossary(capacity: bool, listening: &[String]) -> Vec<Line<'static>> {
+    let mut out = vec![];
+    if !listening.is_empty() {
+        out.push(heading("Listening"));
+        for l in listening {
+            out.push(Line::from(Span::styled(format!("  {l}"), theme::figure())));
+        }
+        out.push(Line::default());
+    }
+    out.push(heading("What the figures mean"));
     let extra: &[(&str, Gloss)] = if capacity { CAPACITY_GLOSSARY } else { &[] };
     for (k, what) in GLOSSARY.iter().chain(extra) {
         let text = match what {
@@ -123,7 +131,7 @@ fn width(lines: &[Line]) -> u16 {
 /// glossary when there is room, one column when not, and on a small
 /// terminal each group's keys as one wrapped paragraph. The capacity keys
 /// and figures are shown when `capacity` (some service has workers).
-pub fn render(area: Rect, buf: &mut Buffer, capacity: bool) {
+pub fn render(area: Rect, buf: &mut Buffer, capacity: bool, listening: &[String]) {
     let help = help(capacity);
     let mut groups: Vec<&str> = vec![];
     for h in &help {
@@ -136,7 +144,7 @@ pub fn render(area: Rect, buf: &mut Buffer, capacity: bool) {
         .map(|h| h.keys.chars().count())
         .max()
         .unwrap_or(8);
-    let gloss = glossary(capacity);
+    let gloss = glossary(capacity, listening);
     // Two balanced columns.
     let sizes: Vec<usize> = groups
         .iter()

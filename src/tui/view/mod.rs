@@ -115,7 +115,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     footer::line(area.width, capacity).render(foot_a, buf);
 
     if state.help {
-        help::render(area, buf, capacity);
+        help::render(area, buf, capacity, &state.listening);
     }
 }
 

@@ -70,6 +70,23 @@ fn help_overlay() {
 }
 
 #[test]
+fn help_says_where_the_endpoints_listen() {
+    let s = fixtures::uber_chain_retry();
+    let mut st = State::new();
+    st.listening = vec![
+        "metrics: http://127.0.0.1:9100/metrics".into(),
+        "control: http://127.0.0.1:9200/ (GET /state, POST /actions, GET /report)".into(),
+    ];
+    update(&mut st, &s, Msg::Help);
+    let out = text(&screen(&st, &s, 160, 45));
+    assert!(
+        out.contains("metrics: http://127.0.0.1:9100/metrics")
+            && out.contains("control: http://127.0.0.1:9200/"),
+        "{out}"
+    );
+}
+
+#[test]
 fn deep_chain_of_25() {
     let s = fixtures::deep_chain();
     let t = screen(&select(&s, "S25"), &s, 160, 45);
