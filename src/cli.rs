@@ -89,7 +89,8 @@ pub struct RunArgs {
     /// No colours (NO_COLOR is honoured too).
     #[arg(long)]
     pub no_color: bool,
-    /// Save the dashboard's actions as a scenario file on quit.
+    /// Save the run's actions (keys, control API, timeline) as a scenario
+    /// file when it ends.
     #[arg(long)]
     pub record: Option<PathBuf>,
     /// Prometheus metrics and the control API.
@@ -124,6 +125,27 @@ impl RunArgs {
                 "no topology given: try `chaoslab topologies/uber-chain.yaml` (see --help)".into(),
             )
         })
+    }
+
+    /// The files the run writes, with their flags.
+    pub fn outputs(&self) -> Vec<(&'static str, &Path)> {
+        [
+            ("--report", &self.report),
+            ("--junit", &self.junit),
+            ("--record", &self.record),
+        ]
+        .into_iter()
+        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+        .collect()
+    }
+
+    /// The files the run reads: the topology and the scenario.
+    pub fn inputs(&self) -> Vec<&Path> {
+        self.topology
+            .iter()
+            .chain(&self.scenario)
+            .map(PathBuf::as_path)
+            .collect()
     }
 
     /// The warm-up: `--warmup`, else the scenario's, else the default.
@@ -227,7 +249,7 @@ pub struct ServeArgs {
     /// The topology file.
     pub topology: PathBuf,
     /// Stop after this long and print the per-service table.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Print the table at the end (with --duration).
     #[arg(long)]
@@ -250,10 +272,10 @@ pub struct ServeArgs {
 #[derive(Debug, Args, Default, Clone)]
 pub struct Clock {
     /// How long to run after the warm-up (e.g. 20s, 1m).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Leading time not counted in the report.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
     pub warmup: Option<Duration>,
 }
 
@@ -388,6 +410,18 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     crate::topology::spec::parse_duration(s)
 }
 
+/// How long a run lasts: a duration above zero (a run of nothing
+/// measures nothing).
+pub fn parse_run_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!(
+            "`{s}` is no time at all: a run must last more than 0s (e.g. 20s)"
+        ));
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,6 +431,28 @@ mod tests {
             Command::Run(r) => r,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_run_lasts_more_than_nothing() {
+        for bad in ["0s", "0", "-1", "-5s"] {
+            let e = Opts::try_parse_from([
+                "chaoslab",
+                "run",
+                "t.yaml",
+                "--headless",
+                "--duration",
+                bad,
+            ])
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("0s") || e.contains("negative"), "{bad}: {e}");
+            assert!(!e.contains("unexpected argument"), "{bad}: {e}");
+        }
+        let w = Opts::try_parse_from(["chaoslab", "run", "t.yaml", "--warmup", "-1s"])
+            .unwrap_err()
+            .to_string();
+        assert!(w.contains("negative"), "{w}");
     }
 
     #[test]

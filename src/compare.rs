@@ -23,6 +23,7 @@ use crate::report::{Report, TimeSeries};
 use crate::scenario::Scenario;
 use crate::session::figures::Figure;
 use crate::session::{Action, Record, Session, Setup};
+use crate::signals::Interrupts;
 use crate::topology::model::{self, capacity::Trigger};
 use crate::topology::{BreakerSetting, PolicyFields, Preset, Topology};
 
@@ -141,11 +142,22 @@ pub struct Comparison {
     pub topology: String,
     /// One run per policy, in the order asked.
     pub runs: Vec<CompareRun>,
+    /// A signal ended the comparison early: the last run is cut short and
+    /// the policies after it did not run.
+    pub interrupted: bool,
 }
 
 /// `chaoslab compare`: the same fault under each policy, each on a fresh
 /// session, one after another.
 pub fn run(args: CompareArgs) -> Result<(), RunError> {
+    let outputs: Vec<(&str, &std::path::Path)> = args
+        .report
+        .iter()
+        .map(|p| ("--report", p.as_path()))
+        .collect();
+    let mut inputs = vec![args.topology.as_path()];
+    inputs.extend(args.scenario.as_deref());
+    crate::error::check_outputs(&outputs, &inputs)?;
     let base = Topology::load(&args.topology)?;
     let choices = Choice::parse_list(&args.policies)?;
     let scenario = match &args.scenario {
@@ -191,8 +203,12 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         }
         None => None,
     };
+    let interrupts = Interrupts::watch();
     let mut runs = vec![];
     for choice in choices {
+        if interrupts.interrupted() {
+            break;
+        }
         let mut initial = vec![Action::Policy(PolicyFields {
             preset: Some(choice.preset),
             deadline: Some(choice.deadline),
@@ -220,7 +236,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
             steps: steps.clone(),
             ..Setup::new(base.clone())
         })?;
-        session.stop_on_ctrl_c();
+        interrupts.attach(&session);
         if let Some((_, current)) = &metrics {
             current.store(Some(Arc::new(metrics::Source::of(
                 &session,
@@ -231,15 +247,20 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         if let Some((_, current)) = &metrics {
             current.store(None);
         }
+        let mut report = Report::measure(&record, warmup, Duration::MAX);
+        if interrupts.interrupted() {
+            report.mark_interrupted();
+        }
         runs.push(CompareRun {
             policy: choice.name(),
-            report: Report::measure(&record, warmup, Duration::MAX),
+            report,
             recovery: (!steps.is_empty()).then(|| recovery(&record)),
         });
     }
     let cmp = Comparison {
         topology: base.name.clone(),
         runs,
+        interrupted: interrupts.interrupted(),
     };
     print!("{}", compare_table(&cmp, args.model));
     print!("{}", recovery_table(&cmp));
@@ -247,7 +268,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         let json = serde_json::to_string_pretty(&cmp).expect("a comparison serialises");
         write_output(p, &json, "report")?;
     }
-    Ok(())
+    interrupts.outcome()
 }
 
 /// The share of the offered rate goodput must keep to count as recovered.

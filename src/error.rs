@@ -25,6 +25,7 @@ pub const EXIT_ENVIRONMENT: u8 = 3;
 /// | [`EXIT_BAD_INPUT`] (2) | [`RunError::Usage`], [`RunError::Topology`], [`RunError::Input`], [`RunError::Output`] |
 /// | [`EXIT_ENVIRONMENT`] (3) | [`RunError::Session`] when the machine refused what the fleet needs (see [`crate::fleet::FleetError::is_environment`]): a port could not be bound, an HTTP client could not be built |
 /// | 1 (failure) | any other [`RunError::Session`], [`RunError::Terminal`], [`RunError::Dashboard`] |
+/// | 130, 143 | [`RunError::Interrupted`]: SIGINT, SIGTERM (128 + the signal's number) |
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// A flag or argument the user gave does not make sense.
@@ -60,6 +61,15 @@ pub enum RunError {
     /// The dashboard ended abnormally (a panic, the run loop gone).
     #[error("{0}")]
     Dashboard(&'static str),
+    /// A signal ended the run early; what ran is printed and written,
+    /// marked interrupted.
+    #[error("interrupted by {signal}: the table and reports cover the part that ran")]
+    Interrupted {
+        /// `SIGINT` or `SIGTERM`.
+        signal: &'static str,
+        /// The exit status: 130 (SIGINT) or 143 (SIGTERM).
+        code: u8,
+    },
 }
 
 impl RunError {
@@ -78,6 +88,7 @@ impl RunError {
             RunError::Session(_) | RunError::Terminal(_) | RunError::Dashboard(_) => {
                 ExitCode::FAILURE
             }
+            RunError::Interrupted { code, .. } => ExitCode::from(*code),
         }
     }
 }
@@ -105,11 +116,125 @@ pub fn write_output(path: &Path, contents: &str, what: &'static str) -> Result<(
     })
 }
 
+/// The same file whatever way the path names it: canonical where it
+/// exists, else its canonical folder and its name.
+fn identity(p: &Path) -> PathBuf {
+    if let Ok(c) = p.canonicalize() {
+        return c;
+    }
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match (parent.canonicalize(), p.file_name()) {
+        (Ok(d), Some(n)) => d.join(n),
+        _ => p.to_path_buf(),
+    }
+}
+
+/// Checks, before anything runs, that each output the user asked for
+/// (`--report`, `--junit`, `--record`: the flag and the path) can be
+/// written: not a folder, in a folder that exists, writable, not one of
+/// the `inputs` (the topology, the scenario), and not the same file as
+/// another output. A path that fails is bad input, with the reason.
+pub fn check_outputs(outputs: &[(&str, &Path)], inputs: &[&Path]) -> Result<(), RunError> {
+    let refuse = |flag: &str, p: &Path, why: String| {
+        RunError::Usage(format!("{flag} {}: {why}", p.display()))
+    };
+    let mut seen: Vec<(&str, PathBuf)> = vec![];
+    for &(flag, p) in outputs {
+        if p.as_os_str().is_empty() {
+            return Err(refuse(flag, p, "an empty path".into()));
+        }
+        if p.is_dir() {
+            return Err(refuse(flag, p, "is a folder: give a file name".into()));
+        }
+        let id = identity(p);
+        if let Some(input) = inputs.iter().find(|i| identity(i) == id) {
+            return Err(refuse(
+                flag,
+                p,
+                format!(
+                    "is the input file {}: writing it would overwrite it",
+                    input.display()
+                ),
+            ));
+        }
+        if let Some((other, _)) = seen.iter().find(|(_, o)| *o == id) {
+            return Err(refuse(
+                flag,
+                p,
+                format!("is also given to {other}: one would overwrite the other"),
+            ));
+        }
+        seen.push((flag, id));
+        if p.exists() {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(p)
+                .map_err(|e| refuse(flag, p, format!("cannot be written: {e}")))?;
+            continue;
+        }
+        let folder = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !folder.is_dir() {
+            return Err(refuse(
+                flag,
+                p,
+                format!("its folder {} does not exist", folder.display()),
+            ));
+        }
+        // Created and removed again: the run writes it at its end.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(p)
+            .map_err(|e| refuse(flag, p, format!("cannot be created: {e}")))?;
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fleet::FleetError;
     use crate::middleware::server::BadHeaderName;
+
+    #[test]
+    fn outputs_are_checked_before_the_run() {
+        let dir = std::env::temp_dir().join(format!("chaoslab-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("t.yaml");
+        std::fs::write(&input, "x").unwrap();
+        let ok = dir.join("r.json");
+        let why = |outputs: &[(&str, &Path)]| {
+            check_outputs(outputs, &[&input]).map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            why(&[("--report", &ok), ("--junit", &dir.join("j.xml"))]),
+            Ok(())
+        );
+        assert!(!ok.exists(), "the check leaves nothing behind");
+        assert!(why(&[("--report", &dir)])
+            .unwrap_err()
+            .contains("is a folder"));
+        assert!(why(&[("--report", &dir.join("no/r.json"))])
+            .unwrap_err()
+            .contains("does not exist"));
+        let same = dir.join(".").join("t.yaml");
+        assert!(why(&[("--report", &same)])
+            .unwrap_err()
+            .contains("is the input file"));
+        let e = why(&[("--report", &ok), ("--junit", &dir.join("./r.json"))]).unwrap_err();
+        assert!(
+            e.starts_with("--junit ") && e.contains("is also given to --report"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_fleet_the_machine_refuses_exits_3() {

@@ -10,15 +10,17 @@ use std::time::Duration;
 
 use crate::cli::{RunArgs, DEFAULT_DURATION};
 use crate::endpoints::Endpoints;
-use crate::error::{write_output, RunError};
+use crate::error::{check_outputs, write_output, RunError};
 use crate::report::{expect, junit, Report, TimeSeries};
 use crate::scenario::Scenario;
 use crate::session::{Record, Session, Snapshot};
+use crate::signals::Interrupts;
 use crate::topology::Topology;
 
 /// `chaoslab run --headless`.
 pub fn run(args: RunArgs) -> Result<(), RunError> {
     let path = args.topology_path().map_err(RunError::usage)?;
+    check_outputs(&args.outputs(), &args.inputs())?;
     let topology = Topology::load(path)?;
     // A scenario: `--scenario FILE`, else the topology's `scenario:` key.
     let scenario = Scenario::for_run(args.scenario.as_deref(), path, &topology)
@@ -43,7 +45,9 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         )
         .map_err(RunError::usage)?;
     let endpoints = Endpoints::parse(&args.endpoints)?;
+    let interrupts = Interrupts::watch();
     let session = Session::start(setup)?;
+    interrupts.attach(&session);
     for line in endpoints.start(&session, scenario.expectations.clone())? {
         let _ = writeln!(std::io::stderr().lock(), "{line}");
     }
@@ -60,7 +64,10 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         }
     });
     let record = session.wait()?;
-    let report = report(&record, &scenario);
+    let mut report = report(&record, &scenario);
+    if interrupts.interrupted() {
+        report.mark_interrupted();
+    }
     print!("{}", report.table());
     if let Some(p) = &args.report {
         write_output(p, &report.to_json(), "report")?;
@@ -69,6 +76,10 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         let file = (!scenario.origin.is_empty()).then_some(scenario.origin.as_str());
         write_output(p, &junit::to_junit(&report, file), "JUnit report")?;
     }
+    if let Some(p) = &args.record {
+        write_output(p, &crate::scenario::record::of_run(&record), "recording")?;
+    }
+    interrupts.outcome()?;
     verdict(&report)
 }
 

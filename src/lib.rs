@@ -22,6 +22,7 @@ pub mod report;
 pub mod scenario;
 pub mod serve;
 pub mod session;
+pub mod signals;
 pub mod topology;
 pub mod tui;
 pub mod yaml;

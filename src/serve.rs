@@ -7,16 +7,24 @@ use std::time::Duration;
 
 use crate::cli::ServeArgs;
 use crate::endpoints::Endpoints;
-use crate::error::{write_output, RunError};
+use crate::error::{check_outputs, write_output, RunError};
 use crate::report::Report;
 use crate::session::{Session, Setup};
+use crate::signals::Interrupts;
 use crate::topology::Topology;
 
 /// `chaoslab serve`.
 pub fn run(args: ServeArgs) -> Result<(), RunError> {
+    let outputs: Vec<(&str, &std::path::Path)> = args
+        .report
+        .iter()
+        .map(|p| ("--report", p.as_path()))
+        .collect();
+    check_outputs(&outputs, &[&args.topology])?;
     let t = Topology::load(&args.topology)?;
     let initial = args.start.actions(&t).map_err(RunError::usage)?;
     let endpoints = Endpoints::parse(&args.endpoints)?;
+    let interrupts = Interrupts::watch();
     let session = Session::start(Setup {
         initial,
         seed: args.seed.unwrap_or(1),
@@ -24,7 +32,7 @@ pub fn run(args: ServeArgs) -> Result<(), RunError> {
         until: args.duration,
         ..Setup::new(t)
     })?;
-    session.stop_on_ctrl_c();
+    interrupts.attach(&session);
     let listening = endpoints.start(&session, vec![])?;
     {
         let t = session.topology();
@@ -42,18 +50,21 @@ pub fn run(args: ServeArgs) -> Result<(), RunError> {
             t.name,
             match args.duration {
                 Some(d) => format!(" for {d:?}"),
-                None => " until Ctrl-C".into(),
+                None => " until Ctrl-C or SIGTERM".into(),
             }
         );
         let _ = out.flush();
     }
     let record = session.wait()?;
-    let report = Report::measure(&record, Duration::ZERO, Duration::MAX);
-    if args.headless || args.duration.is_some() {
+    let mut report = Report::measure(&record, Duration::ZERO, Duration::MAX);
+    if interrupts.interrupted() {
+        report.mark_interrupted();
+    }
+    if args.headless || args.duration.is_some() || interrupts.interrupted() {
         print!("{}", report.table());
     }
     if let Some(p) = &args.report {
         write_output(p, &report.to_json(), "report")?;
     }
-    Ok(())
+    interrupts.outcome()
 }

@@ -59,21 +59,21 @@ fn case_name(e: &ExpectationReport) -> String {
 /// file, for the test cases' `file` attribute.
 pub fn to_junit(report: &Report, file: Option<&str>) -> String {
     let failures = report.expectations.iter().filter(|e| !e.passed).count();
+    let errors = usize::from(report.interrupted);
+    let tests = report.expectations.len() + errors;
     let suite = format!("chaoslab: {}", report.topology);
     let classname = format!("chaoslab.{}", report.topology);
     let mut x = String::new();
     let _ = writeln!(x, r#"<?xml version="1.0" encoding="UTF-8"?>"#);
     let _ = writeln!(
         x,
-        r#"<testsuites name="chaoslab" tests="{}" failures="{failures}" errors="0" time="{:.3}">"#,
-        report.expectations.len(),
+        r#"<testsuites name="chaoslab" tests="{tests}" failures="{failures}" errors="{errors}" time="{:.3}">"#,
         report.duration_s
     );
     let _ = writeln!(
         x,
-        r#"  <testsuite name="{}" tests="{}" failures="{failures}" errors="0" skipped="0" time="{:.3}">"#,
+        r#"  <testsuite name="{}" tests="{tests}" failures="{failures}" errors="{errors}" skipped="0" time="{:.3}">"#,
         escape(&suite),
-        report.expectations.len(),
         report.duration_s
     );
     let _ = writeln!(x, "    <properties>");
@@ -96,6 +96,24 @@ pub fn to_junit(report: &Report, file: Option<&str>) -> String {
         );
     }
     let _ = writeln!(x, "    </properties>");
+    if report.interrupted {
+        let message = format!(
+            "the run was interrupted by a signal after {:.1}s of measurement: the figures cover that part only",
+            report.duration_s
+        );
+        let _ = writeln!(
+            x,
+            r#"    <testcase name="the run ended on its own" classname="{}" time="{:.3}">"#,
+            escape(&classname),
+            report.duration_s
+        );
+        let _ = writeln!(
+            x,
+            r#"      <error type="interrupted" message="{}"/>"#,
+            escape(&message)
+        );
+        let _ = writeln!(x, "    </testcase>");
+    }
     for e in &report.expectations {
         let line = e.line;
         let mut attrs = format!(
@@ -210,6 +228,7 @@ mod tests {
             attribution: "declared".into(),
             at_least_once: true,
             duration_s: 20.0,
+            interrupted: false,
             fleet: Figures::filled(Scope::Fleet, 0.0),
             nodes: vec![],
             edges: vec![],
@@ -249,6 +268,36 @@ mod tests {
         assert_eq!(x.matches("<testcase").count(), 2);
         assert_eq!(x.matches("</testcase>").count(), 1);
         assert!(x.trim_end().ends_with("</testsuites>"));
+    }
+
+    #[test]
+    fn an_interrupted_run_is_an_error_case_and_its_open_windows_fail() {
+        let mut r = report(vec![
+            expectation("D amplification <= 1.15", true, 1.1),
+            ExpectationReport {
+                window_s: (15.0, 25.0),
+                ..expectation("D amplification <= 1.15", true, 1.1)
+            },
+        ]);
+        r.mark_interrupted();
+        assert!(
+            r.expectations[0].passed,
+            "its window closed before the signal"
+        );
+        assert!(!r.expectations[1].passed);
+        assert!(
+            r.expectations[1]
+                .note
+                .as_deref()
+                .unwrap()
+                .contains("interrupted at 20.0s, before this window closed"),
+            "{:?}",
+            r.expectations[1].note
+        );
+        let x = to_junit(&r, None);
+        assert!(x.contains(r#"tests="3" failures="1" errors="1""#), "{x}");
+        assert!(x.contains(r#"<error type="interrupted" message="the run was interrupted by a signal after 20.0s"#), "{x}");
+        assert_eq!(x.matches("<testcase").count(), 3);
     }
 
     #[test]

@@ -181,6 +181,9 @@ pub struct Report {
     pub at_least_once: bool,
     /// Measured seconds (after warm-up).
     pub duration_s: f64,
+    /// A signal ended the run before its time: the figures cover the
+    /// part that ran.
+    pub interrupted: bool,
     /// Every fleet figure (`root`, `storm_radius`, `spurious_avoided`).
     #[serde(flatten)]
     pub fleet: Figures,
@@ -295,6 +298,7 @@ impl Report {
             attribution: t.ownership.attribution.name().into(),
             at_least_once: t.ownership.at_least_once,
             duration_s: w.dt,
+            interrupted: false,
             fleet: Figures::measure(&w, Scope::Fleet, 0),
             nodes: (0..t.services.len()).map(|i| node(r, &w, i)).collect(),
             edges: t
@@ -341,6 +345,21 @@ impl Report {
     /// The JSON text.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a report always serialises")
+    }
+
+    /// Marks the report as cut short by a signal: the expectations whose
+    /// windows had not closed by then fail, saying so.
+    pub fn mark_interrupted(&mut self) {
+        self.interrupted = true;
+        let ran = self.duration_s;
+        for e in &mut self.expectations {
+            if e.window_s.1 > ran + 1e-9 {
+                e.passed = false;
+                e.note = Some(format!(
+                    "the run was interrupted at {ran:.1}s, before this window closed"
+                ));
+            }
+        }
     }
 
     /// The node called `name`.

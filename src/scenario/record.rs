@@ -32,6 +32,25 @@ use crate::topology::{
     BreakerSetting, BudgetKind, BudgetSetting, Fault, Phase, PolicyFields, SignalSetting, Topology,
 };
 
+/// The recording of a finished run: from the state it started in (so it
+/// replays the same whatever flags the replay is given), then every
+/// action applied, at its time.
+pub fn of_run(record: &crate::session::Record) -> String {
+    let mut all: Vec<Event> = record
+        .start
+        .actions()
+        .into_iter()
+        .map(|action| Event {
+            t: Duration::ZERO,
+            text: action.describe(&record.topology),
+            action,
+            origin: crate::session::Origin::Operator,
+        })
+        .collect();
+    all.extend(record.events.iter().cloned());
+    to_scenario_yaml(&record.topology, &all, record.uptime)
+}
+
 /// A scenario file that replays `events` at their times (to the ms) on
 /// `topology`, for a run of `duration` (at least as long as the last
 /// event).

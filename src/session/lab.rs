@@ -355,7 +355,9 @@ impl Lab {
         if let Some(t) = self.load_task {
             let _ = t.await;
         }
-        self.fleet.shutdown().await;
+        // Requests still in flight get a little time to finish; a storm
+        // of slow ones does not hold the end of the run.
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.fleet.shutdown()).await;
         Record {
             start: self.start_state,
             state: self.state,
@@ -373,6 +375,10 @@ impl Lab {
         }
     }
 }
+
+/// How long the fleet's requests in flight may take to finish when a run
+/// ends.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// The model's recovery threshold of `t` under its own policy, `None`
 /// when no service has workers (or nothing bounds it).

@@ -270,16 +270,6 @@ impl Session {
         self.stop.clone()
     }
 
-    /// Stops the run loop when the process gets Ctrl-C.
-    pub fn stop_on_ctrl_c(&self) {
-        let stop = self.stopper();
-        self.rt.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = stop.send(true);
-            }
-        });
-    }
-
     /// Waits until the run loop ends, then stops the fleet and returns the
     /// run's record.
     pub fn wait(self) -> Result<Record, SessionError> {

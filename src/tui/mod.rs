@@ -28,7 +28,7 @@ pub mod view;
 mod fixtures;
 
 use std::io::{self, IsTerminal, Stdout, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
@@ -46,7 +46,7 @@ use crate::cli::RunArgs;
 use crate::error::{write_output, RunError};
 use crate::report::Report;
 use crate::scenario::record;
-use crate::session::{Event, Origin, Session};
+use crate::session::Session;
 use crate::topology::Topology;
 
 /// How to draw the dashboard.
@@ -73,6 +73,7 @@ impl Options {
 /// writes the report and the recording if asked.
 pub fn run(args: RunArgs) -> Result<(), RunError> {
     let path = args.topology_path().map_err(RunError::usage)?;
+    crate::error::check_outputs(&args.outputs(), &args.inputs())?;
     let topology = Topology::load(path)?;
     if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
         return Err(RunError::Usage(format!(
@@ -94,34 +95,26 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     };
     let outcome = dashboard(&session, &opts);
     let record = session.finish()?;
-    outcome?;
+    // A signal ends the dashboard as `q` does, but the reports say so and
+    // the exit status is the signal's.
+    let interrupted = match outcome {
+        Err(e @ RunError::Interrupted { .. }) => Some(e),
+        other => {
+            other?;
+            None
+        }
+    };
     for line in &listening {
         eprintln!("{line} (served while the dashboard ran)");
     }
-    let report = Report::measure(&record, record.warmup, Duration::MAX);
+    let mut report = Report::measure(&record, record.warmup, Duration::MAX);
+    if interrupted.is_some() {
+        report.mark_interrupted();
+    }
     if let Some(p) = &args.report {
         write_output(p, &report.to_json(), "report")?;
     }
-    let recording = args.record.as_ref().map(|p| {
-        // From the state the session started in, so the recording replays
-        // the same whatever flags the replay is given.
-        let mut all: Vec<Event> = record
-            .start
-            .actions()
-            .into_iter()
-            .map(|action| Event {
-                t: Duration::ZERO,
-                text: action.describe(&record.topology),
-                action,
-                origin: Origin::Operator,
-            })
-            .collect();
-        all.extend(record.events.iter().cloned());
-        (
-            p,
-            record::to_scenario_yaml(&record.topology, &all, record.uptime),
-        )
-    });
+    let recording = args.record.as_ref().map(|p| (p, record::of_run(&record)));
     if let Some((p, yaml)) = &recording {
         write_output(p, yaml, "recording")?;
     }
@@ -141,13 +134,14 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         );
     }
     let _ = out.flush();
-    Ok(())
+    interrupted.map_or(Ok(()), Err)
 }
 
 /// Runs the dashboard over a session until the user quits, a signal
 /// arrives or the run loop ends. The terminal is restored on return.
 pub fn dashboard(session: &Session, opts: &Options) -> Result<(), RunError> {
-    let interrupted = Arc::new(AtomicBool::new(false));
+    // 0, or the exit status of the signal that came (130, 143, 129).
+    let interrupted = Arc::new(AtomicU8::new(0));
     let ui_done = Arc::new(AtomicBool::new(false));
     session
         .handle()
@@ -191,7 +185,7 @@ const SIGNAL_GRACE: Duration = Duration::from_secs(2);
 /// retries a failing read forever), so if the dashboard has not wound
 /// down after [`SIGNAL_GRACE`] the process exits here: nobody is left to
 /// read a summary, and the fleet lives in this process.
-async fn watch_signals(flag: Arc<AtomicBool>, ui_done: Arc<AtomicBool>) {
+async fn watch_signals(flag: Arc<AtomicU8>, ui_done: Arc<AtomicBool>) {
     #[cfg(unix)]
     let code = {
         use tokio::signal::unix::{signal, SignalKind};
@@ -215,7 +209,7 @@ async fn watch_signals(flag: Arc<AtomicBool>, ui_done: Arc<AtomicBool>) {
         }
         130
     };
-    flag.store(true, Ordering::SeqCst);
+    flag.store(code as u8, Ordering::SeqCst);
     tokio::time::sleep(SIGNAL_GRACE).await;
     if !ui_done.load(Ordering::SeqCst) {
         if ACTIVE.swap(false, Ordering::SeqCst) {
@@ -233,7 +227,7 @@ fn io_err(e: io::Error) -> RunError {
 fn ui_loop(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     session: &Session,
-    interrupted: &AtomicBool,
+    interrupted: &AtomicU8,
     opts: &Options,
 ) -> Result<(), RunError> {
     let (fps, color) = (opts.fps.clamp(1, 60), opts.color());
@@ -256,8 +250,19 @@ fn ui_loop(
                 "the lab's run loop stopped unexpectedly",
             ));
         }
-        if interrupted.load(Ordering::SeqCst) || state.quit {
-            return Ok(());
+        match interrupted.load(Ordering::SeqCst) {
+            0 if state.quit => return Ok(()),
+            0 => {}
+            code => {
+                return Err(RunError::Interrupted {
+                    signal: match code {
+                        143 => "SIGTERM",
+                        129 => "SIGHUP",
+                        _ => "SIGINT",
+                    },
+                    code,
+                })
+            }
         }
         if snaps.has_changed().unwrap_or(false) {
             snap = snaps.borrow_and_update().clone();

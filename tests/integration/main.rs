@@ -13,6 +13,7 @@ mod outside;
 mod overload;
 mod scale;
 mod scenario;
+mod signals;
 mod tables;
 mod telemetry;
 mod topology_errors;

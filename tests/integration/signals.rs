@@ -1,0 +1,218 @@
+//! Signals and output paths, as a CI job meets them: SIGINT or SIGTERM
+//! during a run keeps what ran (the table, reports marked interrupted)
+//! and exits 130 or 143; a second signal exits at once; a bad output
+//! path is refused before any fleet starts.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::common::{chaoslab, fleet_lock, root, text, Killed};
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("chaoslab-sig-{}-{name}", std::process::id()))
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -{sig} {pid}");
+}
+
+/// Starts `chaoslab args`, waits `after`, sends `sig`, and returns the
+/// exit code, stdout and how long it took to exit after the signal.
+fn interrupt(args: &[&str], after: Duration, sig: &str) -> (Option<i32>, String, Duration) {
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_chaoslab"))
+            .args(args)
+            .current_dir(root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chaoslab"),
+    );
+    std::thread::sleep(after);
+    signal(child.0.id(), sig);
+    let sent = Instant::now();
+    let mut out = String::new();
+    child
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = child.0.wait().unwrap();
+    (status.code(), out, sent.elapsed())
+}
+
+#[test]
+fn sigint_and_sigterm_keep_the_results_of_a_headless_run() {
+    let _fleet = fleet_lock();
+    for (sig, code) in [("INT", 130), ("TERM", 143)] {
+        let (report, junit) = (temp(&format!("{sig}.json")), temp(&format!("{sig}.xml")));
+        let (status, out, took) = interrupt(
+            &[
+                "run",
+                "topologies/uber-chain.yaml",
+                "--headless",
+                "--duration",
+                "30s",
+                "--warmup",
+                "1s",
+                "--report",
+                report.to_str().unwrap(),
+                "--junit",
+                junit.to_str().unwrap(),
+            ],
+            Duration::from_secs(4),
+            sig,
+        );
+        assert_eq!(status, Some(code), "SIG{sig}: {out}");
+        assert!(
+            took < Duration::from_secs(4),
+            "SIG{sig}: exited {took:?} after"
+        );
+        assert!(
+            out.contains("entry:"),
+            "SIG{sig}: the table is printed\n{out}"
+        );
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(r["interrupted"], true);
+        let ran = r["duration_s"].as_f64().unwrap();
+        assert!(
+            (1.5..4.5).contains(&ran),
+            "SIG{sig}: the report covers {ran} s"
+        );
+        assert!(r["root"]["requests"].as_u64().unwrap() > 100);
+        let x = std::fs::read_to_string(&junit).unwrap();
+        assert!(x.contains(r#"<error type="interrupted""#), "{x}");
+        let _ = std::fs::remove_file(&report);
+        let _ = std::fs::remove_file(&junit);
+    }
+}
+
+#[test]
+fn sigterm_keeps_the_results_of_serve() {
+    let _fleet = fleet_lock();
+    let report = temp("serve.json");
+    let (status, out, _) = interrupt(
+        &[
+            "serve",
+            "topologies/uber-chain.yaml",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+        Duration::from_secs(2),
+        "TERM",
+    );
+    assert_eq!(status, Some(143), "{out}");
+    assert!(out.contains("entry:"), "the table is printed\n{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(r["interrupted"], true);
+    let _ = std::fs::remove_file(&report);
+}
+
+#[test]
+fn a_second_sigint_exits_at_once() {
+    let _fleet = fleet_lock();
+    // Every request hangs in B for 10 s, so the first signal's wind-down
+    // waits for requests in flight (up to its 2 s grace).
+    let topology = temp("slow.yaml");
+    std::fs::write(
+        &topology,
+        "name: slow\nload: { rps: 50 }\nservices:\n  A: { calls: [B] }\n  B: { fault: { latency: 10s } }\n",
+    )
+    .unwrap();
+    let report = temp("slow.json");
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_chaoslab"))
+            .args([
+                "run",
+                topology.to_str().unwrap(),
+                "--headless",
+                "--duration",
+                "30s",
+            ])
+            .args(["--report", report.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    signal(child.0.id(), "INT");
+    std::thread::sleep(Duration::from_millis(200));
+    signal(child.0.id(), "INT");
+    let sent = Instant::now();
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        sent.elapsed() < Duration::from_millis(700),
+        "the second signal took {:?}",
+        sent.elapsed()
+    );
+    assert!(!report.exists(), "it left without finishing the report");
+    let _ = std::fs::remove_file(&topology);
+}
+
+#[test]
+fn bad_output_paths_are_refused_before_any_fleet_starts() {
+    let dir = temp("outs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let in_dir = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let base = [
+        "run",
+        "topologies/uber-chain.yaml",
+        "--headless",
+        "--duration",
+        "20s",
+    ];
+    for (extra, says) in [
+        (
+            vec!["--report".to_string(), "/nonexistent/r.json".into()],
+            "does not exist",
+        ),
+        (
+            vec!["--report".into(), dir.to_str().unwrap().into()],
+            "is a folder",
+        ),
+        (
+            vec!["--junit".into(), "topologies/uber-chain.yaml".into()],
+            "is the input file",
+        ),
+        (
+            vec![
+                "--report".into(),
+                in_dir("r.json"),
+                "--junit".into(),
+                in_dir("r.json"),
+            ],
+            "is also given to --report",
+        ),
+        (
+            vec!["--record".into(), "/nonexistent/s.yaml".into()],
+            "does not exist",
+        ),
+    ] {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend(extra.iter().map(String::as_str));
+        let t = Instant::now();
+        let o = chaoslab(&args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "{extra:?} took {:?}",
+            t.elapsed()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
