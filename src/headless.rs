@@ -144,12 +144,18 @@ pub fn progress_line(s: &Snapshot, warmup: Duration) -> String {
         })
         .collect();
     format!(
-        "[{:>5.1}s{}] {} rps, avail {:.1}%, radius {} · {}",
+        "[{:>5.1}s{}] {} of {} rps, avail {:.1}%, radius {} · {}{}",
         s.t.as_secs_f64(),
         if s.t < warmup { " warm-up" } else { "" },
         s.root.rps.round(),
+        s.state.rps.round(),
         s.root.availability * 100.0,
         s.radius_max,
-        amps.join(" ")
+        amps.join(" "),
+        if s.saturation.is_empty() {
+            String::new()
+        } else {
+            format!(" · SATURATED: {}", s.saturation.join("; "))
+        }
     )
 }

@@ -148,6 +148,10 @@ pub fn spawn(
             next += Duration::from_secs_f64(gap.min(60.0));
             let now = Instant::now();
             if next + MAX_CATCH_UP < now {
+                // Behind by more than the catch-up allowance: the
+                // arrivals due in between are not sent, and counted so.
+                let behind = (now - next).as_secs_f64() * rps;
+                metrics.root_skipped(behind as u64);
                 next = now;
             }
             if next > now {

@@ -303,7 +303,9 @@ impl EdgeCounts {
     }
 }
 
-/// What the end user (the load generator) saw.
+/// What the end user (the load generator) saw, and how well the lab kept
+/// its own schedule: what tells a measured figure from one the machine
+/// could not carry.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RootCounts {
     /// Root requests sent.
@@ -314,6 +316,16 @@ pub struct RootCounts {
     pub errors: u64,
     /// Not sent: too many already in flight (open-loop overload).
     pub dropped: u64,
+    /// Not sent: the load generator fell behind its schedule (the machine
+    /// did not give it the time to send them).
+    pub skipped: u64,
+    /// The lab's ticks so far.
+    pub ticks: u64,
+    /// How late the ticks came, summed, in µs: the lab's own event loop
+    /// waiting for the machine.
+    pub lag_us: u64,
+    /// The latest tick's lateness, in µs (kept, not summed).
+    pub lag_max_us: u64,
 }
 
 impl RootCounts {
@@ -324,7 +336,16 @@ impl RootCounts {
             ok: self.ok.saturating_sub(e.ok),
             errors: self.errors.saturating_sub(e.errors),
             dropped: self.dropped.saturating_sub(e.dropped),
+            skipped: self.skipped.saturating_sub(e.skipped),
+            ticks: self.ticks.saturating_sub(e.ticks),
+            lag_us: self.lag_us.saturating_sub(e.lag_us),
+            lag_max_us: self.lag_max_us,
         }
+    }
+
+    /// Root requests due by the schedule: sent, dropped or skipped.
+    pub fn offered(&self) -> u64 {
+        self.sent + self.dropped + self.skipped
     }
 
     /// Completed requests.
@@ -357,6 +378,10 @@ pub struct Metrics {
     root_ok: AtomicU64,
     root_errors: AtomicU64,
     root_dropped: AtomicU64,
+    root_skipped: AtomicU64,
+    ticks: AtomicU64,
+    lag_us: AtomicU64,
+    lag_max_us: AtomicU64,
     /// Latency since the last `take_latency`, in µs.
     interval_latency: Mutex<Histogram<u64>>,
 }
@@ -373,6 +398,10 @@ impl Metrics {
             root_ok: AtomicU64::new(0),
             root_errors: AtomicU64::new(0),
             root_dropped: AtomicU64::new(0),
+            root_skipped: AtomicU64::new(0),
+            ticks: AtomicU64::new(0),
+            lag_us: AtomicU64::new(0),
+            lag_max_us: AtomicU64::new(0),
             interval_latency: Mutex::new(new_histogram()),
         }
     }
@@ -390,6 +419,19 @@ impl Metrics {
     /// A root request could not be sent: too many in flight.
     pub fn root_dropped(&self) {
         self.root_dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `n` root requests were not sent: the generator fell behind.
+    pub fn root_skipped(&self, n: u64) {
+        self.root_skipped.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The lab ticked `late` after its schedule.
+    pub fn tick_lag(&self, late: Duration) {
+        let us = u64::try_from(late.as_micros()).unwrap_or(u64::MAX);
+        self.ticks.fetch_add(1, Ordering::Relaxed);
+        self.lag_us.fetch_add(us, Ordering::Relaxed);
+        self.lag_max_us.store(us, Ordering::Relaxed);
     }
 
     /// A root request completed.
@@ -513,6 +555,10 @@ impl Metrics {
                 ok: l(&self.root_ok),
                 errors: l(&self.root_errors),
                 dropped: l(&self.root_dropped),
+                skipped: l(&self.root_skipped),
+                ticks: l(&self.ticks),
+                lag_us: l(&self.lag_us),
+                lag_max_us: l(&self.lag_max_us),
             },
         }
     }

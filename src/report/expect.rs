@@ -58,7 +58,16 @@ pub fn measure_window(r: &Record, span: spec::Window, service: Option<ServiceId>
 /// Judges one expectation against its window's figures.
 pub fn judge(e: &Expectation, figures: WindowFigures) -> ExpectationReport {
     let (a, b) = figures.measured_s;
-    let (observed, note) = if b > a {
+    let saturation = crate::session::figures::saturation(&figures.fleet);
+    let (observed, note) = if b > a && e.figure.is_measured() && !saturation.is_empty() {
+        (
+            figures.get(e.figure),
+            Some(format!(
+                "the lab was saturated in this window, so the figure is a lower bound, not what the mechanism does: {}",
+                saturation.join("; ")
+            )),
+        )
+    } else if b > a {
         (figures.get(e.figure), None)
     } else {
         (

@@ -229,6 +229,8 @@ mod tests {
             at_least_once: true,
             duration_s: 20.0,
             interrupted: false,
+            saturated: false,
+            saturation: vec![],
             fleet: Figures::filled(Scope::Fleet, 0.0),
             nodes: vec![],
             edges: vec![],

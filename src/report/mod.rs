@@ -184,6 +184,11 @@ pub struct Report {
     /// A signal ended the run before its time: the figures cover the
     /// part that ran.
     pub interrupted: bool,
+    /// The machine could not carry the load in the measured window: the
+    /// measured figures are lower bounds. See `saturation`.
+    pub saturated: bool,
+    /// Why (empty when the lab kept up).
+    pub saturation: Vec<String>,
     /// Every fleet figure (`root`, `storm_radius`, `spurious_avoided`).
     #[serde(flatten)]
     pub fleet: Figures,
@@ -290,6 +295,8 @@ impl Report {
         let w = window(r, ends, (&prediction, static_radius), latency);
         let t = &r.topology;
         let c = &w.counts;
+        let fleet = Figures::measure(&w, Scope::Fleet, 0);
+        let saturation = crate::session::figures::saturation(&fleet);
         Report {
             topology: t.name.clone(),
             policy: t.policy.name(),
@@ -299,7 +306,9 @@ impl Report {
             at_least_once: t.ownership.at_least_once,
             duration_s: w.dt,
             interrupted: false,
-            fleet: Figures::measure(&w, Scope::Fleet, 0),
+            saturated: !saturation.is_empty(),
+            saturation,
+            fleet,
             nodes: (0..t.services.len()).map(|i| node(r, &w, i)).collect(),
             edges: t
                 .edges

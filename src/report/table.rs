@@ -37,21 +37,38 @@ pub fn render(r: &Report) -> String {
     }
     let root = &r.fleet;
     let dropped = root.count(Figure::RootDropped);
+    let skipped = root.count(Figure::RootSkipped);
+    let mut unsent = vec![];
+    if dropped > 0 {
+        unsent.push(format!("{dropped} dropped (in-flight bound)"));
+    }
+    if skipped > 0 {
+        unsent.push(format!("{skipped} skipped (load generator behind)"));
+    }
     let _ = writeln!(
         out,
-        "entry: {:.1} rps, {} requests, availability {:.2}% (model {:.2}%), p50 {:.1} ms, p99 {:.1} ms{}",
+        "entry: offered {:.0} rps, sent {:.1} rps ({} in {:.1} s){}; {} answered, availability {:.2}% (model {:.2}%), p50 {:.1} ms, p99 {:.1} ms",
+        root[Figure::OfferedRps],
         root[Figure::RootRps],
+        root.count(Figure::RootSent),
+        r.duration_s,
+        if unsent.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", unsent.join(", "))
+        },
         root.count(Figure::RootRequests),
         root[Figure::RootAvailability] * 100.0,
         root[Figure::ModelAvailability] * 100.0,
         root[Figure::LatencyP50],
         root[Figure::LatencyP99],
-        if dropped > 0 {
-            format!(", {dropped} dropped (in-flight bound)")
-        } else {
-            String::new()
-        }
     );
+    for reason in &r.saturation {
+        let _ = writeln!(
+            out,
+            "SATURATED: the measured figures are lower bounds: {reason}"
+        );
+    }
     let _ = writeln!(
         out,
         "storm radius: max {}, mean {:.2} (model {}, static {}) · spurious requests avoided: {}",

@@ -416,6 +416,15 @@ catalogue! {
     /// Root requests not sent: the load generator's in-flight bound was full.
     RootDropped = "root_dropped" at "root.dropped", Fleet Count "requests",
         None, |w, i| w.counts.root.dropped as f64;
+    /// Root requests sent into the entry.
+    RootSent = "root_sent" at "root.sent", Fleet Count "requests",
+        None, |w, i| w.counts.root.sent as f64;
+    /// Root requests not sent: the load generator fell behind its schedule (the machine did not give it the time).
+    RootSkipped = "root_skipped" at "root.skipped", Fleet Count "requests",
+        None, |w, i| w.counts.root.skipped as f64;
+    /// How late the lab's clock ticked, on average over the window: its event loop waiting for the machine.
+    LabLagMs = "lab_lag_ms" at "lab.lag_ms", Fleet Real "ms",
+        None, |w, i| if w.counts.root.ticks > 0 { w.counts.root.lag_us as f64 / w.counts.root.ticks as f64 / 1000.0 } else { 0.0 };
     /// The most consecutive hops that retried for one root request.
     StormRadius = "storm_radius" at "storm_radius.max", Fleet Count "hops",
         None, |w, i| w.radius.max as f64;
@@ -433,7 +442,61 @@ catalogue! {
         None, |w, i| w.counts.spurious_avoided() as f64;
 }
 
+/// Root requests not sent (dropped or skipped), as a share of those due,
+/// above which a window's figures are lower bounds.
+pub const SATURATED_UNSENT: f64 = 0.01;
+/// The lab's mean tick lateness above which a window's figures are lower
+/// bounds: the machine was not giving the lab its time.
+pub const SATURATED_LAG_MS: f64 = 100.0;
+
+/// Why a window's measured figures are lower bounds rather than what the
+/// mechanism does: the machine could not carry the load (root requests
+/// due but not sent, the lab's clock running late). Empty when the lab
+/// kept up. Reads a window's fleet figures.
+pub fn saturation(fleet: &Figures) -> Vec<String> {
+    let mut reasons = vec![];
+    let (sent, dropped, skipped) = (
+        fleet.count(Figure::RootSent),
+        fleet.count(Figure::RootDropped),
+        fleet.count(Figure::RootSkipped),
+    );
+    let due = sent + dropped + skipped;
+    let unsent = dropped + skipped;
+    if due >= 20 && unsent > 2 && unsent as f64 > SATURATED_UNSENT * due as f64 {
+        reasons.push(format!(
+            "{unsent} of {due} root requests due were not sent ({:.1}%): {dropped} at the load generator's in-flight bound, {skipped} because it fell behind its schedule",
+            unsent as f64 * 100.0 / due as f64
+        ));
+    }
+    let lag = fleet[Figure::LabLagMs];
+    if lag > SATURATED_LAG_MS {
+        reasons.push(format!(
+            "the lab's clock ran {lag:.0} ms late on average: the machine did not give it its time"
+        ));
+    }
+    reasons
+}
+
 impl Figure {
+    /// Whether the figure is measured from traffic (and so a lower bound
+    /// when the lab is saturated), rather than the model's, a setting, or
+    /// the lab's own health.
+    pub fn is_measured(self) -> bool {
+        !matches!(
+            self,
+            Figure::ModelAmplification
+                | Figure::ModelAvailability
+                | Figure::StormRadiusStatic
+                | Figure::StormRadiusModel
+                | Figure::CapacityRps
+                | Figure::OfferedRps
+                | Figure::RootDropped
+                | Figure::RootSkipped
+                | Figure::RootSent
+                | Figure::LabLagMs
+        )
+    }
+
     /// The figure a scenario names.
     pub fn parse(s: &str) -> Option<Figure> {
         Figure::ALL.iter().copied().find(|f| f.name() == s)

@@ -57,7 +57,8 @@ pub async fn drive(
     let mut commands_open = true;
     loop {
         tokio::select! {
-            _ = interval.tick() => {
+            due = interval.tick() => {
+                lab.fleet().metrics().tick_lag(due.elapsed());
                 let t = lab.elapsed();
                 while steps.peek().is_some_and(|(at, _)| *at <= t) {
                     let (_, a) = steps.next().expect("peeked");

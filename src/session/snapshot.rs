@@ -163,6 +163,9 @@ pub struct Snapshot {
     pub edges: Vec<EdgeView>,
     /// The newest events, oldest first (bounded).
     pub events: Vec<Event>,
+    /// Why the live window's figures are lower bounds (the machine could
+    /// not carry the load); empty when the lab keeps up.
+    pub saturation: Vec<String>,
 }
 
 /// What [`build`] reads: the lab's parts, borrowed.
@@ -258,6 +261,7 @@ pub fn build(i: Inputs<'_>) -> Snapshot {
         radius_model: i.prediction.storm_radius,
         radius_static: i.static_radius,
         spurious_avoided: live.total.counts.spurious_avoided(),
+        saturation: super::figures::saturation(&Figures::measure(&live.w, Scope::Fleet, 0)),
         recovery_threshold: i.recovery_threshold,
         services: (0..i.topology.services.len())
             .map(|s| service_view(&i, &live, s))

@@ -113,6 +113,8 @@ impl Snapshot {
             "recovery_threshold".into(),
             self.recovery_threshold.map_or(Value::Null, number),
         );
+        out.insert("saturated".into(), json!(!self.saturation.is_empty()));
+        out.insert("saturation".into(), json!(self.saturation));
         out.insert("services".into(), Value::Array(services));
         out.insert("edges".into(), Value::Array(edges));
         out.insert(

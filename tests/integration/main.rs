@@ -11,6 +11,7 @@ mod mechanism;
 mod metastable;
 mod outside;
 mod overload;
+mod saturation;
 mod scale;
 mod scenario;
 mod signals;

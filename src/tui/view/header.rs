@@ -176,7 +176,21 @@ pub fn lines(s: &Snapshot, c: &LabState, width: u16) -> Vec<Line<'static>> {
             vec![l("spurious avoided "), v(s.spurious_avoided.to_string())],
         ),
     ];
-    layout(&[first, second], width)
+    let mut lines = layout(&[first, second], width);
+    if !s.saturation.is_empty() {
+        // The machine could not carry the load: say so above the figures.
+        lines.push(Line::from(vec![
+            Span::styled(
+                " SATURATED ",
+                theme::alarm().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+            ),
+            Span::styled(
+                format!(" figures are lower bounds: {}", s.saturation.join("; ")),
+                theme::alarm(),
+            ),
+        ]));
+    }
+    lines
 }
 
 /// The entry's rates: offered and achieved; with workers in the fleet,

@@ -70,6 +70,24 @@ fn help_overlay() {
 }
 
 #[test]
+fn a_saturated_lab_says_its_figures_are_lower_bounds() {
+    let mut s = fixtures::uber_chain_retry();
+    s.saturation = vec!["812 of 4000 root requests due were not sent (20.3%)".into()];
+    let out = text(&screen(&State::new(), &s, 160, 45));
+    assert!(
+        out.contains("SATURATED  figures are lower bounds: 812 of 4000 root requests due"),
+        "{out}"
+    );
+    let calm = text(&screen(
+        &State::new(),
+        &fixtures::uber_chain_retry(),
+        160,
+        45,
+    ));
+    assert!(!calm.contains("SATURATED"));
+}
+
+#[test]
 fn help_says_where_the_endpoints_listen() {
     let s = fixtures::uber_chain_retry();
     let mut st = State::new();
