@@ -81,6 +81,9 @@ impl RunError {
             | RunError::Input(_)
             | RunError::Output { .. } => ExitCode::from(EXIT_BAD_INPUT),
             RunError::ExpectationFailed(_) => ExitCode::from(EXIT_EXPECTATION),
+            RunError::Session(SessionError::Fleet(e)) if e.is_too_big() => {
+                ExitCode::from(EXIT_BAD_INPUT)
+            }
             RunError::Session(SessionError::Fleet(e)) if e.is_environment() => {
                 ExitCode::from(EXIT_ENVIRONMENT)
             }

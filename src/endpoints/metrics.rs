@@ -107,6 +107,7 @@ catalogue! {
     "chaoslab_root_requests" Counter [""] "Root requests the end users sent into the entry.";
     "chaoslab_root_errors" Counter [""] "Root requests answered with an error, or not answered.";
     "chaoslab_root_dropped" Counter [""] Figure::RootDropped.help();
+    "chaoslab_root_skipped" Counter [""] Figure::RootSkipped.help();
     "chaoslab_latency_seconds" Histogram ["service"]
         "Time from a request's arrival at the service to its answer (buckets at powers of two of a microsecond).";
     "chaoslab_amplification" Gauge ["service"]
@@ -119,6 +120,8 @@ catalogue! {
     "chaoslab_breaker_state" Gauge ["caller, callee"]
         "The call's circuit breaker now: 0 closed (or none), 1 half-open, 2 open.";
     "chaoslab_offered_rps" Gauge [""] Figure::OfferedRps.help();
+    "chaoslab_saturated" Gauge [""]
+        "1 when the machine cannot carry the load over the dashboard's window (root requests due but not sent, the lab's clock late): the measured figures are lower bounds.";
     "chaoslab_storm_radius" Gauge ["stat"]
         "The storm radius over the dashboard's window: the most consecutive hops that retried for one root request (max), and its mean over roots with retries (mean).";
 }
@@ -364,6 +367,7 @@ impl Source {
         family(e, "chaoslab_root_requests", fleet(counter(c.root.sent)))?;
         family(e, "chaoslab_root_errors", fleet(counter(c.root.errors)))?;
         family(e, "chaoslab_root_dropped", fleet(counter(c.root.dropped)))?;
+        family(e, "chaoslab_root_skipped", fleet(counter(c.root.skipped)))?;
         family(
             e,
             "chaoslab_latency_seconds",
@@ -406,6 +410,11 @@ impl Source {
             e,
             "chaoslab_offered_rps",
             fleet_gauge(gauge(snap.state.rps)),
+        )?;
+        family(
+            e,
+            "chaoslab_saturated",
+            fleet_gauge(gauge(f64::from(u8::from(!snap.saturation.is_empty())))),
         )?;
         family(
             e,

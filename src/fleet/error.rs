@@ -59,6 +59,22 @@ pub enum FleetError {
         /// The rejected name.
         source: BadHeaderName,
     },
+    /// The process may not open as many files as the fleet needs at the
+    /// least, even after raising its soft limit to the hard one: refused
+    /// before anything is bound.
+    #[error(
+        "The topology needs at least {need} open files ({services} listeners, a connection at each end of each of its {calls} calls, and the load generator's), but this process may open {limit}. Raise the limit (`ulimit -n {need}`, or the hard limit in /etc/security/limits.conf) or run a smaller topology."
+    )]
+    FdLimit {
+        /// What the fleet needs at the least.
+        need: u64,
+        /// The limit after raising it as far as allowed.
+        limit: u64,
+        /// Services in the topology.
+        services: usize,
+        /// Calls (edges) in the topology.
+        calls: usize,
+    },
     /// A service's HTTP client could not be built.
     #[error(
         "Could not build the HTTP client of service `{service}`: {}.",
@@ -95,7 +111,16 @@ impl FleetError {
     /// (ports, file descriptors, an HTTP client), as opposed to the fleet
     /// being given a topology that was never validated.
     pub fn is_environment(&self) -> bool {
-        !matches!(self, FleetError::ClaimHeader { .. })
+        !matches!(
+            self,
+            FleetError::ClaimHeader { .. } | FleetError::FdLimit { .. }
+        )
+    }
+
+    /// Whether the fleet was refused before starting because of the
+    /// topology's size against a limit the user sets (exit status 2).
+    pub fn is_too_big(&self) -> bool {
+        matches!(self, FleetError::FdLimit { .. })
     }
 }
 

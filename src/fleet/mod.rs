@@ -68,7 +68,7 @@ impl Fleet {
     /// open-file limit on a big topology), when the claim header is not a
     /// valid header name, or when an HTTP client cannot be built.
     pub async fn spawn(topology: Arc<Topology>, opts: FleetOptions) -> Result<Fleet, FleetError> {
-        raise_fd_limit(&topology);
+        raise_fd_limit(&topology)?;
         let metrics = Arc::new(Metrics::new(
             topology.services.len(),
             topology.edges.iter().map(|e| (e.from, e.to)).collect(),
@@ -336,15 +336,35 @@ fn edge_policy(t: &Topology, policy: &Policy, edge: usize) -> EdgePolicy {
     p
 }
 
+/// Open files a fleet of `t` needs at the least: a listener per service,
+/// a connection at each end of each call (both ends are in this process),
+/// and the load generator's connections and the lab's own.
+pub fn fd_need(t: &Topology) -> u64 {
+    t.services.len() as u64 + 2 * t.edges.len() as u64 + 128
+}
+
 /// Raises the soft open-file limit toward the hard one when a big fleet
-/// needs it (each service holds a listener and pooled connections).
-fn raise_fd_limit(t: &Topology) {
+/// needs it (each service holds a listener and pooled connections), and
+/// refuses a fleet that cannot fit even then.
+fn raise_fd_limit(t: &Topology) -> Result<(), FleetError> {
     let want = (t.services.len() as u64 + t.edges.len() as u64) * 8 + 1024;
-    if let Ok((soft, hard)) = rlimit::Resource::NOFILE.get() {
-        if soft < want {
-            let _ = rlimit::Resource::NOFILE.set(want.min(hard), hard);
-        }
+    let Ok((soft, hard)) = rlimit::Resource::NOFILE.get() else {
+        return Ok(());
+    };
+    let mut limit = soft;
+    if soft < want && rlimit::Resource::NOFILE.set(want.min(hard), hard).is_ok() {
+        limit = want.min(hard);
     }
+    let need = fd_need(t);
+    if limit < need {
+        return Err(FleetError::FdLimit {
+            need,
+            limit,
+            services: t.services.len(),
+            calls: t.edges.len(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
