@@ -1,13 +1,23 @@
-//! How fast the analytical model answers for big topologies.
+//! How fast the analytical model answers for big topologies, shallow and
+//! deep.
 //!
-//! Generates DAGs of 1,000 and 10,000 services and times, in one run,
-//! parsing and validating the YAML (the baseline any command pays) against
-//! `model::predict` and `model::static_radius`. Prints medians of 5 runs
-//! and each figure as a ratio of the baseline.
+//! Shapes: random DAGs (`generate::dag`: shallow, each service called once
+//! and every third calling a later one twice) of 1,000, 10,000 and 100,000
+//! services; layered DAGs (`generate::layered`: layers × width, each
+//! service calling two in the next layer, every service reached by many
+//! paths) of 100 × 100, 100 × 200 and 100 × 1,000; a 20,000-service chain.
+//! Each is timed, in one run, parsing and validating the YAML (what every
+//! command pays), `model::predict`, `model::static_radius` (under the
+//! topology's policy), and all of `chaoslab check`'s text
+//! (`render_check`: the static radius under the policy and under plain
+//! retries, and the simulation where it runs). `model + check` is what
+//! `chaoslab model` and `chaoslab check` compute past the parse. Medians
+//! of 5 runs, milliseconds.
 //!
-//! `cargo bench --bench model_scale`; under `cargo test` one quick round.
+//! `cargo bench --bench model_scale`; under `cargo test` one quick round of
+//! the small shapes.
 
-use chaoslab::topology::{generate, model, Topology};
+use chaoslab::topology::{check, generate, model, Topology};
 use tokio::time::Instant;
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -15,39 +25,64 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn time<T>(f: impl Fn() -> T) -> f64 {
-    let t0 = Instant::now();
-    std::hint::black_box(f());
-    t0.elapsed().as_secs_f64() * 1000.0
+fn time<T>(runs: usize, f: impl Fn() -> T) -> f64 {
+    median(
+        (0..runs)
+            .map(|_| {
+                let t0 = Instant::now();
+                std::hint::black_box(f());
+                t0.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect(),
+    )
 }
 
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
     let runs = if bench { 5 } else { 1 };
-    let sizes: &[usize] = if bench { &[1_000, 10_000] } else { &[1_000] };
+    let own = "{ preset: ownership }";
+    let mut shapes: Vec<(String, String)> = vec![
+        ("random DAG 1,000".into(), generate::dag(1_000, 42)),
+        ("layered 10 x 100".into(), generate::layered(10, 100, own)),
+        ("chain 2,000".into(), generate::chain(2_000, own)),
+    ];
+    if bench {
+        shapes = vec![
+            ("random DAG 1,000".into(), generate::dag(1_000, 42)),
+            ("random DAG 10,000".into(), generate::dag(10_000, 42)),
+            ("random DAG 100,000".into(), generate::dag(100_000, 42)),
+            ("layered 100 x 100".into(), generate::layered(100, 100, own)),
+            ("layered 100 x 200".into(), generate::layered(100, 200, own)),
+            (
+                "layered 100 x 1,000".into(),
+                generate::layered(100, 1_000, own),
+            ),
+            ("chain 20,000".into(), generate::chain(20_000, own)),
+        ];
+    }
     println!("model scale: medians of {runs} run(s), milliseconds");
-    for &n in sizes {
-        let yaml = generate::dag(n, 42);
-        let t = Topology::from_yaml(&yaml, "generated").expect("generated DAG validates");
-        let parse = median(
-            (0..runs)
-                .map(|_| time(|| Topology::from_yaml(&yaml, "g")))
-                .collect(),
-        );
-        let predict = median(
-            (0..runs)
-                .map(|_| time(|| model::predict(&t, &t.policy)))
-                .collect(),
-        );
-        let radius = median(
-            (0..runs)
-                .map(|_| time(|| model::static_radius(&t, &t.policy)))
-                .collect(),
-        );
+    println!(
+        "{:<22} {:>8} {:>8} {:>14} {:>8} {:>8} {:>8} {:>14}",
+        "shape",
+        "services",
+        "calls",
+        "parse+validate",
+        "predict",
+        "radius",
+        "check",
+        "model + check"
+    );
+    for (name, yaml) in &shapes {
+        let t = Topology::from_yaml(yaml, "generated").expect("generated topology validates");
+        let parse = time(runs, || Topology::from_yaml(yaml, "g"));
+        let predict = time(runs, || model::predict(&t, &t.policy));
+        let radius = time(runs, || model::static_radius(&t, &t.policy));
+        let render = time(runs, || check::render_check(&t));
         println!(
-            "{n:>6} services: parse+validate {parse:>8.1}   predict {predict:>8.1} ({:.2}x)   static radius {radius:>8.1} ({:.2}x)",
-            predict / parse,
-            radius / parse
+            "{name:<22} {:>8} {:>8} {parse:>14.1} {predict:>8.1} {radius:>8.1} {render:>8.1} {:>14.1}",
+            t.services.len(),
+            t.edges.len(),
+            predict + radius + render
         );
     }
 }

@@ -1,7 +1,8 @@
 //! Numbers and durations as the YAML writes them, for every message and
 //! table that shows a value a user wrote or could write back: `check`,
 //! scenario errors, expectations and JUnit; and an error with its causes,
-//! for messages. A leaf: it imports nothing from the crate.
+//! for messages; and text tables whose columns line up. A leaf: it
+//! imports nothing from the crate.
 
 use std::time::Duration;
 
@@ -36,6 +37,56 @@ pub fn fmt_duration(d: Duration) -> String {
     }
 }
 
+/// The widest a table column is padded to. A longer cell overflows its
+/// column instead of widening every row: a 70,000-character service name
+/// would otherwise pad each of 10,000 lines to it (and `format!`'s own
+/// padding refuses widths past 65,535 with a panic).
+pub const MAX_COLUMN: usize = 160;
+
+/// How a column's cells line up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    /// Padded on the right.
+    Left,
+    /// Padded on the left.
+    Right,
+}
+
+/// `rows` as lines: each line starts with `indent`, cells are separated by
+/// `gap` and padded to their column's widest cell (at most
+/// [`MAX_COLUMN`]), aligned as `align` says (missing entries: left);
+/// trailing spaces trimmed. Linear in the text.
+pub fn table(rows: &[Vec<String>], align: &[Align], indent: &str, gap: &str) -> Vec<String> {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0usize; columns];
+    for r in rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count().min(MAX_COLUMN));
+        }
+    }
+    rows.iter()
+        .map(|r| {
+            let mut line = String::from(indent);
+            for (i, cell) in r.iter().enumerate() {
+                if i > 0 {
+                    line.push_str(gap);
+                }
+                let pad = widths[i].saturating_sub(cell.chars().count());
+                let right = align.get(i) == Some(&Align::Right);
+                if right {
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+                line.push_str(cell);
+                if !right {
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            line.truncate(line.trim_end().len());
+            line
+        })
+        .collect()
+}
+
 /// An error's message followed by its causes': reqwest's own message for
 /// a client that cannot be built is only "builder error", the reason is
 /// in its source.
@@ -63,5 +114,23 @@ mod tests {
         assert_eq!(fmt_duration(Duration::from_millis(250)), "250ms");
         assert_eq!(fmt_duration(Duration::from_secs(10)), "10s");
         assert_eq!(fmt_duration(Duration::from_millis(1500)), "1500ms");
+    }
+
+    #[test]
+    fn a_cell_wider_than_a_column_overflows_without_widening_the_others() {
+        let rows = vec![
+            vec!["a".to_string(), "1".into()],
+            vec!["bcd".into(), "22".into()],
+        ];
+        let lines = table(&rows, &[Align::Left, Align::Right], " ", "  ");
+        assert_eq!(lines, [" a     1", " bcd  22"]);
+        let long = "x".repeat(70_000);
+        let rows = vec![
+            vec!["1".to_string(), long.clone(), "a".into()],
+            vec!["22".to_string(), "b".into(), "c".into()],
+        ];
+        let lines = table(&rows, &[Align::Right, Align::Left], "", "  ");
+        assert_eq!(lines[0], format!(" 1  {long}  a"));
+        assert_eq!(lines[1], format!("22  b{}  c", " ".repeat(MAX_COLUMN - 1)));
     }
 }

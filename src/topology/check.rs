@@ -8,8 +8,12 @@
 use std::fmt::Write as _;
 
 use super::{model, BudgetSetting, Policy, PolicyFields, Preset, Service, Topology};
-use crate::format::{fmt_duration, fmt_num};
+use crate::format::{fmt_duration, fmt_num, table, Align};
 use crate::ownership::{is_error_status, DependencyMode};
+
+/// The largest services × (services + calls) for which `check` also
+/// simulates the rules to confirm the static radius (about 0.1 s).
+pub const SIMULATE_WORK: usize = 1_000_000;
 
 /// What `chaoslab check FILE` prints for a valid topology: its settings,
 /// one line per service (by depth), and the static storm radius.
@@ -100,19 +104,10 @@ pub fn render_capacity(t: &Topology) -> String {
         );
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    for r in &rows {
-        let mut line = String::from(" ");
-        for (i, (cell, w)) in r.iter().zip(&widths).enumerate() {
-            if i == 0 {
-                let _ = write!(line, " {cell:<w$}");
-            } else {
-                let _ = write!(line, "  {cell:>w$}");
-            }
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
+    let mut align = vec![Align::Left];
+    align.resize(rows[0].len(), Align::Right);
+    for line in table(&rows, &align, "  ", "  ") {
+        let _ = writeln!(out, "{line}");
     }
     if first.services.iter().any(|sc| sc.utilisation > 1.0)
         || caps
@@ -213,44 +208,21 @@ fn write_settings(out: &mut String, t: &Topology) {
 
 /// The service table, by depth, columns aligned.
 fn write_services(out: &mut String, t: &Topology) {
-    let mut rows: Vec<[String; 6]> = vec![[
-        "depth".into(),
-        "service".into(),
-        "calls".into(),
-        "baseline".into(),
-        "faults".into(),
-        "flags".into(),
-    ]];
+    let mut rows: Vec<Vec<String>> =
+        vec![["depth", "service", "calls", "baseline", "faults", "flags"]
+            .map(String::from)
+            .to_vec()];
     let mut order: Vec<usize> = (0..t.services.len()).collect();
     order.sort_by_key(|&i| t.services[i].depth);
     rows.extend(order.into_iter().map(|i| service_row(t, &t.services[i])));
-    let mut widths = [0usize; 6];
-    for r in &rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    for r in &rows {
-        let line = format!(
-            "{:>w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {:<w4$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            r[5],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3],
-            w4 = widths[4],
-        );
-        let _ = writeln!(out, "{}", line.trim_end());
+    use Align::{Left, Right};
+    for line in table(&rows, &[Right, Left, Left, Right, Left, Left], "", "  ") {
+        let _ = writeln!(out, "{line}");
     }
 }
 
 /// One service's row: depth, name, calls, baseline, faults, flags.
-fn service_row(t: &Topology, s: &Service) -> [String; 6] {
+fn service_row(t: &Topology, s: &Service) -> Vec<String> {
     let calls: Vec<String> = s.calls.iter().map(|&e| describe_call(t, e)).collect();
     let mut flags = Vec::new();
     if s.multiplicity == 0.0 {
@@ -280,7 +252,7 @@ fn service_row(t: &Topology, s: &Service) -> [String; 6] {
             flags.push("cancel".into());
         }
     }
-    [
+    vec![
         s.depth.to_string(),
         s.name.clone(),
         if calls.is_empty() {
@@ -299,9 +271,9 @@ fn service_row(t: &Topology, s: &Service) -> [String; 6] {
 fn write_radius(out: &mut String, t: &Topology) {
     let mut retry = t.policy.clone();
     retry.apply_preset(Preset::Retry);
-    // The simulation plays every single failure: quadratic, so only for
-    // fleets a person would start.
-    let simulate = t.services.len() <= 2000;
+    // The simulation plays every single failure over the whole graph:
+    // quadratic, so only for fleets a person would start.
+    let simulate = t.services.len() * (t.services.len() + t.edges.len()) <= SIMULATE_WORK;
     let radius = |p: &Policy| {
         let (m, text) = match model::worst_failure(t, p) {
             Some((who, r)) => (r, format!("{r} (when {} fails)", t.services[who].name)),

@@ -34,6 +34,46 @@ pub fn dag(n: usize, seed: u64) -> String {
     y
 }
 
+/// `layers` layers of `width` services as YAML, each service calling two
+/// in the next layer (the one below it and its neighbour, wrapping), and
+/// one entry, `root`, calling the whole first layer: deep and wide at
+/// once, every service reached by many paths.
+pub fn layered(layers: usize, width: usize, policy: &str) -> String {
+    let (layers, width) = (layers.max(1), width.max(1));
+    let mut y = format!("name: layered\npolicy: {policy}\nservices:\n  root: {{ calls: [");
+    for w in 0..width {
+        let sep = if w == 0 { "" } else { ", " };
+        let _ = write!(y, "{sep}L0_{w}");
+    }
+    y.push_str("] }\n");
+    for l in 0..layers {
+        for w in 0..width {
+            if l + 1 < layers {
+                let next = (w + 1) % width;
+                let _ = writeln!(
+                    y,
+                    "  L{l}_{w}: {{ calls: [L{n}_{w}, L{n}_{next}] }}",
+                    n = l + 1
+                );
+            } else {
+                let _ = writeln!(y, "  L{l}_{w}: {{}}");
+            }
+        }
+    }
+    y
+}
+
+/// A chain of `n` services as YAML: `S0` calls `S1`, which calls `S2`, …
+pub fn chain(n: usize, policy: &str) -> String {
+    let n = n.max(1);
+    let mut y = format!("name: chain\npolicy: {policy}\nservices:\n");
+    for i in 0..n - 1 {
+        let _ = writeln!(y, "  S{i}: {{ calls: [S{}] }}", i + 1);
+    }
+    let _ = writeln!(y, "  S{}: {{}}", n - 1);
+    y
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +86,10 @@ mod tests {
             assert_eq!(t.services.len(), n);
             assert_eq!(t.load.entry, 0);
         }
+        let t = Topology::from_yaml(&layered(3, 4, "{ preset: retry }"), "g").unwrap();
+        assert_eq!((t.services.len(), t.edges.len()), (13, 4 + 2 * 8));
+        assert_eq!(t.max_depth(), 3);
+        let t = Topology::from_yaml(&chain(5, "{}"), "g").unwrap();
+        assert_eq!((t.services.len(), t.max_depth()), (5, 4));
     }
 }

@@ -7,6 +7,7 @@ mod bounds;
 mod common;
 mod control;
 mod industry;
+mod input_bounds;
 mod limits;
 mod mechanism;
 mod metastable;

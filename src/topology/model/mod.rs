@@ -570,18 +570,7 @@ fn call_outcome(
             RetryVerdict::Retry if e > 0.0 => eligible_end * (pk / e),
             _ => continue,
         };
-        // Denied or exhausted retries satisfy rule 5's criteria alike; only
-        // an edge with no retries configured leaves them unsatisfied.
-        let satisfied =
-            retry::stop_reason(verdict, r - 1, r).is_none_or(|s| s.criteria_satisfied());
-        let failed = Outbound {
-            dependency: 0,
-            mode,
-            failed: true,
-            claim_seen: Some(k),
-            criteria_satisfied: satisfied,
-        };
-        o.fail[Record::of_failure(failed, attribution) as usize] += prob;
+        o.fail[failed_call(p, k, mode, attribution) as usize] += prob;
     }
     if let Some(b) = &p.breaker {
         let rate = rates.map(|r| r.first_per_sec * o.attempts);
@@ -603,6 +592,24 @@ fn call_outcome(
     o
 }
 
+/// How a call on an edge with policy `p` that failed with a callee's
+/// error claimed `k` shows in the caller's record.
+fn failed_call(p: &EdgePolicy, k: Claim, mode: DependencyMode, attribution: Attribution) -> Record {
+    let r = p.attempts.max(1);
+    let verdict = retry::decide(Classified::Error { claim: k }, p.ownership);
+    // Denied or exhausted retries satisfy rule 5's criteria alike; only
+    // an edge with no retries configured leaves them unsatisfied.
+    let satisfied = retry::stop_reason(verdict, r - 1, r).is_none_or(|s| s.criteria_satisfied());
+    let failed = Outbound {
+        dependency: 0,
+        mode,
+        failed: true,
+        claim_seen: Some(k),
+        criteria_satisfied: satisfied,
+    };
+    Record::of_failure(failed, attribution)
+}
+
 /// Retries per first attempt without a budget: `Σ_{k=1}^{R-1} e^k`.
 fn unbudgeted_retries(e: f64, r: u32) -> f64 {
     let (mut sum, mut pow) = (0.0, 1.0);
@@ -620,6 +627,9 @@ fn grant_probability(e: f64, r: u32, budget: Option<f64>) -> f64 {
     let Some(b) = budget else { return 1.0 };
     if r <= 1 || e <= 0.0 || b.is_infinite() {
         return 1.0;
+    }
+    if b <= 0.0 {
+        return 0.0; // not the search's dust: an empty budget grants nothing
     }
     let retries = |q: f64| {
         let x = e * q;

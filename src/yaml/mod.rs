@@ -14,7 +14,8 @@
 //! What is here:
 //!
 //! - [`from_str`]: text → any serde type, or an [`Error`] that says where
-//!   ([`Location`]: file, line and column) and what.
+//!   ([`Location`]: file, line and column) and what; [`bounds`] holds the
+//!   limits it checks first, so no text makes the parser slow.
 //! - [`Value`]: YAML kept as written, to be read later (a topology's
 //!   `scenario:` key).
 //! - Scalars for `#[serde(deserialize_with = "...")]`: [`rate`], [`rps`],
@@ -47,6 +48,8 @@
 //! let e = yaml::from_str::<Fault>("error_rate: ~\n", "f.yaml").unwrap_err();
 //! assert!(e.message.ends_with("needs a rate between 0 and 1, but nothing is given"));
 //! ```
+
+pub mod bounds;
 
 use std::fmt;
 use std::ops::Range;
@@ -119,8 +122,14 @@ pub struct Error {
     pub message: String,
 }
 
-/// Deserializes YAML text; `origin` names it in errors.
+/// Deserializes YAML text; `origin` names it in errors. The text is
+/// first held to [`bounds`]' limits (flow nesting, values once aliases
+/// expand), so any text is answered in time linear in its length.
 pub fn from_str<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T, Error> {
+    let scan = bounds::scan(text, origin)?;
+    if scan.aliases > 0 {
+        bounds::check_expansion(text, origin, &scan)?;
+    }
     serde_yaml::from_str(text).map_err(|e| located(&e, origin))
 }
 
