@@ -433,6 +433,9 @@ impl RetryClient {
                     outcome: Classified::NoResponse,
                     late: false,
                     elapsed: Duration::ZERO,
+                    // Until an answer says otherwise: dropped mid-way, the
+                    // caller stopped waiting.
+                    timed_out: true,
                 },
             };
             let reply = self
@@ -440,6 +443,8 @@ impl RetryClient {
                 .await;
             let answer = reply.class;
             in_flight.attempted.outcome = answer;
+            in_flight.attempted.timed_out =
+                answer == Classified::NoResponse && reply.kind == RetryKind::Timeout;
             if breaker {
                 let now = self.now();
                 edge.with_breaker(|b| b.record(now, answer == Classified::Success));
