@@ -70,6 +70,12 @@ fn check_bounds(t: &Topology) {
     let n = t.services.len();
     assert!(n > 0, "a topology has a service");
     assert!(t.load.entry < n, "the entry exists");
+    assert_eq!(t.entry().depth, 0);
+    assert_eq!(
+        t.entry().multiplicity,
+        1.0,
+        "the entry gets every root request once"
+    );
     assert!(
         t.load.rps.is_finite() && t.load.rps >= 0.0,
         "{}",
@@ -83,9 +89,13 @@ fn check_bounds(t: &Topology) {
     for (i, e) in t.edges.iter().enumerate() {
         assert!(e.from < n && e.to < n, "edge {i} joins services that exist");
         assert!(t.services[e.from].calls.contains(&i), "edge {i} is a call");
+        // A service the entry never reaches (allowed; `check` flags it)
+        // stays at depth 0, so only the edges of reached ones must go
+        // deeper.
+        let reached = t.services[e.from].multiplicity > 0.0;
         assert!(
-            t.services[e.to].depth > t.services[e.from].depth,
-            "every edge goes deeper (no cycle)"
+            !reached || t.services[e.to].depth > t.services[e.from].depth,
+            "edge {i}: every edge from a reached service goes deeper (no cycle)"
         );
     }
     for (i, s) in t.services.iter().enumerate() {
