@@ -12,6 +12,7 @@ pub mod endpoints;
 pub mod error;
 pub mod fleet;
 pub(crate) mod format;
+pub mod fuzzing;
 pub mod headless;
 pub mod inspect;
 pub mod load;

@@ -69,10 +69,14 @@ impl Fleet {
     /// valid header name, or when an HTTP client cannot be built.
     pub async fn spawn(topology: Arc<Topology>, opts: FleetOptions) -> Result<Fleet, FleetError> {
         raise_fd_limit(&topology)?;
-        let metrics = Arc::new(Metrics::new(
-            topology.services.len(),
-            topology.edges.iter().map(|e| (e.from, e.to)).collect(),
-        ));
+        let outside: Vec<bool> = topology.services.iter().map(|s| s.url.is_some()).collect();
+        let metrics = Arc::new(
+            Metrics::new(
+                topology.services.len(),
+                topology.edges.iter().map(|e| (e.from, e.to)).collect(),
+            )
+            .with_outside(&outside),
+        );
         let observer: Arc<dyn Observer> = metrics.clone();
         let control = Arc::new(OwnershipControl::new(
             topology.ownership.attribution,

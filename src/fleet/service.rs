@@ -550,20 +550,39 @@ async fn serve_with<S>(
         let l = l.tap_io(|s| {
             let _ = s.set_nodelay(true);
         });
-        let (mut d, mut s) = (down.clone(), shutdown.clone());
-        let signal = async move {
-            loop {
-                if *d.borrow_and_update() || *s.borrow_and_update() {
-                    return;
-                }
-                tokio::select! {
-                    r = d.changed() => if r.is_err() { return },
-                    r = s.changed() => if r.is_err() { return },
-                }
-            }
-        };
         let make = axum::ServiceExt::<Request>::into_make_service(app.clone());
-        let _ = axum::serve(l, make).with_graceful_shutdown(signal).await;
+        let server =
+            axum::serve(l, make).with_graceful_shutdown(stopping(down.clone(), shutdown.clone()));
+        // A connection that never finishes its request (a client sending
+        // its headers a byte a second) would hold a graceful shutdown
+        // forever: the run past its end, a service that went down from
+        // coming back up. Open connections get `SHUTDOWN_GRACE` to finish;
+        // after that the loop goes on without waiting for them (their
+        // tasks end with the runtime).
+        let grace = async {
+            stopping(down.clone(), shutdown.clone()).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        };
+        tokio::select! {
+            _ = server => {}
+            _ = grace => {}
+        }
+    }
+}
+
+/// How long a closing listener waits for its open connections to finish.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Ends when the service goes down or the fleet shuts down.
+async fn stopping(mut d: watch::Receiver<bool>, mut s: watch::Receiver<bool>) {
+    loop {
+        if *d.borrow_and_update() || *s.borrow_and_update() {
+            return;
+        }
+        tokio::select! {
+            r = d.changed() => if r.is_err() { return },
+            r = s.changed() => if r.is_err() { return },
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use crate::ownership::claim::ClaimReason;
 use crate::ownership::edge_budget::Level;
 use crate::ownership::observe::{Attempted, CallFailed, Observer, RetrySent, Served, ABANDONED};
 use crate::ownership::retry::StopReason;
-use crate::ownership::Claim;
+use crate::ownership::{Claim, Classified};
 
 /// Buckets of a service's latency histogram: four per power of two from
 /// 64 µs to about 67 s, so a percentile read off a bucket's middle is
@@ -384,6 +384,10 @@ pub struct Metrics {
     lag_max_us: AtomicU64,
     /// Latency since the last `take_latency`, in µs.
     interval_latency: Mutex<Histogram<u64>>,
+    /// Per edge, its callee.
+    callee: Vec<usize>,
+    /// Per edge, its callee when that runs outside the fleet (`url:`).
+    outside_callee: Vec<Option<usize>>,
 }
 
 impl Metrics {
@@ -393,6 +397,8 @@ impl Metrics {
         Metrics {
             services: (0..services).map(|_| ServiceCounters::default()).collect(),
             edges: edges.iter().map(|_| EdgeCounters::default()).collect(),
+            callee: edges.iter().map(|&(_, to)| to).collect(),
+            outside_callee: vec![None; edges.len()],
             storm: StormTracker::new(edges),
             root_sent: AtomicU64::new(0),
             root_ok: AtomicU64::new(0),
@@ -404,6 +410,44 @@ impl Metrics {
             lag_max_us: AtomicU64::new(0),
             interval_latency: Mutex::new(new_histogram()),
         }
+    }
+
+    /// Marks the services that run outside the fleet (`url:`, by
+    /// `outside[id]`). Nothing serves them in the lab, so what their
+    /// callers measured is counted for them: each attempt sent is a
+    /// request, answered (with its status, its claim header and its time)
+    /// or not: no answer in time is a timeout, a refused, reset or cut-off
+    /// connection an error with no claim.
+    pub fn with_outside(mut self, outside: &[bool]) -> Metrics {
+        self.outside_callee = self
+            .callee
+            .iter()
+            .map(|&to| outside.get(to).copied().unwrap_or(false).then_some(to))
+            .collect();
+        self
+    }
+
+    /// An attempt on an edge into an outside service ended: count it as
+    /// that service's request.
+    fn outside_answered(&self, service: usize, e: &Attempted) {
+        let Some(s) = self.services.get(service) else {
+            return;
+        };
+        bump(&s.requests);
+        let us = u64::try_from(e.elapsed.as_micros()).unwrap_or(u64::MAX);
+        s.latency.0[latency_bucket(us)].fetch_add(1, Ordering::Relaxed);
+        s.latency_us.fetch_add(us, Ordering::Relaxed);
+        let claim = match e.outcome {
+            Classified::Success => return,
+            Classified::NoResponse if e.timed_out => {
+                bump(&s.timeouts);
+                return;
+            }
+            Classified::NoResponse => Claim::Missing,
+            Classified::Error { claim } => claim,
+        };
+        bump(&s.errors);
+        bump(&s.claims_returned[claim.index()]);
     }
 
     /// The storm tracker.
@@ -651,6 +695,9 @@ impl Observer for Metrics {
             let us = u64::try_from(e.elapsed.as_micros()).unwrap_or(u64::MAX);
             edge.attempt_us.fetch_add(us, Ordering::Relaxed);
         }
+        if let Some(&Some(to)) = self.outside_callee.get(e.edge) {
+            self.outside_answered(to, e);
+        }
         let Some(s) = self.services.get(e.service) else {
             return;
         };
@@ -748,6 +795,45 @@ mod tests {
         assert!((w.quantile_ms(0.5).unwrap() - 2.0).abs() <= 0.25);
         assert!((w.quantile_ms(1.0).unwrap() - 50.0).abs() <= 6.25);
         assert_eq!(LatencyCounts::default().quantile_ms(0.5), None);
+    }
+
+    #[test]
+    fn an_outside_service_is_counted_from_its_callers_attempts() {
+        // 0 -> 1 (in the fleet) and 0 -> 2 (outside).
+        let m = Metrics::new(3, vec![(0, 1), (0, 2)]).with_outside(&[false, false, true]);
+        let attempt = |edge, outcome, timed_out| Attempted {
+            service: 0,
+            edge,
+            attempt: 0,
+            outcome,
+            late: false,
+            elapsed: Duration::from_millis(2),
+            timed_out,
+        };
+        let error = |claim| Classified::Error { claim };
+        for (outcome, timed_out) in [
+            (Classified::Success, false),
+            (error(Claim::Claimed), false),
+            (error(Claim::Missing), false),
+            (Classified::NoResponse, true),
+            (Classified::NoResponse, false),
+        ] {
+            m.attempted(&attempt(1, outcome, timed_out));
+            // The fleet service counts its own side when it serves.
+            m.attempted(&attempt(0, outcome, timed_out));
+        }
+        let c = m.counts();
+        let x = &c.services[2];
+        assert_eq!(x.requests, 5);
+        assert_eq!(x.errors, 3, "a claimed and an unclaimed 500, a reset");
+        assert_eq!(x.claims_returned, [1, 0, 2]);
+        assert_eq!(x.timeouts, 1);
+        assert!((x.latency.quantile_ms(0.5).unwrap() - 2.0).abs() <= 0.25);
+        assert_eq!(c.services[1], ServiceCounts::default());
+        // The caller saw what it always saw.
+        assert_eq!(c.services[0].claims_seen, [2, 0, 6]);
+        assert_eq!(c.edges[0].attempts, 5);
+        assert_eq!(c.edges[1].attempts, 5);
     }
 
     #[test]

@@ -40,7 +40,9 @@ use crate::ownership::policy::EdgePolicy;
 use crate::ownership::quota::RetryKind;
 use crate::ownership::retry::StopReason;
 use crate::ownership::signal::{Advice, Signal};
-use crate::ownership::{is_error_status, Claim, Classified, DependencyMode};
+use crate::ownership::{
+    is_error_status, one_value, Claim, Classified, DependencyMode, DEFAULT_CLAIM_HEADER,
+};
 
 /// One edge's runtime state: where it goes, its policy, its budget.
 #[derive(Debug)]
@@ -338,9 +340,19 @@ impl RetryClient {
             let res = req.send().await.ok()?;
             let status = res.status().as_u16();
             let headers = res.headers();
-            let claim = Claim::parse(headers.get(&self.header).map(|v| v.as_bytes()));
+            // Every copy of the claim header: a repeated one is ambiguous
+            // and reads as missing, for the claim and the dialect alike
+            // (which also reads the claim under this edge's header name).
+            let claim_value = one_value(headers.get_all(&self.header).iter().map(|v| v.as_bytes()));
+            let claim = Claim::parse(claim_value);
             let advice = signal.map_or(Advice::Silent, |s| {
-                s.read(status, |name| headers.get(name).map(|v| v.as_bytes()))
+                s.read(status, |name| {
+                    if name == DEFAULT_CLAIM_HEADER {
+                        claim_value
+                    } else {
+                        headers.get(name).map(|v| v.as_bytes())
+                    }
+                })
             });
             // Drain the body so the connection goes back to the pool.
             res.bytes().await.ok()?;
@@ -421,6 +433,9 @@ impl RetryClient {
                     outcome: Classified::NoResponse,
                     late: false,
                     elapsed: Duration::ZERO,
+                    // Until an answer says otherwise: dropped mid-way, the
+                    // caller stopped waiting.
+                    timed_out: true,
                 },
             };
             let reply = self
@@ -428,6 +443,8 @@ impl RetryClient {
                 .await;
             let answer = reply.class;
             in_flight.attempted.outcome = answer;
+            in_flight.attempted.timed_out =
+                answer == Classified::NoResponse && reply.kind == RetryKind::Timeout;
             if breaker {
                 let now = self.now();
                 edge.with_breaker(|b| b.record(now, answer == Classified::Success));

@@ -93,6 +93,23 @@ impl Claim {
         }
     }
 
+    /// Reads every value a claim header arrived with. Exactly one value is
+    /// read by [`Claim::parse`]; none, or more than one, is `Missing`: a
+    /// header repeated (`true` then `false`, or even `true` twice) is
+    /// ambiguous, and which copy a proxy keeps is anyone's guess.
+    ///
+    /// ```
+    /// use chaoslab::ownership::Claim;
+    /// let one: [&[u8]; 1] = [b"true"];
+    /// assert_eq!(Claim::parse_all(one), Claim::Claimed);
+    /// let two: [&[u8]; 2] = [b"true", b"false"];
+    /// assert_eq!(Claim::parse_all(two), Claim::Missing);
+    /// assert_eq!(Claim::parse_all(std::iter::empty::<&[u8]>()), Claim::Missing);
+    /// ```
+    pub fn parse_all<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Claim {
+        Claim::parse(one_value(values))
+    }
+
     /// The value written on the wire for a claim decision.
     pub fn wire_value(claimed: bool) -> &'static str {
         if claimed {
@@ -119,6 +136,15 @@ impl Claim {
             Claim::Missing => 2,
         }
     }
+}
+
+/// The one value of a header that may arrive several times: `None` when
+/// it is absent or repeated. A repeated header is read as no header at
+/// all: the peer said two things, so it said nothing that can be trusted.
+pub fn one_value<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Option<&'a [u8]> {
+    let mut values = values.into_iter();
+    let first = values.next()?;
+    values.next().is_none().then_some(first)
 }
 
 fn trim_ascii(v: &[u8]) -> &[u8] {
@@ -239,6 +265,18 @@ mod tests {
         assert_eq!(Claim::parse(Some(b"")), Claim::Missing);
         assert_eq!(Claim::parse(Some(b"\xff\xfe")), Claim::Missing);
         assert_eq!(Claim::parse(None), Claim::Missing);
+    }
+
+    #[test]
+    fn a_repeated_claim_header_is_missing() {
+        let v = |vs: &[&'static [u8]]| Claim::parse_all(vs.iter().copied());
+        assert_eq!(v(&[b"true"]), Claim::Claimed);
+        assert_eq!(v(&[b" false "]), Claim::Unclaimed);
+        assert_eq!(v(&[b"true", b"false"]), Claim::Missing);
+        assert_eq!(v(&[b"false", b"true"]), Claim::Missing);
+        assert_eq!(v(&[b"true", b"true"]), Claim::Missing);
+        assert_eq!(v(&[]), Claim::Missing);
+        assert_eq!(one_value([&b"a"[..], b"b", b"c"]), None);
     }
 
     #[test]

@@ -55,6 +55,11 @@ pub struct Attempted {
     pub late: bool,
     /// How long it took, waiting for a connection slot included.
     pub elapsed: std::time::Duration,
+    /// It ended with no answer because the caller stopped waiting (its
+    /// time limit passed, or the call itself was dropped), rather than
+    /// because the connection was refused, reset or closed mid-answer.
+    /// Only meaningful with [`Classified::NoResponse`].
+    pub timed_out: bool,
 }
 
 /// A retry is about to be sent.

@@ -339,7 +339,9 @@ fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize) -> ServiceView {
         ServiceState::Idle
     } else if c.errors * 100 < c.requests {
         ServiceState::Healthy
-    } else if c.own_errors * 2 >= c.errors {
+    } else if s.url.is_some() || c.own_errors * 2 >= c.errors {
+        // An outside service calls nothing the lab knows of: its errors
+        // are its own.
         ServiceState::Owner
     } else {
         ServiceState::Propagating
