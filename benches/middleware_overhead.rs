@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 #[path = "common/drive.rs"]
 mod drive;
-use drive::{alternate, Side};
+use drive::{alternate, Side, CHAIN};
 
 use chaoslab::fleet::FleetOptions;
 use chaoslab::topology::Topology;
@@ -22,20 +22,6 @@ use chaoslab::topology::Topology;
 /// The same allocator as the `chaoslab` binary.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-const CHAIN: &str = r#"
-name: bench-chain
-description: seven services, no faults
-policy: { preset: ownership, attempts: 2, budget: 0.1 }
-services:
-  A: { calls: [B] }
-  B: { calls: [C] }
-  C: { calls: [D] }
-  D: { calls: [E] }
-  E: { calls: [F] }
-  F: { calls: [G] }
-  G: {}
-"#;
 
 fn main() {
     let topology = Arc::new(Topology::from_yaml(CHAIN, "bench-chain").expect("valid chain"));

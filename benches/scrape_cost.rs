@@ -19,7 +19,7 @@ use std::time::Duration;
 #[path = "common/drive.rs"]
 #[allow(dead_code)]
 mod drive;
-use drive::{driver, median, wrk, wrk_available, CONNECTIONS};
+use drive::{driver, median, wrk, wrk_available, CHAIN, CONNECTIONS};
 
 use chaoslab::session::{Session, Setup};
 use chaoslab::topology::Topology;
@@ -27,20 +27,6 @@ use chaoslab::topology::Topology;
 /// The same allocator as the `chaoslab` binary.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-const CHAIN: &str = r#"
-name: bench-chain
-description: seven services, no faults
-policy: { preset: ownership, attempts: 2, budget: 0.1 }
-services:
-  A: { calls: [B] }
-  B: { calls: [C] }
-  C: { calls: [D] }
-  D: { calls: [E] }
-  E: { calls: [F] }
-  F: { calls: [G] }
-  G: {}
-"#;
 
 /// Scrapes `addr` every `every` until `stop`; counts scrapes and bytes.
 fn scraper(addr: String, every: Duration, stop: Arc<AtomicBool>, bytes: Arc<AtomicU64>) {

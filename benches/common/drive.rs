@@ -10,6 +10,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The chain every throughput bench drives: seven services, no faults.
+pub const CHAIN: &str = r#"
+name: bench-chain
+description: seven services, no faults
+policy: { preset: ownership, attempts: 2, budget: 0.1 }
+services:
+  A: { calls: [B] }
+  B: { calls: [C] }
+  C: { calls: [D] }
+  D: { calls: [E] }
+  E: { calls: [F] }
+  F: { calls: [G] }
+  G: {}
+"#;
+
 /// Connections the load keeps open.
 pub const CONNECTIONS: usize = 64;
 
