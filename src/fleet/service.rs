@@ -8,7 +8,6 @@ use std::time::Duration;
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt;
 use axum::Router;
 use futures_util::future::join_all;
 use rand::rngs::SmallRng;
@@ -22,6 +21,7 @@ use crate::metrics::Metrics;
 use crate::middleware::client::{EdgeState, RetryClient};
 use crate::middleware::context::{self, Trace};
 use crate::middleware::server::{OwnershipLayer, ServerConfig};
+use crate::ownership::observe::is_out_of_files;
 use crate::ownership::signal::{Refusal, Signal, REFUSAL_STATUS};
 use crate::ownership::DependencyMode;
 use crate::topology::{Fault, Phase, Service};
@@ -54,6 +54,8 @@ pub struct ServiceRuntime {
     client: RetryClient,
     server: Arc<ServerConfig>,
     plain: Option<reqwest::Client>,
+    /// Where its listener counts the connections it could not accept.
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for ServiceRuntime {
@@ -151,6 +153,7 @@ impl ServiceRuntime {
             client,
             server,
             plain,
+            metrics: metrics.clone(),
         })
     }
 
@@ -547,9 +550,10 @@ async fn serve_with<S>(
                 None => return,
             },
         };
-        let l = l.tap_io(|s| {
-            let _ = s.set_nodelay(true);
-        });
+        let l = Accepting {
+            inner: l,
+            metrics: rt.metrics.clone(),
+        };
         let make = axum::ServiceExt::<Request>::into_make_service(app.clone());
         let server =
             axum::serve(l, make).with_graceful_shutdown(stopping(down.clone(), shutdown.clone()));
@@ -567,6 +571,52 @@ async fn serve_with<S>(
             _ = server => {}
             _ = grace => {}
         }
+    }
+}
+
+/// A service's listener: accepts as axum's own does, but counts a failure
+/// for want of file descriptors as the machine's limit (the run is then
+/// saturated, not an outage of the service), and tries again after
+/// `ACCEPT_BACKOFF` rather than axum's second, so a brief shortage does
+/// not stall the service for a whole second.
+struct Accepting {
+    inner: TcpListener,
+    metrics: Arc<Metrics>,
+}
+
+/// How long a listener waits after an accept failed for want of
+/// resources.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+impl axum::serve::Listener for Accepting {
+    type Io = tokio::net::TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.inner.accept().await {
+                Ok((s, a)) => {
+                    let _ = s.set_nodelay(true);
+                    return (s, a);
+                }
+                // The peer gave up before it was accepted: nothing to wait for.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
+                    ) => {}
+                Err(e) => {
+                    if is_out_of_files(&e) {
+                        self.metrics.fd_error();
+                    }
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
     }
 }
 

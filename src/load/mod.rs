@@ -171,7 +171,12 @@ pub fn spawn(
                                 let ok = !crate::ownership::is_error_status(r.status().as_u16());
                                 r.bytes().await.is_ok() && ok
                             }
-                            Err(_) => false,
+                            Err(e) => {
+                                if crate::ownership::observe::is_out_of_files(&e) {
+                                    metrics.fd_error();
+                                }
+                                false
+                            }
                         };
                         metrics.root_done(ok, t0.elapsed());
                         drop(permit);

@@ -326,6 +326,9 @@ pub struct RootCounts {
     pub lag_us: u64,
     /// The latest tick's lateness, in µs (kept, not summed).
     pub lag_max_us: u64,
+    /// Connections the lab could not open or accept for want of file
+    /// descriptors (`EMFILE`, `ENFILE`).
+    pub fd_errors: u64,
 }
 
 impl RootCounts {
@@ -340,6 +343,7 @@ impl RootCounts {
             ticks: self.ticks.saturating_sub(e.ticks),
             lag_us: self.lag_us.saturating_sub(e.lag_us),
             lag_max_us: self.lag_max_us,
+            fd_errors: self.fd_errors.saturating_sub(e.fd_errors),
         }
     }
 
@@ -382,6 +386,7 @@ pub struct Metrics {
     ticks: AtomicU64,
     lag_us: AtomicU64,
     lag_max_us: AtomicU64,
+    fd_errors: AtomicU64,
     /// Latency since the last `take_latency`, in µs.
     interval_latency: Mutex<Histogram<u64>>,
     /// Per edge, its callee.
@@ -408,6 +413,7 @@ impl Metrics {
             ticks: AtomicU64::new(0),
             lag_us: AtomicU64::new(0),
             lag_max_us: AtomicU64::new(0),
+            fd_errors: AtomicU64::new(0),
             interval_latency: Mutex::new(new_histogram()),
         }
     }
@@ -468,6 +474,12 @@ impl Metrics {
     /// `n` root requests were not sent: the generator fell behind.
     pub fn root_skipped(&self, n: u64) {
         self.root_skipped.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The lab could not open or accept a connection for want of file
+    /// descriptors.
+    pub fn fd_error(&self) {
+        bump(&self.fd_errors);
     }
 
     /// The lab ticked `late` after its schedule.
@@ -603,6 +615,7 @@ impl Metrics {
                 ticks: l(&self.ticks),
                 lag_us: l(&self.lag_us),
                 lag_max_us: l(&self.lag_max_us),
+                fd_errors: l(&self.fd_errors),
             },
         }
     }
@@ -650,6 +663,10 @@ fn bump(a: &AtomicU64) {
 }
 
 impl Observer for Metrics {
+    fn out_of_files(&self) {
+        self.fd_error();
+    }
+
     fn served(&self, e: &Served) {
         let Some(s) = self.services.get(e.service) else {
             return;

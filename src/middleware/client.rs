@@ -36,6 +36,7 @@ use crate::ownership::attempt::{attempt_timeout, AttemptMachine, Next};
 use crate::ownership::breaker::{Breaker, BreakerState};
 use crate::ownership::claim::Outbound;
 use crate::ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
+use crate::ownership::observe::is_out_of_files;
 use crate::ownership::policy::EdgePolicy;
 use crate::ownership::quota::RetryKind;
 use crate::ownership::retry::StopReason;
@@ -337,7 +338,15 @@ impl RetryClient {
         // One timer for the whole attempt, held in place (reqwest's own
         // per-request timeout boxes one).
         let attempt = async {
-            let res = req.send().await.ok()?;
+            let res = match req.send().await {
+                Ok(res) => res,
+                Err(e) => {
+                    if is_out_of_files(&e) {
+                        self.observer.out_of_files();
+                    }
+                    return None;
+                }
+            };
             let status = res.status().as_u16();
             let headers = res.headers();
             // Every copy of the claim header: a repeated one is ambiguous

@@ -95,6 +95,24 @@ pub trait Observer: Send + Sync + 'static {
     fn retry_sent(&self, _e: &RetrySent) {}
     /// A logical outbound call failed for good.
     fn call_failed(&self, _e: &CallFailed) {}
+    /// The lab's own process had no file descriptor left for a connection
+    /// (`EMFILE`, `ENFILE`): a failure of the machine, not of the callee.
+    fn out_of_files(&self) {}
+}
+
+/// Whether an error, or any error it was caused by, is the process (or
+/// the system) running out of file descriptors.
+pub fn is_out_of_files(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if matches!(io.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                return true;
+            }
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// An observer that ignores everything.

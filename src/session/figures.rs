@@ -425,6 +425,9 @@ catalogue! {
     /// How late the lab's clock ticked, on average over the window: its event loop waiting for the machine.
     LabLagMs = "lab_lag_ms" at "lab.lag_ms", Fleet Real "ms",
         None, |w, i| if w.counts.root.ticks > 0 { w.counts.root.lag_us as f64 / w.counts.root.ticks as f64 / 1000.0 } else { 0.0 };
+    /// Connections the lab could not open or accept for want of file descriptors (EMFILE): the machine's limit, not the callee's failure.
+    LabFdErrors = "lab_fd_errors" at "lab.fd_errors", Fleet Count "errors",
+        None, |w, i| w.counts.root.fd_errors as f64;
     /// The most consecutive hops that retried for one root request.
     StormRadius = "storm_radius" at "storm_radius.max", Fleet Count "hops",
         None, |w, i| w.radius.max as f64;
@@ -474,6 +477,12 @@ pub fn saturation(fleet: &Figures) -> Vec<String> {
             "the lab's clock ran {lag:.0} ms late on average: the machine did not give it its time"
         ));
     }
+    let fd = fleet.count(Figure::LabFdErrors);
+    if fd > 0 {
+        reasons.push(format!(
+            "{fd} times a connection could not be opened or accepted for want of file descriptors (EMFILE): raise `ulimit -n`"
+        ));
+    }
     reasons
 }
 
@@ -494,6 +503,7 @@ impl Figure {
                 | Figure::RootSkipped
                 | Figure::RootSent
                 | Figure::LabLagMs
+                | Figure::LabFdErrors
         )
     }
 

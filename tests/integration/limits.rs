@@ -54,3 +54,52 @@ fn a_fleet_that_cannot_fit_the_open_file_limit_is_refused_before_binding() {
         t.elapsed()
     );
 }
+
+#[test]
+fn running_out_of_files_mid_run_marks_the_run_saturated() {
+    let _fleet = crate::common::fleet_lock();
+    let dir = std::env::temp_dir();
+    let file = dir.join(format!("chaoslab-emfile-{}.yaml", std::process::id()));
+    let report = dir.join(format!("chaoslab-emfile-{}.json", std::process::id()));
+    // Two services fit in 256 files (2 listeners + 2 × 1 call + 128), but
+    // 1,000 rps into a 300 ms service keeps some 300 roots in flight,
+    // each holding a socket at each end of both hops.
+    std::fs::write(
+        &file,
+        "name: emfile\npolicy: { preset: none }\nload: { rps: 1000 }\nservices:\n  A: { calls: [B] }\n  B: { work: 300ms }\n",
+    )
+    .unwrap();
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 256 && exec {} run {} --headless --duration 3s --report {}",
+            env!("CARGO_BIN_EXE_chaoslab"),
+            file.display(),
+            report.display()
+        ))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&report);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert_eq!(r["saturated"], true, "{}", r["saturation"]);
+    let fd = r["lab"]["fd_errors"].as_u64().unwrap();
+    assert!(fd > 0, "{}", r["lab"]);
+    assert!(
+        r["saturation"].as_array().unwrap().iter().any(|s| s
+            .as_str()
+            .unwrap()
+            .contains("for want of file descriptors (EMFILE)")),
+        "{}",
+        r["saturation"]
+    );
+    assert!(
+        out.contains("SATURATED: the measured figures are lower bounds"),
+        "{out}"
+    );
+}
