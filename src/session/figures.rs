@@ -422,7 +422,7 @@ catalogue! {
     /// Root requests not sent: the load generator fell behind its schedule (the machine did not give it the time).
     RootSkipped = "root_skipped" at "root.skipped", Fleet Count "requests",
         None, |w, i| w.counts.root.skipped as f64;
-    /// How late the lab's clock ticked, on average over the window: its event loop waiting for the machine.
+    /// How late a timer on the fleet's event loop fired, on average over the window: the fleet's tasks waiting for the machine.
     LabLagMs = "lab_lag_ms" at "lab.lag_ms", Fleet Real "ms",
         None, |w, i| if w.counts.root.ticks > 0 { w.counts.root.lag_us as f64 / w.counts.root.ticks as f64 / 1000.0 } else { 0.0 };
     /// Connections the lab could not open or accept for want of file descriptors (EMFILE): the machine's limit, not the callee's failure.
@@ -454,7 +454,7 @@ pub const SATURATED_LAG_MS: f64 = 100.0;
 
 /// Why a window's measured figures are lower bounds rather than what the
 /// mechanism does: the machine could not carry the load (root requests
-/// due but not sent, the lab's clock running late). Empty when the lab
+/// due but not sent, the fleet's event loop running late). Empty when the lab
 /// kept up. Reads a window's fleet figures.
 pub fn saturation(fleet: &Figures) -> Vec<String> {
     let mut reasons = vec![];
@@ -474,7 +474,7 @@ pub fn saturation(fleet: &Figures) -> Vec<String> {
     let lag = fleet[Figure::LabLagMs];
     if lag > SATURATED_LAG_MS {
         reasons.push(format!(
-            "the lab's clock ran {lag:.0} ms late on average: the machine did not give it its time"
+            "the fleet's event loop ran {lag:.0} ms late on average: the machine did not give it its time"
         ));
     }
     let fd = fleet.count(Figure::LabFdErrors);

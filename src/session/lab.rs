@@ -348,16 +348,25 @@ impl Lab {
     }
 
     /// Stops the load, then the fleet, and keeps what the run measured.
-    pub async fn finish(self, warmup: Duration, steps: Vec<(Duration, Action)>) -> Record {
+    pub async fn finish(
+        self,
+        warmup: Duration,
+        steps: Vec<(Duration, Action)>,
+        grace: Duration,
+    ) -> Record {
         let learned = self.learned();
         let uptime = self.elapsed();
         let _ = self.stop.send(true);
-        if let Some(t) = self.load_task {
-            let _ = t.await;
+        // The load stops and the requests still in flight get `grace`, in
+        // all, to finish; a storm of slow ones (or a generator starved of
+        // its thread) does not hold the end of the run.
+        let deadline = tokio::time::Instant::now() + grace;
+        if let Some(mut t) = self.load_task {
+            if tokio::time::timeout_at(deadline, &mut t).await.is_err() {
+                t.abort();
+            }
         }
-        // Requests still in flight get a little time to finish; a storm
-        // of slow ones does not hold the end of the run.
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.fleet.shutdown()).await;
+        let _ = tokio::time::timeout_at(deadline, self.fleet.shutdown()).await;
         Record {
             start: self.start_state,
             state: self.state,
@@ -377,8 +386,12 @@ impl Lab {
 }
 
 /// How long the fleet's requests in flight may take to finish when a run
-/// ends.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// ends by itself or on a signal.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// The same when a person quits the dashboard: what is still in flight
+/// changes no figure they will read, and `q` must give the terminal back
+/// within a second even at the machine's limit.
+pub const QUIT_GRACE: Duration = Duration::from_millis(250);
 
 /// The model's recovery threshold of `t` under its own policy, `None`
 /// when no service has workers (or nothing bounds it).
@@ -544,6 +557,6 @@ mod tests {
             let written = LabState { paused: folded.paused, ..LabState::of(lab.topology()) };
             prop_assert_eq!(written, folded);
         });
-        rt.block_on(lab.into_inner().finish(Duration::ZERO, vec![]));
+        rt.block_on(lab.into_inner().finish(Duration::ZERO, vec![], QUIT_GRACE));
     }
 }

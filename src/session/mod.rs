@@ -141,6 +141,8 @@ impl Actions {
 #[derive(Debug)]
 pub struct Session {
     rt: Runtime,
+    /// The run loop's own runtime.
+    clock: Runtime,
     driver: JoinHandle<Lab>,
     actions: Actions,
     snapshots: watch::Receiver<Arc<Snapshot>>,
@@ -184,9 +186,21 @@ impl Session {
             until: setup.until,
             steps: setup.steps.clone(),
         };
-        let driver = rt.spawn(drive(lab, plan, commands_rx, snaps_tx, stop_rx));
+        // The run loop on a thread of its own: at the machine's limit the
+        // fleet's threads hold thousands of ready tasks, and a run loop
+        // queued behind them would starve the dashboard of snapshots and
+        // a quit of its answer.
+        let clock = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("chaoslab-run-loop")
+            .enable_all()
+            .build()
+            .map_err(SessionError::Runtime)?;
+        rt.spawn(runner::probe_lag(metrics.clone(), lab.tick_period()));
+        let driver = clock.spawn(drive(lab, plan, commands_rx, snaps_tx, stop_rx));
         Ok(Session {
             rt,
+            clock,
             driver,
             actions,
             snapshots,
@@ -273,8 +287,14 @@ impl Session {
     /// Waits until the run loop ends, then stops the fleet and returns the
     /// run's record.
     pub fn wait(self) -> Result<Record, SessionError> {
+        self.wait_for(lab::SHUTDOWN_GRACE)
+    }
+
+    /// As [`Session::wait`], giving the requests still in flight `grace`.
+    fn wait_for(self, grace: Duration) -> Result<Record, SessionError> {
         let Session {
             rt,
+            clock,
             driver,
             actions,
             warmup,
@@ -284,14 +304,23 @@ impl Session {
         } = self;
         drop(actions);
         let lab = rt.block_on(driver).map_err(SessionError::RunLoop)?;
+        drop(clock);
         // Held until here: a dropped sender reads as "stop" in the loop.
         drop(stop);
-        Ok(rt.block_on(lab.finish(warmup, steps)))
+        let record = rt.block_on(lab.finish(warmup, steps, grace));
+        if grace < lab::SHUTDOWN_GRACE {
+            // A person quit: the process ends next, so the tasks still in
+            // flight (thousands at the machine's limit) are dropped by the
+            // runtime's own threads rather than waited for here.
+            rt.shutdown_background();
+        }
+        Ok(record)
     }
 
-    /// Stops the run now and returns its record.
+    /// Stops the run now, as a person quitting the dashboard does, and
+    /// returns its record: requests in flight get [`lab::QUIT_GRACE`].
     pub fn finish(self) -> Result<Record, SessionError> {
         self.stop();
-        self.wait()
+        self.wait_for(lab::QUIT_GRACE)
     }
 }

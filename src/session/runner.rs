@@ -34,6 +34,20 @@ pub enum Command {
     RecordSoFar(oneshot::Sender<Record>),
 }
 
+/// Measures the fleet's event loop: a timer every `period` on the fleet's
+/// runtime, and how late it fires. The run loop itself runs on its own
+/// thread (so the dashboard gets its snapshots even when the fleet's
+/// threads are saturated); this probe is what still feels the fleet's
+/// delay.
+pub async fn probe_lag(metrics: Arc<crate::metrics::Metrics>, period: Duration) {
+    let mut interval = tokio::time::interval(period);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let due = interval.tick().await;
+        metrics.tick_lag(due.elapsed());
+    }
+}
+
 /// Runs `lab` until the plan's end or until `stop` turns true. Actions
 /// arriving on `commands` are applied at once (a refused one is logged in
 /// the lab's events and changes nothing). Returns the lab so the session
@@ -57,8 +71,7 @@ pub async fn drive(
     let mut commands_open = true;
     loop {
         tokio::select! {
-            due = interval.tick() => {
-                lab.fleet().metrics().tick_lag(due.elapsed());
+            _ = interval.tick() => {
                 let t = lab.elapsed();
                 while steps.peek().is_some_and(|(at, _)| *at <= t) {
                     let (_, a) = steps.next().expect("peeked");

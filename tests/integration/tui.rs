@@ -15,6 +15,8 @@ use tokio::time::Instant;
 
 use crate::common;
 
+static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// A private tmux server with one 160×45 session, killed on drop (also
 /// when an assertion fails).
 struct Tmux {
@@ -32,7 +34,13 @@ impl Tmux {
              which installs it"
         );
         let t = Tmux {
-            socket: format!("chaoslab-test-{}", std::process::id()),
+            // A server of its own per test: a killed one may still be
+            // going away when the next test starts.
+            socket: format!(
+                "chaoslab-test-{}-{}",
+                std::process::id(),
+                SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ),
             session: "tui",
         };
         let o = t.tmux(&[
@@ -259,6 +267,69 @@ fn storm_then_ownership_in_a_real_terminal() {
     assert!(
         retried > 0,
         "the replay began under naive retries: B retried"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn at_the_machines_limit_the_dashboard_stays_responsive() {
+    let _fleet = common::fleet_lock();
+    let dir = std::env::temp_dir().join(format!("chaoslab-tui-limit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ended = dir.join("ended");
+    let t = Tmux::start();
+    t.wait_for("the shell", Duration::from_secs(10), |s| {
+        s.contains("test$")
+    });
+    // Naive retries on the uber-chain at 4,000 rps ask D..G for 32,000
+    // requests a second each: far past two cores.
+    let cmd = format!(
+        "{} {} --policy retry --rps 4000; date +%s%N > {}",
+        env!("CARGO_BIN_EXE_chaoslab"),
+        common::root().join("topologies/uber-chain.yaml").display(),
+        ended.display()
+    );
+    t.keys(&[&cmd, "Enter"]);
+    t.wait_for("the saturation banner", Duration::from_secs(20), |s| {
+        s.contains("SATURATED") && s.contains("figures are lower bounds")
+    });
+    // Redraws: the figures change with every snapshot (4 a second), so a
+    // dashboard that keeps up shows a new screen each time. Read the
+    // screen every 50 ms for 5 s and count the different ones: at least
+    // 18 (3.6 a second: every snapshot drawn, less a tenth for the
+    // window's edges and the sampling).
+    let (mut screens, mut last) = (0, String::new());
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        let s = t.screen();
+        if s != last {
+            screens += 1;
+            last = s;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        screens >= 18,
+        "{screens} different screens in 5 s: the dashboard missed snapshots\n{last}"
+    );
+    // `q` gives the terminal back, and the process ends, within a second.
+    let pressed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    t.keys(&["q"]);
+    let s = t.wait_for("the summary", Duration::from_secs(15), |s| {
+        s.contains("chaoslab dashboard closed") && s.trim_end().ends_with("test$")
+    });
+    let ns: u128 = std::fs::read_to_string(&ended)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let took = Duration::from_nanos((ns - pressed.as_nanos()) as u64);
+    eprintln!("at the limit: {screens} screens in 5 s, `q` ended the process in {took:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "`q` took {took:?} to end the process\n{s}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
