@@ -30,7 +30,7 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 
 use crate::error::RunError;
-use crate::metrics::counters::{latency_bucket_upper_us, LATENCY_BUCKETS};
+use crate::metrics::latency::{latency_bucket_upper_us, LATENCY_BUCKETS};
 use crate::metrics::{Counts, Metrics};
 use crate::session::figures::Figure;
 use crate::session::{Session, Snapshot};

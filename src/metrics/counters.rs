@@ -1,12 +1,15 @@
 //! Per-service, per-edge and root counters, fed by the middleware.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use super::counts::{Counts, RootCounts};
+pub use super::latency::LatencyCounts;
+use super::latency::{latency_bucket, LatencyCounters};
 use super::storm::StormTracker;
 use crate::ownership::breaker::BreakerState;
 use crate::ownership::claim::ClaimReason;
@@ -14,91 +17,6 @@ use crate::ownership::edge_budget::Level;
 use crate::ownership::observe::{Attempted, CallFailed, Observer, RetrySent, Served, ABANDONED};
 use crate::ownership::retry::StopReason;
 use crate::ownership::{Claim, Classified};
-
-/// Buckets of a service's latency histogram: four per power of two from
-/// 64 µs to about 67 s, so a percentile read off a bucket's middle is
-/// within 12.5% of the exact one; faster answers count in the first
-/// bucket, slower in the last.
-pub const LATENCY_BUCKETS: usize = 80;
-/// The first bucket starts at 2^6 µs.
-const LATENCY_LOW_SHIFT: u32 = 6;
-
-/// The bucket holding `micros`.
-fn latency_bucket(micros: u64) -> usize {
-    let m = micros.max(1 << LATENCY_LOW_SHIFT);
-    let e = 63 - m.leading_zeros(); // floor(log2), >= 6
-    let sub = ((m >> (e - 2)) & 3) as usize;
-    ((e - LATENCY_LOW_SHIFT) as usize * 4 + sub).min(LATENCY_BUCKETS - 1)
-}
-
-/// The upper bound of bucket `b`, in µs (the last is unbounded).
-pub fn latency_bucket_upper_us(b: usize) -> u64 {
-    let next = b as u32 + 1;
-    let e = next / 4 + LATENCY_LOW_SHIFT;
-    (4 + u64::from(next % 4)) << (e - 2)
-}
-
-/// The middle of bucket `b`, in ms.
-fn latency_bucket_middle_ms(b: usize) -> f64 {
-    let e = b as u32 / 4 + LATENCY_LOW_SHIFT;
-    let width = 1u64 << (e - 2);
-    let low = (4 + b as u64 % 4) * width;
-    (low as f64 + width as f64 / 2.0) / 1000.0
-}
-
-/// A service's live latency histogram.
-#[derive(Debug)]
-struct LatencyCounters([AtomicU32; LATENCY_BUCKETS]);
-
-impl Default for LatencyCounters {
-    fn default() -> Self {
-        LatencyCounters(std::array::from_fn(|_| AtomicU32::new(0)))
-    }
-}
-
-/// A copy of a service's latency histogram: requests answered per bucket
-/// (counts wrap; a window takes differences, so a window of fewer than
-/// 2^32 answers per bucket is exact).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LatencyCounts(pub [u32; LATENCY_BUCKETS]);
-
-impl Default for LatencyCounts {
-    fn default() -> Self {
-        LatencyCounts([0; LATENCY_BUCKETS])
-    }
-}
-
-impl LatencyCounts {
-    /// `self - earlier`, bucket by bucket.
-    pub fn since(&self, earlier: &LatencyCounts) -> LatencyCounts {
-        LatencyCounts(std::array::from_fn(|b| {
-            self.0[b].wrapping_sub(earlier.0[b])
-        }))
-    }
-
-    /// Adds one answer that took `micros` (for tests and fixtures).
-    pub fn record(&mut self, micros: u64) {
-        let b = latency_bucket(micros);
-        self.0[b] = self.0[b].wrapping_add(1);
-    }
-
-    /// The latency (ms) at quantile `q`, `None` with no answer.
-    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
-        let total: u64 = self.0.iter().map(|&n| u64::from(n)).sum();
-        if total == 0 {
-            return None;
-        }
-        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).clamp(1, total);
-        let mut seen = 0;
-        for (b, &n) in self.0.iter().enumerate() {
-            seen += u64::from(n);
-            if seen >= rank {
-                return Some(latency_bucket_middle_ms(b));
-            }
-        }
-        None
-    }
-}
 
 /// One list makes a service's live counters ([`ServiceCounters`],
 /// atomics), their copy ([`ServiceCounts`]), the copy's difference and the
@@ -299,70 +217,6 @@ impl EdgeCounts {
             breaker: self.breaker,
             budget_level_milli: self.budget_level_milli,
             budget_limit_milli: self.budget_limit_milli,
-        }
-    }
-}
-
-/// What the end user (the load generator) saw, and how well the lab kept
-/// its own schedule: what tells a measured figure from one the machine
-/// could not carry.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct RootCounts {
-    /// Root requests sent.
-    pub sent: u64,
-    /// Answered with success.
-    pub ok: u64,
-    /// Answered with an error, or not answered.
-    pub errors: u64,
-    /// Not sent: too many already in flight (open-loop overload).
-    pub dropped: u64,
-    /// Not sent: the load generator fell behind its schedule (the machine
-    /// did not give it the time to send them).
-    pub skipped: u64,
-    /// The lab's ticks so far.
-    pub ticks: u64,
-    /// How late the ticks came, summed, in µs: the lab's own event loop
-    /// waiting for the machine.
-    pub lag_us: u64,
-    /// The latest tick's lateness, in µs (kept, not summed).
-    pub lag_max_us: u64,
-    /// Connections the lab could not open or accept for want of file
-    /// descriptors (`EMFILE`, `ENFILE`).
-    pub fd_errors: u64,
-}
-
-impl RootCounts {
-    /// `self - earlier`.
-    pub fn since(&self, e: &RootCounts) -> RootCounts {
-        RootCounts {
-            sent: self.sent.saturating_sub(e.sent),
-            ok: self.ok.saturating_sub(e.ok),
-            errors: self.errors.saturating_sub(e.errors),
-            dropped: self.dropped.saturating_sub(e.dropped),
-            skipped: self.skipped.saturating_sub(e.skipped),
-            ticks: self.ticks.saturating_sub(e.ticks),
-            lag_us: self.lag_us.saturating_sub(e.lag_us),
-            lag_max_us: self.lag_max_us,
-            fd_errors: self.fd_errors.saturating_sub(e.fd_errors),
-        }
-    }
-
-    /// Root requests due by the schedule: sent, dropped or skipped.
-    pub fn offered(&self) -> u64 {
-        self.sent + self.dropped + self.skipped
-    }
-
-    /// Completed requests.
-    pub fn completed(&self) -> u64 {
-        self.ok + self.errors
-    }
-
-    /// Fraction of completed requests that succeeded (1 when none).
-    pub fn availability(&self) -> f64 {
-        if self.completed() == 0 {
-            1.0
-        } else {
-            self.ok as f64 / self.completed() as f64
         }
     }
 }
@@ -621,43 +475,6 @@ impl Metrics {
     }
 }
 
-/// A copy of all counters at one moment.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
-pub struct Counts {
-    /// Per service, in topology order.
-    pub services: Vec<ServiceCounts>,
-    /// Per edge, in topology order.
-    pub edges: Vec<EdgeCounts>,
-    /// The end user's view.
-    pub root: RootCounts,
-}
-
-impl Counts {
-    /// `self - earlier`.
-    pub fn since(&self, e: &Counts) -> Counts {
-        Counts {
-            services: self
-                .services
-                .iter()
-                .zip(&e.services)
-                .map(|(a, b)| a.since(b))
-                .collect(),
-            edges: self
-                .edges
-                .iter()
-                .zip(&e.edges)
-                .map(|(a, b)| a.since(b))
-                .collect(),
-            root: self.root.since(&e.root),
-        }
-    }
-
-    /// Retries suppressed across the fleet: spurious requests avoided.
-    pub fn spurious_avoided(&self) -> u64 {
-        self.services.iter().map(|s| s.retries_suppressed).sum()
-    }
-}
-
 fn bump(a: &AtomicU64) {
     a.fetch_add(1, Ordering::Relaxed);
 }
@@ -768,34 +585,6 @@ impl Observer for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn latency_bucket_bounds_are_where_the_next_bucket_starts() {
-        for b in 0..LATENCY_BUCKETS - 1 {
-            let up = latency_bucket_upper_us(b);
-            assert_eq!(latency_bucket(up - 1), b);
-            assert_eq!(latency_bucket(up), b + 1, "bucket {b} ends at {up} µs");
-        }
-        assert_eq!(latency_bucket_upper_us(3), 128);
-    }
-
-    #[test]
-    fn latency_buckets_hold_their_values_within_an_eighth() {
-        for us in [64u64, 100, 1_000, 1_500, 20_000, 999_999, 10_000_000] {
-            let mid = latency_bucket_middle_ms(latency_bucket(us)) * 1000.0;
-            let err = (mid - us as f64).abs() / us as f64;
-            assert!(err <= 0.125, "{us} µs read back as {mid} µs");
-        }
-        assert_eq!(latency_bucket(1), 0);
-        assert_eq!(latency_bucket(u64::MAX), LATENCY_BUCKETS - 1);
-        // Buckets are contiguous and increasing.
-        let mut last = 0;
-        for us in 64..200_000u64 {
-            let b = latency_bucket(us);
-            assert!(b == last || b == last + 1, "{us}");
-            last = b;
-        }
-    }
 
     #[test]
     fn a_window_of_latency_counts_reads_its_own_percentiles() {

@@ -3,11 +3,14 @@
 //! read rates from.
 
 pub mod counters;
+pub mod counts;
+pub mod latency;
 pub mod storm;
 
 use std::time::Duration;
 
-pub use counters::{Counts, EdgeCounts, Metrics, RootCounts, ServiceCounts};
+pub use counters::{EdgeCounts, Metrics, ServiceCounts};
+pub use counts::{Counts, RootCounts};
 pub use storm::RadiusStats;
 
 /// One sample: every counter at time `t`, and what happened in the
