@@ -135,7 +135,8 @@ pub fn load(args: LoadArgs) -> Result<(), RunError> {
         while snaps.changed().await.is_ok() {
             let s = snaps.borrow_and_update().clone();
             if s.t >= next {
-                next += Duration::from_secs(1);
+                // One line a second, even after a late tick.
+                next = Duration::from_secs(s.t.as_secs() + 1);
                 let _ = writeln!(
                     std::io::stderr().lock(),
                     "[{:>5.1}s] {} of {} rps, avail {:.1}%{}",
