@@ -32,6 +32,10 @@ struct Node {
     url: String,
     /// `HOST:PORT` of its metrics endpoint.
     metrics: String,
+    /// `HOST:PORT` of its control API, when asked for.
+    control: String,
+    /// What it prints after its start lines.
+    lines: mpsc::Receiver<String>,
 }
 
 /// Every node started, killed when dropped whatever the test's fate.
@@ -74,12 +78,15 @@ impl Nodes {
             child,
             url: String::new(),
             metrics: String::new(),
+            control: String::new(),
+            lines: rx,
         });
         let node = self.0.last_mut().expect("just pushed");
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx
+            let line = node
+                .lines
                 .recv_timeout(left)
                 .unwrap_or_else(|e| panic!("node {name} {args:?} did not start: {e}"));
             let words: Vec<&str> = line.split_whitespace().collect();
@@ -89,6 +96,12 @@ impl Nodes {
                     node.metrics = url
                         .trim_start_matches("http://")
                         .trim_end_matches("/metrics")
+                        .to_string()
+                }
+                ["control:", url, ..] => {
+                    node.control = url
+                        .trim_start_matches("http://")
+                        .trim_end_matches('/')
                         .to_string()
                 }
                 ["serving", ..] => break,
@@ -165,7 +178,10 @@ fn counts(nodes: &Nodes) -> Vec<f64> {
         let scrapes: Vec<_> = nodes
             .0
             .iter()
-            .map(|n| s.spawn(|| requests(&n.metrics, &n.name)))
+            .map(|n| {
+                let (metrics, name) = (n.metrics.as_str(), n.name.as_str());
+                s.spawn(move || requests(metrics, name))
+            })
             .collect();
         scrapes
             .into_iter()
@@ -347,6 +363,31 @@ fn the_claim_header_crosses_the_process_boundary() {
         .find_map(|l| l.strip_prefix("chaoslab_claims_seen_total{service=\"C\",claim=\"true\"} "))
         .and_then(|v| v.trim().parse::<f64>().ok());
     assert!(seen.is_some_and(|n| n >= 1.0), "{scrape}");
+}
+
+#[test]
+fn a_node_answers_its_probe_and_ends_on_sigterm_as_serve_does() {
+    let _fleet = fleet_lock();
+    let mut nodes = Nodes::default();
+    let g = nodes.start("G", &["--control", ":0"]);
+    assert_eq!(get(&g.control, "/healthz"), (200, "ok".to_string()));
+    for _ in 0..3 {
+        let head = raw_get(&g.url);
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+    }
+    let pid = g.child.id().to_string();
+    let sent = Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+    let node = &mut nodes.0[0];
+    let status = node.child.wait().expect("the node ends");
+    assert_eq!(status.code(), Some(143), "exit 143 after SIGTERM, as serve");
+    // Its rows: the service it served, and what it measured of it.
+    // (The reader ends at the end of its output.)
+    let rows: Vec<String> = node.lines.iter().collect();
+    assert!(
+        rows.iter().any(|l| l.starts_with("G ")),
+        "G's row is printed: {rows:?}"
+    );
 }
 
 /// Runs `chaoslab ARGS`, expects exit 2 within a second and a message
