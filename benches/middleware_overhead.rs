@@ -28,7 +28,11 @@ fn main() {
     let side = |name, plain| Side {
         name,
         topology: topology.clone(),
-        opts: FleetOptions { seed: 1, plain },
+        opts: FleetOptions {
+            seed: 1,
+            plain,
+            ..FleetOptions::default()
+        },
     };
     alternate(
         "middleware overhead",

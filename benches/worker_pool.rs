@@ -41,7 +41,7 @@ fn main() {
         topology: topology.clone(),
         opts: FleetOptions {
             seed: 1,
-            plain: false,
+            ..FleetOptions::default()
         },
     };
     alternate(

@@ -18,6 +18,7 @@ pub mod inspect;
 pub mod load;
 pub mod metrics;
 pub mod middleware;
+pub mod node;
 pub mod ownership;
 pub mod report;
 pub mod scenario;
@@ -33,7 +34,8 @@ use cli::{Command, Opts};
 pub use error::{RunError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_EXPECTATION};
 
 /// Runs one command line: each command is a front end over a session
-/// (`run`, `compare`, `serve`) or starts nothing (`check`, `model`).
+/// (`run`, `compare`, `serve`, `node`, `load`) or starts nothing
+/// (`check`, `model`).
 pub fn run(opts: Opts) -> Result<(), RunError> {
     match opts.into_command() {
         Command::Check(args) => inspect::check(args),
@@ -42,5 +44,7 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Run(args) => tui::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Node(args) => node::serve(args),
+        Command::Load(args) => node::load(args),
     }
 }

@@ -10,7 +10,9 @@
 //!   scenario loader's message; the others are applied in order, logged
 //!   as sent over the API, and recorded by `--record`;
 //! - `GET /report` the report of the run so far, as the run would write
-//!   it if it ended now (expectations whose windows have closed judged).
+//!   it if it ended now (expectations whose windows have closed judged);
+//! - `GET /healthz` 200 `ok` while the lab runs (a Kubernetes readiness
+//!   probe on a `chaoslab node`'s control port).
 //!
 //! Every answer is built from what the session publishes or sends back;
 //! the API holds no state of its own.
@@ -77,6 +79,7 @@ async fn index(State(api): Shared) -> String {
          GET  /state     the live snapshot as JSON (the dashboard's figures)\n\
          POST /actions   one action in the scenario step syntax as JSON, or a list\n\
          GET  /report    the report of the run so far\n\
+         GET  /healthz   200 ok while the lab runs (a readiness probe)\n\
          \n\
          curl -s http://{a}/state\n\
          curl -s -X POST http://{a}/actions -d '{{\"policy\": \"ownership\"}}'\n\
@@ -159,10 +162,16 @@ async fn report(State(api): Shared) -> Response {
     }
 }
 
+/// The control API answers, so the session it serves is up.
+async fn healthz() -> &'static str {
+    "ok"
+}
+
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such endpoint: GET / lists them (GET /state, POST /actions, GET /report)".into(),
+        "no such endpoint: GET / lists them (GET /state, POST /actions, GET /report, GET /healthz)"
+            .into(),
     )
 }
 
@@ -187,6 +196,7 @@ pub fn serve(
         .route("/state", get(state))
         .route("/actions", axum::routing::post(actions))
         .route("/report", get(report))
+        .route("/healthz", get(healthz))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(api);

@@ -35,6 +35,19 @@ pub enum FleetError {
         /// What to do about it, when it is a resource limit.
         hint: ResourceHint,
     },
+    /// The address a service was told to listen on (`chaoslab node
+    /// --listen`) could not be bound.
+    #[error("Could not listen on {addr} for service `{service}`: {source}.{hint}")]
+    Listen {
+        /// The service being started.
+        service: String,
+        /// The address it was told to listen on.
+        addr: std::net::SocketAddr,
+        /// The operating system's error.
+        source: io::Error,
+        /// What to do about it, when it is a resource limit.
+        hint: ResourceHint,
+    },
     /// A service's listener was bound but its address could not be read.
     #[error("Could not read the loopback address bound for service `{service}`: {source}.{hint}")]
     LocalAddr {
@@ -93,6 +106,17 @@ impl FleetError {
     pub fn bind(service: &str, source: io::Error) -> FleetError {
         FleetError::Bind {
             service: service.to_owned(),
+            hint: ResourceHint::for_io(&source),
+            source,
+        }
+    }
+
+    /// Listening on `addr`, the address `service` was placed on, failed
+    /// with `source`.
+    pub fn listen(service: &str, addr: std::net::SocketAddr, source: io::Error) -> FleetError {
+        FleetError::Listen {
+            service: service.to_owned(),
+            addr,
             hint: ResourceHint::for_io(&source),
             source,
         }

@@ -26,9 +26,13 @@ use crate::middleware::client::{EdgeState, RetryClient};
 use crate::middleware::server::{OwnershipControl, OwnershipLayer, ServerConfig};
 use crate::middleware::Observer;
 use crate::ownership::Attribution;
-use crate::topology::{EdgePolicy, Fault, Policy, ServiceId, Topology};
+use crate::topology::{EdgePolicy, Fault, Policy, Service, ServiceId, Topology};
 
 pub use error::{FleetError, ResourceHint};
+
+/// Where a fleet's services listen unless placed: a free port on loopback.
+const LOOPBACK: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
 pub use service::ServiceRuntime;
 
 /// How to start a fleet.
@@ -39,6 +43,33 @@ pub struct FleetOptions {
     /// Run plain axum + reqwest with no middleware and no retries: the
     /// baseline the benchmark compares the middleware against.
     pub plain: bool,
+    /// One service of many processes (`chaoslab node`), or none
+    /// (`chaoslab load`): `None` runs every service here.
+    pub placement: Option<Placement>,
+}
+
+/// Where the services run when each has a process of its own: this
+/// process serves at most one of them, on `listen`; every other service
+/// lives at its peer's URL and is called there over HTTP, as an outside
+/// service is. The topology stays whole, so the model, the claims and
+/// the policies are those of the whole fleet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// The service served here (`None`: none, only the load runs here).
+    pub local: Option<ServiceId>,
+    /// Where the local service listens.
+    pub listen: SocketAddr,
+    /// Per service, topology order: the URL it is reached at when it runs
+    /// elsewhere (`None` for the local service and for any service nobody
+    /// here calls).
+    pub peers: Vec<Option<String>>,
+}
+
+impl Placement {
+    /// Whether service `id` is served by this process.
+    pub fn serves(&self, id: ServiceId) -> bool {
+        self.local == Some(id)
+    }
 }
 
 /// A running fleet.
@@ -62,14 +93,31 @@ impl std::fmt::Debug for Fleet {
 }
 
 impl Fleet {
-    /// Binds a listener per service on 127.0.0.1 and starts them all.
+    /// Binds a listener per service on 127.0.0.1 and starts them all
+    /// (with a [`Placement`], only its local service, on its address).
     ///
     /// Fails, naming the service, when a port cannot be bound (often the
     /// open-file limit on a big topology), when the claim header is not a
     /// valid header name, or when an HTTP client cannot be built.
     pub async fn spawn(topology: Arc<Topology>, opts: FleetOptions) -> Result<Fleet, FleetError> {
         raise_fd_limit(&topology)?;
-        let outside: Vec<bool> = topology.services.iter().map(|s| s.url.is_some()).collect();
+        // Where each service lives when not in this process: its `url:`,
+        // or its peer under a placement.
+        let remote: Vec<Option<String>> = topology
+            .services
+            .iter()
+            .enumerate()
+            .map(|(id, s)| match &opts.placement {
+                _ if s.url.is_some() => s.url.clone(),
+                Some(p) if !p.serves(id) => p.peers.get(id).cloned().flatten(),
+                _ => None,
+            })
+            .collect();
+        let here = |id: ServiceId| {
+            topology.services[id].url.is_none()
+                && opts.placement.as_ref().is_none_or(|p| p.serves(id))
+        };
+        let outside: Vec<bool> = (0..topology.services.len()).map(|id| !here(id)).collect();
         let metrics = Arc::new(
             Metrics::new(
                 topology.services.len(),
@@ -89,15 +137,20 @@ impl Fleet {
         // Bind first, so every edge knows its callee's address.
         let mut listeners = Vec::with_capacity(topology.services.len());
         let mut addrs: Vec<Option<SocketAddr>> = Vec::with_capacity(topology.services.len());
-        for s in &topology.services {
-            if s.url.is_some() {
+        for (id, s) in topology.services.iter().enumerate() {
+            if !here(id) {
                 listeners.push(None);
                 addrs.push(None);
                 continue;
             }
-            let l = TcpListener::bind("127.0.0.1:0")
-                .await
-                .map_err(|e| FleetError::bind(&s.name, e))?;
+            let l = match &opts.placement {
+                Some(p) => TcpListener::bind(p.listen)
+                    .await
+                    .map_err(|e| FleetError::listen(&s.name, p.listen, e))?,
+                None => TcpListener::bind(LOOPBACK)
+                    .await
+                    .map_err(|e| FleetError::bind(&s.name, e))?,
+            };
             let addr = l
                 .local_addr()
                 .map_err(|e| FleetError::local_addr(&s.name, e))?;
@@ -105,10 +158,11 @@ impl Fleet {
             listeners.push(Some(l));
         }
         let url_of = |id: ServiceId| -> String {
-            match (&topology.services[id].url, addrs[id]) {
+            match (&remote[id], addrs[id]) {
                 (Some(u), _) => u.clone(),
                 (None, Some(a)) => format!("http://{a}/"),
-                (None, None) => unreachable!("every fleet service has an address"),
+                // Placed nowhere: nobody here calls it.
+                (None, None) => String::new(),
             }
         };
         let edges: Vec<Arc<EdgeState>> = topology
@@ -130,6 +184,17 @@ impl Fleet {
         let mut services = Vec::with_capacity(topology.services.len());
         let mut tasks = Vec::new();
         for (id, (spec, listener)) in topology.services.iter().zip(listeners).enumerate() {
+            // A service placed elsewhere is, here, an outside service.
+            let placed;
+            let spec = if spec.url.is_none() && remote[id].is_some() {
+                placed = Service {
+                    url: remote[id].clone(),
+                    ..spec.clone()
+                };
+                &placed
+            } else {
+                spec
+            };
             let claim_header = |source| FleetError::ClaimHeader {
                 service: spec.name.clone(),
                 source,

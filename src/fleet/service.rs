@@ -176,6 +176,13 @@ impl ServiceRuntime {
         }
     }
 
+    /// Whether it runs outside this process (`url:`, or placed on
+    /// another node): what the lab knows of it is what its callers here
+    /// measured.
+    pub fn is_outside(&self) -> bool {
+        self.addr.is_none()
+    }
+
     /// Its server-side configuration.
     pub fn server_config(&self) -> &Arc<ServerConfig> {
         &self.server

@@ -382,4 +382,15 @@ impl Report {
     pub fn table(&self) -> String {
         table::render(self)
     }
+
+    /// The table's title and the rows of the services named.
+    pub fn rows_of(&self, names: &[&str]) -> String {
+        table::rows(self, &|n| names.contains(&n))
+    }
+
+    /// The table's entry line, and its saturation lines when the machine
+    /// could not carry the load.
+    pub fn entry_lines(&self) -> String {
+        table::entry(self)
+    }
 }

@@ -1,6 +1,7 @@
 //! The per-service table a headless run prints: a row per service, a
 //! column per catalogue figure that has one, then the entry's line, the
-//! storm radius and each expectation's verdict.
+//! storm radius and each expectation's verdict. `chaoslab node` prints
+//! the rows of its own service, `chaoslab load` the entry's line.
 
 use std::fmt::Write as _;
 
@@ -9,6 +10,33 @@ use crate::session::figures::{Figure, Figures, Scope, Style};
 
 /// The table.
 pub fn render(r: &Report) -> String {
+    let mut out = rows(r, &|_| true);
+    out.push_str(&entry(r));
+    let root = &r.fleet;
+    let _ = writeln!(
+        out,
+        "storm radius: max {}, mean {:.2} (model {}, static {}) · spurious requests avoided: {}",
+        root.count(Figure::StormRadius),
+        root[Figure::StormRadiusMean],
+        root.count(Figure::StormRadiusModel),
+        root.count(Figure::StormRadiusStatic),
+        root.count(Figure::SpuriousAvoided)
+    );
+    for e in &r.expectations {
+        let _ = writeln!(
+            out,
+            "{} {} (observed {:.4})",
+            if e.passed { "PASS" } else { "FAIL" },
+            e.what,
+            e.observed
+        );
+    }
+    out
+}
+
+/// The title line, the column headers and a row per service `keep`
+/// accepts (by name).
+pub fn rows(r: &Report, keep: &dyn Fn(&str) -> bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -28,13 +56,20 @@ pub fn render(r: &Report) -> String {
         let _ = write!(out, " {:>w$}", c.header, w = c.width);
     }
     out.push('\n');
-    for n in &r.nodes {
+    for n in r.nodes.iter().filter(|n| keep(&n.name)) {
         let _ = write!(out, "{:<10} {:>5}", truncate(&n.name, 10), n.depth);
         for f in &columns {
             let _ = write!(out, " {}", cell(&n.figures, *f));
         }
         out.push('\n');
     }
+    out
+}
+
+/// The entry's line (offered against sent, answered, availability,
+/// latency), then a line per reason the machine was saturated.
+pub fn entry(r: &Report) -> String {
+    let mut out = String::new();
     let root = &r.fleet;
     let dropped = root.count(Figure::RootDropped);
     let skipped = root.count(Figure::RootSkipped);
@@ -67,24 +102,6 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(
             out,
             "SATURATED: the measured figures are lower bounds: {reason}"
-        );
-    }
-    let _ = writeln!(
-        out,
-        "storm radius: max {}, mean {:.2} (model {}, static {}) · spurious requests avoided: {}",
-        root.count(Figure::StormRadius),
-        root[Figure::StormRadiusMean],
-        root.count(Figure::StormRadiusModel),
-        root.count(Figure::StormRadiusStatic),
-        root.count(Figure::SpuriousAvoided)
-    );
-    for e in &r.expectations {
-        let _ = writeln!(
-            out,
-            "{} {} (observed {:.4})",
-            if e.passed { "PASS" } else { "FAIL" },
-            e.what,
-            e.observed
         );
     }
     out

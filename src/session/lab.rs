@@ -17,7 +17,7 @@ use super::record::Record;
 use super::snapshot::Snapshot;
 use super::state::{self, ActionError, Change, LabState};
 use super::SessionError;
-use crate::fleet::{Fleet, FleetOptions};
+use crate::fleet::{Fleet, FleetOptions, Placement};
 use crate::load::{self, LoadControl};
 use crate::metrics::{Counts, LatencySummary, RadiusStats, Sample, Series};
 use crate::topology::model::{self, Prediction};
@@ -41,6 +41,8 @@ pub struct LabOptions {
     pub window: Duration,
     /// Root requests in flight at most.
     pub max_in_flight: usize,
+    /// Which service runs here when each has a process of its own.
+    pub placement: Option<Placement>,
 }
 
 impl Default for LabOptions {
@@ -51,6 +53,7 @@ impl Default for LabOptions {
             tick: Duration::from_millis(250),
             window: Duration::from_secs(2),
             max_in_flight: load::DEFAULT_MAX_IN_FLIGHT,
+            placement: None,
         }
     }
 }
@@ -97,6 +100,7 @@ impl Lab {
             FleetOptions {
                 seed: opts.seed,
                 plain: false,
+                placement: opts.placement.clone(),
             },
         )
         .await?;

@@ -48,7 +48,7 @@ pub use runner::{drive, Command, Plan};
 pub use snapshot::Snapshot;
 pub use state::{apply, fold, ActionError, Change, LabState};
 
-use crate::fleet::FleetError;
+use crate::fleet::{FleetError, Placement};
 use crate::load::LoadError;
 use crate::metrics::Metrics;
 use crate::topology::Topology;
@@ -95,6 +95,9 @@ pub struct Setup {
     pub until: Option<Duration>,
     /// Timeline steps on the lab's clock.
     pub steps: Vec<(Duration, Action)>,
+    /// One service per process (`chaoslab node`, `chaoslab load`): which
+    /// one runs here and where the others are; `None` runs them all here.
+    pub placement: Option<Placement>,
 }
 
 impl Setup {
@@ -108,6 +111,7 @@ impl Setup {
             warmup: Duration::ZERO,
             until: None,
             steps: vec![],
+            placement: None,
         }
     }
 }
@@ -167,6 +171,7 @@ impl Session {
         let opts = LabOptions {
             seed: setup.seed,
             load: setup.load,
+            placement: setup.placement,
             ..LabOptions::default()
         };
         let lab = rt.block_on(Lab::start(topology.clone(), opts))?;

@@ -320,6 +320,7 @@ fn root_view(live: &Live<'_>) -> RootView {
 
 fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize) -> ServiceView {
     let s = &i.topology.services[id];
+    let outside = i.fleet.service(id).is_outside();
     let c = &live.w.counts.services[id];
     let rps = live.w.rate(c.requests);
     let fault = &i.state.faults[id];
@@ -339,7 +340,7 @@ fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize) -> ServiceView {
         ServiceState::Idle
     } else if c.errors * 100 < c.requests {
         ServiceState::Healthy
-    } else if s.url.is_some() || c.own_errors * 2 >= c.errors {
+    } else if outside || c.own_errors * 2 >= c.errors {
         // An outside service calls nothing the lab knows of: its errors
         // are its own.
         ServiceState::Owner
@@ -354,7 +355,7 @@ fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize) -> ServiceView {
         total: Figures::measure(&live.total, Scope::Service, id),
         retry_rps: live.w.rate(c.retries_sent),
         ownership: s.ownership,
-        outside: s.url.is_some(),
+        outside,
         state,
         learned: i.fleet.server_config(id).learner().all(),
         history: live

@@ -407,23 +407,27 @@ fn header_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Err
     .map(Some)
 }
 
+/// A URL the lab can call a service at: plain `http://HOST[:PORT][/PATH]`
+/// (an outside service's `url:`, a node's `--peer`), trimmed.
+pub fn check_http_url(v: &str) -> Result<String, String> {
+    let v = v.trim();
+    let rest = v.strip_prefix("http://").ok_or_else(|| {
+        format!("url `{v}` must start with http:// (only plain HTTP is supported)")
+    })?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if host.is_empty() || v.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "url `{v}` must be http://HOST[:PORT][/PATH] with no spaces"
+        ));
+    }
+    Ok(v.to_string())
+}
+
 /// `url:` an outside service, reached over plain `http://`.
 fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     d.deserialize_str(Text {
         expecting: "an http:// URL",
-        check: |v| {
-            let v = v.trim();
-            let rest = v.strip_prefix("http://").ok_or_else(|| {
-                format!("url `{v}` must start with http:// (only plain HTTP is supported)")
-            })?;
-            let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-            if host.is_empty() || v.chars().any(char::is_whitespace) {
-                return Err(format!(
-                    "url `{v}` must be http://HOST[:PORT][/PATH] with no spaces"
-                ));
-            }
-            Ok(v.to_string())
-        },
+        check: check_http_url,
     })
     .map(Some)
 }

@@ -12,6 +12,7 @@ mod input_bounds;
 mod limits;
 mod mechanism;
 mod metastable;
+mod nodes;
 mod outside;
 mod overload;
 mod saturation;

@@ -1,9 +1,13 @@
 //! The command line (SPEC section 4).
 
+mod peers;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+
+pub use peers::{names as service_names, PeerArgs, Peers};
 
 use crate::session::{Action, Setup};
 use crate::topology::{PolicyFields, Preset, Topology};
@@ -48,6 +52,11 @@ pub enum Command {
     Check(CheckArgs),
     /// Start the fleet with no internal load; outside clients drive it.
     Serve(ServeArgs),
+    /// Serve one service of the topology in this process; its
+    /// dependencies run elsewhere (`--peer`, `--peers`).
+    Node(NodeArgs),
+    /// Drive open-loop load into an entry that runs elsewhere.
+    Load(LoadArgs),
 }
 
 /// `chaoslab run`.
@@ -182,6 +191,7 @@ impl RunArgs {
             warmup,
             until: duration.map(|d| warmup + d),
             steps,
+            placement: None,
         })
     }
 }
@@ -264,6 +274,56 @@ pub struct ServeArgs {
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// Prometheus metrics and the control API.
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
+}
+
+/// `chaoslab node`.
+#[derive(Debug, Args, Clone)]
+pub struct NodeArgs {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// The service this process serves.
+    #[arg(long, value_name = "NAME")]
+    pub service: String,
+    /// Where the service listens (`8080`, `:0` for a free port,
+    /// `HOST:PORT`; 127.0.0.1 unless it says otherwise).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// Where the services it calls live.
+    #[command(flatten)]
+    pub peers: PeerArgs,
+    /// The policy and faults to start in (`--fail` only for the service
+    /// served here).
+    #[command(flatten)]
+    pub start: Start,
+    /// Seed for every random choice (faults, jitter).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Prometheus metrics and the control API.
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
+}
+
+/// `chaoslab load`.
+#[derive(Debug, Args, Clone)]
+pub struct LoadArgs {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// Where the entry lives.
+    #[command(flatten)]
+    pub peers: PeerArgs,
+    /// The rate and the seed.
+    #[command(flatten)]
+    pub load: Load,
+    /// How long to drive load (default: until SIGINT or SIGTERM).
+    #[arg(long, value_parser = parse_run_duration, allow_hyphen_values = true)]
+    pub duration: Option<Duration>,
+    /// The policy and faults the nodes run: only the model's figures
+    /// read them (the nodes are told by their own flags).
+    #[command(flatten)]
+    pub start: Start,
+    /// Prometheus metrics (the root requests) and the control API.
     #[command(flatten)]
     pub endpoints: EndpointArgs,
 }
@@ -367,11 +427,7 @@ pub fn parse_fail(t: &Topology, spec: &str) -> Result<(usize, f64), UsageError> 
         UsageError(format!(
             "--fail {spec}: there is no service `{name}` in topology {} (services: {})",
             t.name,
-            t.services
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            peers::names(t)
         ))
     })?;
     Ok((id, rate))

@@ -1,0 +1,189 @@
+//! Where the other services live when each runs in a process of its own
+//! (`chaoslab node`, `chaoslab load`): `--peer NAME=URL` for one service,
+//! `--peers TEMPLATE` for every service without one, `{name}` replaced
+//! by the service's name as the topology spells it
+//! (`http://{name}:8080/`, so a Kubernetes Service named after each
+//! service is found by its DNS name).
+
+use clap::Args;
+
+use super::UsageError;
+use crate::topology::spec::check_http_url;
+use crate::topology::{ServiceId, Topology};
+
+/// `--peer` and `--peers`.
+#[derive(Debug, Args, Default, Clone)]
+pub struct PeerArgs {
+    /// Where a service this process calls lives: `NAME=URL`
+    /// (`B=http://10.0.0.7:8080/`); repeat it for each.
+    #[arg(long = "peer", value_name = "NAME=URL")]
+    pub peer: Vec<String>,
+    /// Where every service without a `--peer` lives: a URL with `{name}`
+    /// replaced by the service's name (`http://{name}:8080/`).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub peers: Option<String>,
+}
+
+/// The flags read against a topology: a URL per service where one is
+/// known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peers {
+    given: Vec<Option<String>>,
+    template: Option<String>,
+}
+
+impl PeerArgs {
+    /// Reads the flags against `t`: each `--peer` names a service of the
+    /// topology, once, with a plain `http://` URL; the template holds
+    /// `{name}`.
+    pub fn read(&self, t: &Topology) -> Result<Peers, UsageError> {
+        let mut given = vec![None; t.services.len()];
+        for spec in &self.peer {
+            let Some((name, url)) = spec.split_once('=') else {
+                return Err(UsageError(format!(
+                    "--peer {spec}: write NAME=URL, e.g. --peer {}=http://127.0.0.1:8080/",
+                    t.services.last().map_or("B", |s| s.name.as_str())
+                )));
+            };
+            let name = name.trim();
+            let id = t.service_id(name).ok_or_else(|| {
+                UsageError(format!(
+                    "--peer {spec}: there is no service `{name}` in topology {} (services: {})",
+                    t.name,
+                    names(t)
+                ))
+            })?;
+            let url = check_http_url(url).map_err(|e| UsageError(format!("--peer {spec}: {e}")))?;
+            if given[id].is_some() {
+                return Err(UsageError(format!(
+                    "--peer {spec}: `{name}` is given twice; give each service one --peer"
+                )));
+            }
+            given[id] = Some(url);
+        }
+        let template = match &self.peers {
+            Some(tpl) if !tpl.contains("{name}") => {
+                return Err(UsageError(format!(
+                    "--peers {tpl}: the template has no {{name}} to put each service's name in (e.g. --peers 'http://{{name}}:8080/')"
+                )))
+            }
+            Some(tpl) => {
+                check_http_url(&tpl.replace("{name}", "x"))
+                    .map_err(|e| UsageError(format!("--peers {tpl}: {e}")))?;
+                Some(tpl.trim().to_string())
+            }
+            None => None,
+        };
+        Ok(Peers { given, template })
+    }
+}
+
+impl Peers {
+    /// Where service `id` lives: its `--peer`, else `--peers` filled in
+    /// with its name (a name the URL cannot carry is an error), else an
+    /// error that says which flag to give; `why` says who needs it.
+    pub fn url(&self, t: &Topology, id: ServiceId, why: &str) -> Result<String, UsageError> {
+        if let Some(u) = &self.given[id] {
+            return Ok(u.clone());
+        }
+        let name = &t.services[id].name;
+        match &self.template {
+            Some(tpl) => check_http_url(&tpl.replace("{name}", name))
+                .map_err(|e| UsageError(format!("--peers {tpl} for service `{name}`: {e}"))),
+            None => Err(UsageError(format!(
+                "{why}, but nothing says where `{name}` runs: give --peer {name}=http://HOST:PORT/ (or --peers 'http://{{name}}:PORT/' for every service)"
+            ))),
+        }
+    }
+
+    /// The URL of every service `id` calls that runs in a process of its
+    /// own (an outside service keeps its `url:`), topology order; `None`
+    /// for the others. Fails on the first callee nothing places.
+    pub fn callees_of(
+        &self,
+        t: &Topology,
+        id: ServiceId,
+    ) -> Result<Vec<Option<String>>, UsageError> {
+        let mut urls = vec![None; t.services.len()];
+        let s = &t.services[id];
+        for &e in &s.calls {
+            let to = t.edges[e].to;
+            if t.services[to].url.is_none() && urls[to].is_none() {
+                let why = format!("service `{}` calls `{}`", s.name, t.services[to].name);
+                urls[to] = Some(self.url(t, to, &why)?);
+            }
+        }
+        Ok(urls)
+    }
+}
+
+/// The topology's service names, for a message.
+pub fn names(t: &Topology) -> String {
+    t.services
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain() -> Topology {
+        Topology::from_yaml(
+            "name: t\nservices:\n  A: { calls: [B] }\n  B: { calls: [C, X] }\n  C: {}\n  X: { url: \"http://10.0.0.1:80/\" }\n",
+            "t.yaml",
+        )
+        .unwrap()
+    }
+
+    fn args(peer: &[&str], peers: Option<&str>) -> PeerArgs {
+        PeerArgs {
+            peer: peer.iter().map(|s| s.to_string()).collect(),
+            peers: peers.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_peer_wins_over_the_template_and_outside_services_keep_their_url() {
+        let t = chain();
+        let p = args(&["C=http://c.local:81/"], Some("http://{name}:8080/"))
+            .read(&t)
+            .unwrap();
+        let urls = p.callees_of(&t, 1).unwrap();
+        assert_eq!(urls[2].as_deref(), Some("http://c.local:81/"));
+        assert_eq!(urls[3], None, "X has its url");
+        assert_eq!(urls[0], None, "B does not call A");
+        let p = args(&[], Some("http://{name}:8080/")).read(&t).unwrap();
+        assert_eq!(p.url(&t, 0, "").unwrap(), "http://A:8080/");
+    }
+
+    #[test]
+    fn a_callee_nowhere_names_itself_and_the_flag() {
+        let t = chain();
+        let p = args(&[], None).read(&t).unwrap();
+        let e = p.callees_of(&t, 1).unwrap_err().0;
+        assert!(e.contains("`B` calls `C`"), "{e}");
+        assert!(e.contains("--peer C=http://"), "{e}");
+        assert!(e.contains("--peers"), "{e}");
+        // A leaf calls nothing: it needs no peer.
+        assert!(p.callees_of(&t, 2).unwrap().iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn bad_flags_say_what_and_where() {
+        let t = chain();
+        let err = |peer: &[&str], peers| args(peer, peers).read(&t).unwrap_err().0;
+        assert!(err(&["C"], None).contains("write NAME=URL"));
+        let e = err(&["Q=http://q/"], None);
+        assert!(
+            e.contains("no service `Q`") && e.contains("A, B, C, X"),
+            "{e}"
+        );
+        assert!(err(&["C=ftp://c/"], None).contains("must start with http://"));
+        assert!(err(&["C=http://a/", "C=http://b/"], None).contains("given twice"));
+        assert!(err(&[], Some("http://svc:80/")).contains("no {name}"));
+        assert!(err(&[], Some("https://{name}/")).contains("http://"));
+    }
+}

@@ -1,0 +1,174 @@
+//! One service per process: `chaoslab node TOPOLOGY --service NAME`
+//! serves one service of the topology, with the middleware, resources,
+//! faults and policies it has in the whole fleet, and calls the services
+//! it depends on where `--peer` and `--peers` say they run;
+//! `chaoslab load TOPOLOGY` drives the open-loop load into an entry that
+//! runs elsewhere.
+//!
+//! Both are sessions like `serve`'s, with a [`Placement`]: the topology
+//! stays whole (the model, the policies, the claim rules are the whole
+//! fleet's), only where each service runs changes. Everything that
+//! crosses from one service to the next (the trace, the deadline, the
+//! claim) is in the HTTP headers already, so a chain of nodes answers on
+//! the wire as the in-process fleet does.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use crate::cli::{parse_fail, service_names, LoadArgs, NodeArgs, UsageError};
+use crate::endpoints::{listen, Endpoints};
+use crate::error::RunError;
+use crate::fleet::Placement;
+use crate::report::Report;
+use crate::session::{Session, Setup};
+use crate::signals::Interrupts;
+use crate::topology::{ServiceId, Topology};
+
+/// `chaoslab node`: serves one service until SIGINT or SIGTERM, then
+/// prints the rows of what it measured (itself and its callees).
+pub fn serve(args: NodeArgs) -> Result<(), RunError> {
+    let t = Topology::load(&args.topology)?;
+    let id = service_named(&t, &args.service).map_err(RunError::usage)?;
+    let listen = listen::parse_addr("--listen", &args.listen)?;
+    let peers = args
+        .peers
+        .read(&t)
+        .and_then(|p| p.callees_of(&t, id))
+        .map_err(RunError::usage)?;
+    for f in &args.start.fail {
+        let (target, _) = parse_fail(&t, f).map_err(RunError::usage)?;
+        if target != id {
+            return Err(RunError::Usage(format!(
+                "--fail {f}: this node serves `{}`; give --fail to the node of `{}`",
+                args.service, t.services[target].name
+            )));
+        }
+    }
+    let initial = args.start.actions(&t).map_err(RunError::usage)?;
+    let endpoints = Endpoints::parse(&args.endpoints)?;
+    let interrupts = Interrupts::watch();
+    let session = Session::start(Setup {
+        initial,
+        seed: args.seed.unwrap_or(1),
+        load: false,
+        placement: Some(Placement {
+            local: Some(id),
+            listen,
+            peers,
+        }),
+        ..Setup::new(t)
+    })?;
+    interrupts.attach(&session);
+    let listening = endpoints.start(&session, vec![])?;
+    let t = session.topology();
+    let name = &t.services[id].name;
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "service {name} {}", session.urls()[id]);
+        for line in &listening {
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = writeln!(out, "serving {name} of {} until Ctrl-C or SIGTERM", t.name);
+        let _ = out.flush();
+    }
+    // The rows this node measured: its own, and its callees' as it saw them.
+    let mut shown: Vec<String> = vec![name.clone()];
+    for &e in &t.services[id].calls {
+        let callee = &t.services[t.edges[e].to].name;
+        if !shown.contains(callee) {
+            shown.push(callee.clone());
+        }
+    }
+    let record = session.wait()?;
+    let report = Report::measure(&record, Duration::ZERO, Duration::MAX);
+    let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
+    print!("{}", report.rows_of(&shown));
+    interrupts.outcome()
+}
+
+/// `chaoslab load`: root requests into the entry where the peers say it
+/// runs, for `--duration` or until a signal; then the table's entry line.
+pub fn load(args: LoadArgs) -> Result<(), RunError> {
+    let t = Topology::load(&args.topology)?;
+    let entry = t.load.entry;
+    let peers = args.peers.read(&t).map_err(RunError::usage)?;
+    let mut placed = vec![None; t.services.len()];
+    if t.entry().url.is_none() {
+        let why = format!("the load goes to the entry `{}`", t.entry().name);
+        placed[entry] = Some(peers.url(&t, entry, &why).map_err(RunError::usage)?);
+    }
+    let mut initial = args.start.actions(&t).map_err(RunError::usage)?;
+    initial.extend(args.load.actions().map_err(RunError::usage)?);
+    let endpoints = Endpoints::parse(&args.endpoints)?;
+    let interrupts = Interrupts::watch();
+    let session = Session::start(Setup {
+        initial,
+        seed: args.load.seed.unwrap_or(1),
+        until: args.duration,
+        placement: Some(Placement {
+            local: None,
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            peers: placed,
+        }),
+        ..Setup::new(t)
+    })?;
+    interrupts.attach(&session);
+    {
+        let mut err = std::io::stderr().lock();
+        for line in endpoints.start(&session, vec![])? {
+            let _ = writeln!(err, "{line}");
+        }
+        let _ = writeln!(
+            err,
+            "load into {} at {}{}",
+            session.topology().entry().name,
+            session.entry_url(),
+            match args.duration {
+                Some(d) => format!(" for {d:?}"),
+                None => " until Ctrl-C or SIGTERM".into(),
+            }
+        );
+    }
+    let mut snaps = session.snapshots();
+    session.block_on(async {
+        let mut next = Duration::from_secs(1);
+        while snaps.changed().await.is_ok() {
+            let s = snaps.borrow_and_update().clone();
+            if s.t >= next {
+                // One line a second, even after a late tick.
+                next = Duration::from_secs(s.t.as_secs() + 1);
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "[{:>5.1}s] {} of {} rps, avail {:.1}%{}",
+                    s.t.as_secs_f64(),
+                    s.root.rps.round(),
+                    s.state.rps.round(),
+                    s.root.availability * 100.0,
+                    if s.saturation.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" · SATURATED: {}", s.saturation.join("; "))
+                    }
+                );
+            }
+        }
+    });
+    let record = session.wait()?;
+    let mut report = Report::measure(&record, Duration::ZERO, Duration::MAX);
+    if interrupts.interrupted() {
+        report.mark_interrupted();
+    }
+    print!("{}", report.entry_lines());
+    interrupts.outcome()
+}
+
+/// The service `--service` names.
+fn service_named(t: &Topology, name: &str) -> Result<ServiceId, UsageError> {
+    t.service_id(name.trim()).ok_or_else(|| {
+        UsageError(format!(
+            "--service {name}: there is no service `{name}` in topology {} (services: {})",
+            t.name,
+            service_names(t)
+        ))
+    })
+}
