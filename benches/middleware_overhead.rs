@@ -8,13 +8,18 @@
 //! in-process closed-loop driver. Prints each round and the median ratio.
 //!
 //! `cargo bench --bench middleware_overhead` runs 5 rounds of 5 s each;
-//! under `cargo test` it runs one short round as a smoke test.
+//! under `cargo test` it runs one short round as a smoke test. With
+//! `-- --fixed plain|ownership N` it sends exactly N root requests to one
+//! fleet, for a profile under callgrind (see `fixed::fixed_from_args`).
 
 use std::sync::Arc;
 
 #[path = "common/drive.rs"]
 mod drive;
 use drive::{alternate, Side, CHAIN};
+
+#[path = "common/fixed.rs"]
+mod fixed;
 
 use chaoslab::fleet::FleetOptions;
 use chaoslab::topology::Topology;
@@ -34,8 +39,9 @@ fn main() {
             ..FleetOptions::default()
         },
     };
-    alternate(
-        "middleware overhead",
-        [side("plain", true), side("ownership", false)],
-    );
+    let sides = [side("plain", true), side("ownership", false)];
+    if fixed::fixed_from_args(&sides) {
+        return;
+    }
+    alternate("middleware overhead", sides);
 }

@@ -45,6 +45,10 @@ use crate::ownership::{
     is_error_status, one_value, Claim, Classified, DependencyMode, DEFAULT_CLAIM_HEADER,
 };
 
+/// A time no attempt reaches (tokio's own "far future" for a timeout past
+/// the clock's range: about 30 years).
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
 /// One edge's runtime state: where it goes, its policy, its budget.
 #[derive(Debug)]
 pub struct EdgeState {
@@ -302,26 +306,31 @@ impl RetryClient {
         Instant::now().saturating_duration_since(self.epoch)
     }
 
-    /// One attempt that may take `timeout`; with `propagate`, the callee is
-    /// told what is left of it when the request leaves.
+    /// One attempt begun at `sent` that may take `timeout`; with
+    /// `propagate`, the callee is told what is left of it when the request
+    /// leaves.
     async fn attempt(
         &self,
         edge: &EdgeState,
         trace: Option<Trace>,
-        timeout: Duration,
+        (sent, timeout): (Instant, Duration),
         propagate: bool,
         signal: Option<Signal>,
     ) -> Reply {
+        // The attempt's end, on the clock read when it began (no second
+        // read for its timer); past the clock's range, never.
+        let until = sent
+            .checked_add(timeout)
+            .unwrap_or_else(|| sent + FAR_FUTURE);
         // A free slot is taken at once; only a full edge waits (and only
         // then pays for a timer).
         let (_slot, timeout) = match edge.slots.try_take() {
             Some(slot) => (slot, timeout),
             None => {
-                let started = Instant::now();
-                let Ok(slot) = tokio::time::timeout(timeout, edge.slots.take()).await else {
+                let Ok(slot) = tokio::time::timeout_at(until, edge.slots.take()).await else {
                     return Reply::NONE;
                 };
-                let left = timeout.saturating_sub(started.elapsed());
+                let left = until.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     return Reply::NONE;
                 }
@@ -383,7 +392,7 @@ impl RetryClient {
                 }
             })
         };
-        match tokio::time::timeout(timeout, attempt).await {
+        match tokio::time::timeout_at(until, attempt).await {
             Ok(Some(r)) => r,
             Ok(None) => Reply {
                 // Refused or reset: a transient error to the AWS quota.
@@ -448,7 +457,7 @@ impl RetryClient {
                 },
             };
             let reply = self
-                .attempt(edge, child, timeout, propagate, policy.signal)
+                .attempt(edge, child, (sent, timeout), propagate, policy.signal)
                 .await;
             let answer = reply.class;
             in_flight.attempted.outcome = answer;
