@@ -48,6 +48,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Start the fleet with no internal load; outside clients drive it.
     Serve(ServeArgs),
+    /// Write Kubernetes manifests for a topology; starts nothing.
+    K8s(K8sArgs),
 }
 
 /// `chaoslab run`.
@@ -266,6 +268,34 @@ pub struct ServeArgs {
     /// Prometheus metrics and the control API.
     #[command(flatten)]
     pub endpoints: EndpointArgs,
+}
+
+/// `chaoslab k8s`.
+#[derive(Debug, Args, Clone)]
+pub struct K8sArgs {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// Write one file per object (per service: its Deployment and
+    /// Service) and a kustomization.yaml into this directory, instead of
+    /// one multi-document YAML on stdout.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Put every object in this namespace (and write the Namespace);
+    /// without it, kubectl's current namespace.
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// The container image every pod runs.
+    #[arg(long, default_value = "chaoslab:dev")]
+    pub image: String,
+    /// Pods of one service (default 1 each): `B=3`.
+    #[arg(long = "replicas", value_name = "NAME=N")]
+    pub replicas: Vec<String>,
+    /// Root requests per second of the load Job (default: `load.rps`).
+    #[arg(long)]
+    pub rps: Option<f64>,
+    /// How long the load Job drives the entry.
+    #[arg(long, value_parser = parse_run_duration, allow_hyphen_values = true, default_value = "60s")]
+    pub duration: Duration,
 }
 
 /// How long a run lasts, and the leading part its report leaves out.

@@ -15,6 +15,7 @@ pub(crate) mod format;
 pub mod fuzzing;
 pub mod headless;
 pub mod inspect;
+pub mod k8s;
 pub mod load;
 pub mod metrics;
 pub mod middleware;
@@ -33,7 +34,8 @@ use cli::{Command, Opts};
 pub use error::{RunError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_EXPECTATION};
 
 /// Runs one command line: each command is a front end over a session
-/// (`run`, `compare`, `serve`) or starts nothing (`check`, `model`).
+/// (`run`, `compare`, `serve`) or starts nothing (`check`, `model`,
+/// `k8s`).
 pub fn run(opts: Opts) -> Result<(), RunError> {
     match opts.into_command() {
         Command::Check(args) => inspect::check(args),
@@ -42,5 +44,6 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Run(args) => tui::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::K8s(args) => k8s::run(args),
     }
 }
