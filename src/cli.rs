@@ -291,7 +291,7 @@ pub struct K8sArgs {
     #[arg(long = "replicas", value_name = "NAME=N")]
     pub replicas: Vec<String>,
     /// Root requests per second of the load Job (default: `load.rps`).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub rps: Option<f64>,
     /// How long the load Job drives the entry.
     #[arg(long, value_parser = parse_run_duration, allow_hyphen_values = true, default_value = "60s")]

@@ -352,6 +352,9 @@ pub fn run(args: K8sArgs) -> Result<(), RunError> {
     }
     let options = Options::from_args(&args, &t).map_err(RunError::usage)?;
     let docs = manifests(&t, &text, &options).map_err(RunError::usage)?;
+    if objects::needs_binary(&text) {
+        eprintln!("chaoslab: note: {file} holds U+0085 (NEL), which kubectl kustomize reads as a space: the ConfigMap carries the file base64-encoded under binaryData");
+    }
     for note in loopback_notes(&t) {
         eprintln!("chaoslab: {note}");
     }

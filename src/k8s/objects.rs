@@ -157,14 +157,50 @@ pub fn namespace(ctx: &Context, ns: &str) -> Value {
     json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": meta })
 }
 
-/// The ConfigMap that holds the topology file as it is, byte for byte.
+/// Whether `text` goes under `binaryData` (base64) rather than `data`:
+/// when it holds U+0085 (NEL), the one character a topology file may hold
+/// that `kubectl kustomize` does not keep (it reads it as a space).
+pub fn needs_binary(text: &str) -> bool {
+    text.contains('\u{85}')
+}
+
+/// The ConfigMap that holds the topology file as it is, byte for byte:
+/// as text under `data`, or base64 under `binaryData` when
+/// [`needs_binary`]; the pods' file is the same either way.
 pub fn config_map(ctx: &Context, text: &str) -> Value {
+    let (key, value) = if needs_binary(text) {
+        ("binaryData", base64(text.as_bytes()))
+    } else {
+        ("data", text.to_string())
+    };
     json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": ctx.metadata(&ctx.config_map, ctx.labels("topology", None), ctx.names(None)),
-        "data": { TOPOLOGY_KEY: text },
+        key: { TOPOLOGY_KEY: value },
     })
+}
+
+/// Standard base64 with padding (RFC 4648).
+pub fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ABC[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// One node: the service `name` (its label `label`), started with `args`.
@@ -246,4 +282,25 @@ pub fn job(ctx: &Context, name: &str, args: Vec<String>) -> Value {
             },
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc_4648() {
+        for (plain, coded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), coded, "{plain}");
+        }
+        assert_eq!(base64(&[0xff, 0xfe, 0x85]), "//6F");
+    }
 }
