@@ -15,6 +15,7 @@ pub(crate) mod format;
 pub mod fuzzing;
 pub mod headless;
 pub mod inspect;
+pub mod k8s;
 pub mod load;
 pub mod metrics;
 pub mod middleware;
@@ -35,7 +36,7 @@ pub use error::{RunError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_EXPECTATION};
 
 /// Runs one command line: each command is a front end over a session
 /// (`run`, `compare`, `serve`, `node`, `load`) or starts nothing
-/// (`check`, `model`).
+/// (`check`, `model`, `k8s`).
 pub fn run(opts: Opts) -> Result<(), RunError> {
     match opts.into_command() {
         Command::Check(args) => inspect::check(args),
@@ -46,5 +47,6 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Serve(args) => serve::run(args),
         Command::Node(args) => node::serve(args),
         Command::Load(args) => node::load(args),
+        Command::K8s(args) => k8s::run(args),
     }
 }

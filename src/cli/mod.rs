@@ -57,6 +57,8 @@ pub enum Command {
     Node(NodeArgs),
     /// Drive open-loop load into an entry that runs elsewhere.
     Load(LoadArgs),
+    /// Write Kubernetes manifests for a topology; starts nothing.
+    K8s(K8sArgs),
 }
 
 /// `chaoslab run`.
@@ -326,6 +328,34 @@ pub struct LoadArgs {
     /// Prometheus metrics (the root requests) and the control API.
     #[command(flatten)]
     pub endpoints: EndpointArgs,
+}
+
+/// `chaoslab k8s`.
+#[derive(Debug, Args, Clone)]
+pub struct K8sArgs {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// Write one file per object (per service: its Deployment and
+    /// Service) and a kustomization.yaml into this directory, instead of
+    /// one multi-document YAML on stdout.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Put every object in this namespace (and write the Namespace);
+    /// without it, kubectl's current namespace.
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// The container image every pod runs.
+    #[arg(long, default_value = "chaoslab:dev")]
+    pub image: String,
+    /// Pods of one service (default 1 each): `B=3`.
+    #[arg(long = "replicas", value_name = "NAME=N")]
+    pub replicas: Vec<String>,
+    /// Root requests per second of the load Job (default: `load.rps`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub rps: Option<f64>,
+    /// How long the load Job drives the entry.
+    #[arg(long, value_parser = parse_run_duration, allow_hyphen_values = true, default_value = "60s")]
+    pub duration: Duration,
 }
 
 /// How long a run lasts, and the leading part its report leaves out.

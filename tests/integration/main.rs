@@ -9,6 +9,7 @@ mod control;
 mod hostile;
 mod industry;
 mod input_bounds;
+mod k8s;
 mod limits;
 mod mechanism;
 mod metastable;

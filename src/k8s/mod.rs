@@ -1,0 +1,572 @@
+//! `chaoslab k8s`: a topology as Kubernetes manifests (SPEC section 10).
+//!
+//! When a topology outgrows one process, Kubernetes is the engine and the
+//! lab adds no scheduler of its own: each service runs as its own process
+//! (`chaoslab node`) in its own Deployment behind its own Service, finding
+//! its dependencies by `--peer NAME=http://LABEL:8080/`, where `LABEL` is
+//! the dependency's Service name; a Job runs `chaoslab load` against the
+//! entry; the topology file travels in a ConfigMap, byte for byte, so
+//! every pod reads the very file `chaoslab check` accepted. Pod templates
+//! carry the `prometheus.io/*` scrape annotations for each node's metrics
+//! endpoint.
+//!
+//! [`manifests`] is pure (topology and options in, documents out);
+//! [`run`] reads the file, checks the flags and writes the documents to
+//! stdout or, with `--out DIR`, one file per object (a node's Deployment
+//! and Service share one) with a `kustomization.yaml` listing them.
+//!
+//! ```
+//! use chaoslab::k8s::{manifests, Options};
+//! use chaoslab::topology::Topology;
+//!
+//! let text = "name: tiny\nservices:\n  A: { calls: [B] }\n  B: {}\n";
+//! let t = Topology::from_yaml(text, "tiny.yaml").unwrap();
+//! let docs = manifests(&t, text, &Options::new(&t)).unwrap();
+//! let kinds: Vec<_> = docs.iter().map(|d| d.value["kind"].as_str().unwrap()).collect();
+//! assert_eq!(kinds, ["ConfigMap", "Deployment", "Service", "Deployment", "Service", "Job"]);
+//! let args = &docs[1].value["spec"]["template"]["spec"]["containers"][0]["args"];
+//! assert!(args.as_array().unwrap().contains(&"B=http://b:8080/".into()));
+//! ```
+
+pub mod emit;
+pub mod names;
+pub mod objects;
+
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::cli::K8sArgs;
+use crate::error::{write_output, RunError};
+use crate::format::fmt_duration;
+use crate::topology::{Topology, TopologyError};
+use objects::{Context, HTTP_PORT, TOPOLOGY_FILE};
+
+/// The most pods `--replicas` gives one service.
+pub const MAX_REPLICAS: u32 = 1000;
+/// The largest topology a ConfigMap holds (1 MiB, less room for the
+/// object around it).
+pub const MAX_TOPOLOGY_BYTES: usize = 1_000_000;
+
+/// Why the manifests cannot be written: a flag or a name Kubernetes
+/// would refuse. Every one is a usage error (exit status 2).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum K8sError {
+    /// Two services map to one DNS label.
+    #[error("services \"{first}\" and \"{second}\" both become the Kubernetes name `{label}`: rename one of them")]
+    NameClash {
+        /// The one listed first.
+        first: String,
+        /// The other.
+        second: String,
+        /// Their label.
+        label: String,
+    },
+    /// A service would take the API server's own Service name.
+    #[error("service \"{service}\" becomes the Kubernetes name `kubernetes`, which the API server's own Service holds in the default namespace: give --namespace (e.g. --namespace chaoslab)")]
+    Reserved {
+        /// The service.
+        service: String,
+    },
+    /// `--replicas` names no service of the topology.
+    #[error("--replicas {spec}: there is no service `{name}` in topology {topology} (services: {services})")]
+    UnknownService {
+        /// The flag's value.
+        spec: String,
+        /// The name.
+        name: String,
+        /// The topology.
+        topology: String,
+        /// The services started.
+        services: String,
+    },
+    /// `--replicas` names an outside service.
+    #[error("--replicas {spec}: `{name}` is an outside service (url:), nothing is started for it")]
+    Outside {
+        /// The flag's value.
+        spec: String,
+        /// The name.
+        name: String,
+    },
+    /// `--replicas` without a usable count.
+    #[error("--replicas {spec}: {why} (write e.g. --replicas B=3)")]
+    BadReplicas {
+        /// The flag's value.
+        spec: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// `--replicas` twice for one service.
+    #[error("--replicas: service `{0}` is given twice")]
+    TwiceReplicas(String),
+    /// `--namespace` is not a DNS label.
+    #[error("--namespace {0:?}: a namespace is 1 to 63 lower-case letters, digits and `-`, starting and ending with a letter or digit")]
+    BadNamespace(String),
+    /// `--image` is not an image reference.
+    #[error("--image {image:?}: not an image reference: {why}")]
+    BadImage {
+        /// The flag's value.
+        image: String,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// `--rps` not a positive number.
+    #[error("--rps {0}: the rate must be a positive number")]
+    BadRps(f64),
+    /// The topology is too big for a ConfigMap.
+    #[error("{file}: {bytes} bytes is more than a ConfigMap holds ({MAX_TOPOLOGY_BYTES} bytes)")]
+    TooBig {
+        /// The file.
+        file: String,
+        /// Its size.
+        bytes: usize,
+    },
+}
+
+/// What the manifests are made with, besides the topology.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Every object's namespace; `None` leaves it to kubectl.
+    pub namespace: Option<String>,
+    /// The image every pod runs.
+    pub image: String,
+    /// Pods per service, in topology order (outside services' ignored).
+    pub replicas: Vec<u32>,
+    /// The load Job's root requests per second.
+    pub rps: f64,
+    /// How long the load Job runs.
+    pub duration: Duration,
+}
+
+impl Options {
+    /// The defaults for `t`: no namespace, image `chaoslab:dev`, one pod
+    /// each, `load.rps`, 60 s.
+    pub fn new(t: &Topology) -> Options {
+        Options {
+            namespace: None,
+            image: "chaoslab:dev".into(),
+            replicas: vec![1; t.services.len()],
+            rps: t.load.rps,
+            duration: Duration::from_secs(60),
+        }
+    }
+
+    /// The options `chaoslab k8s` flags ask for, checked.
+    pub fn from_args(args: &K8sArgs, t: &Topology) -> Result<Options, K8sError> {
+        let mut o = Options::new(t);
+        if let Some(ns) = &args.namespace {
+            names::check_namespace(ns)?;
+            o.namespace = Some(ns.clone());
+        }
+        names::check_image(&args.image)?;
+        o.image = args.image.clone();
+        let mut given = vec![false; t.services.len()];
+        for spec in &args.replicas {
+            let (id, n) = parse_replicas(t, spec)?;
+            if std::mem::replace(&mut given[id], true) {
+                return Err(K8sError::TwiceReplicas(t.services[id].name.clone()));
+            }
+            o.replicas[id] = n;
+        }
+        if let Some(r) = args.rps {
+            if !r.is_finite() || r <= 0.0 {
+                return Err(K8sError::BadRps(r));
+            }
+            o.rps = r;
+        }
+        o.duration = args.duration;
+        Ok(o)
+    }
+}
+
+/// `NAME=N` against the topology: the service and its pods.
+fn parse_replicas(t: &Topology, spec: &str) -> Result<(usize, u32), K8sError> {
+    let bad = |why: String| K8sError::BadReplicas {
+        spec: spec.to_string(),
+        why,
+    };
+    let (name, n) = spec
+        .rsplit_once('=')
+        .ok_or_else(|| bad("no `=N` after the service".into()))?;
+    let n: u32 = n
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("`{n}` is not a whole number of pods")))?;
+    if n > MAX_REPLICAS {
+        return Err(bad(format!("{n} pods is more than {MAX_REPLICAS}")));
+    }
+    let id = t.service_id(name).ok_or_else(|| K8sError::UnknownService {
+        spec: spec.to_string(),
+        name: name.to_string(),
+        topology: t.name.clone(),
+        services: t
+            .services
+            .iter()
+            .filter(|s| s.url.is_none())
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })?;
+    if t.services[id].url.is_some() {
+        return Err(K8sError::Outside {
+            spec: spec.to_string(),
+            name: name.to_string(),
+        });
+    }
+    Ok((id, n))
+}
+
+/// One object and the file it goes to under `--out`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    /// The file name in the output directory.
+    pub file: String,
+    /// The object.
+    pub value: Value,
+}
+
+/// The objects for topology `t` read from `text`: the Namespace (with
+/// `--namespace`), the ConfigMap, each started service's Deployment and
+/// Service, the load Job.
+pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>, K8sError> {
+    let labels = names::service_labels(t)?;
+    if matches!(o.namespace.as_deref(), None | Some("default")) {
+        if let Some(i) = labels
+            .iter()
+            .position(|l| l.as_deref() == Some("kubernetes"))
+        {
+            return Err(K8sError::Reserved {
+                service: t.services[i].name.clone(),
+            });
+        }
+    }
+    let topology = names::dns_label(&t.name);
+    // Object names are the label and a suffix, 63 characters in all.
+    let prefix = names::cut(&topology, names::MAX_LABEL - "-topology".len()).to_string();
+    let ctx = Context {
+        config_map: format!("{prefix}-topology"),
+        topology,
+        topology_name: t.name.clone(),
+        namespace: o.namespace.clone(),
+        image: o.image.clone(),
+    };
+    let url = |id: usize| {
+        labels[id]
+            .as_ref()
+            .map(|l| format!("{}=http://{l}:{HTTP_PORT}/", t.services[id].name))
+    };
+    let mut out = Vec::new();
+    let mut push = |file: &str, value: Value| {
+        out.push(Manifest {
+            file: file.to_string(),
+            value,
+        })
+    };
+    if let Some(ns) = &o.namespace {
+        push("namespace.yaml", objects::namespace(&ctx, ns));
+    }
+    push("configmap.yaml", objects::config_map(&ctx, text));
+    for (id, s) in t.services.iter().enumerate() {
+        let Some(label) = &labels[id] else { continue };
+        let mut args: Vec<String> = ["node", TOPOLOGY_FILE, "--service", &s.name]
+            .map(String::from)
+            .into();
+        args.extend(["--listen".into(), format!("0.0.0.0:{HTTP_PORT}")]);
+        let mut peers: Vec<usize> = s.calls.iter().map(|&e| t.edges[e].to).collect();
+        let mut seen = vec![false; t.services.len()];
+        peers.retain(|&p| !std::mem::replace(&mut seen[p], true));
+        for peer in peers.into_iter().filter_map(url) {
+            args.extend(["--peer".into(), peer]);
+        }
+        args.extend([
+            "--metrics".into(),
+            format!("0.0.0.0:{}", objects::METRICS_PORT),
+            "--control".into(),
+            format!("0.0.0.0:{}", objects::CONTROL_PORT),
+        ]);
+        let file = format!("node-{label}.yaml");
+        let deployment = objects::deployment(&ctx, &s.name, label, o.replicas[id], args);
+        push(&file, deployment);
+        push(&file, objects::service(&ctx, &s.name, label));
+    }
+    let mut args: Vec<String> = vec!["load".into(), TOPOLOGY_FILE.into()];
+    if let Some(entry) = url(t.load.entry) {
+        args.extend(["--peer".into(), entry]);
+    }
+    args.extend([
+        "--rps".into(),
+        format!("{}", o.rps),
+        "--duration".into(),
+        fmt_duration(o.duration),
+    ]);
+    push(
+        "load-job.yaml",
+        objects::job(&ctx, &format!("{prefix}-load"), args),
+    );
+    Ok(out)
+}
+
+/// The `kustomization.yaml` listing `files`.
+pub fn kustomization(files: &[&str]) -> Value {
+    json!({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": files,
+    })
+}
+
+/// Outside services whose `url:` points at loopback: inside a pod that is
+/// the pod itself.
+fn loopback_notes(t: &Topology) -> Vec<String> {
+    t.services
+        .iter()
+        .filter_map(|s| Some((s, s.url.as_deref()?)))
+        .filter(|(_, u)| {
+            let host = u.trim_start_matches("http://");
+            host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]")
+        })
+        .map(|(s, u)| {
+            format!(
+                "note: outside service \"{}\" is at {u}, a loopback address: inside a pod that is the pod itself; point its url: at an address the pods can reach",
+                s.name
+            )
+        })
+        .collect()
+}
+
+/// `chaoslab k8s`.
+pub fn run(args: K8sArgs) -> Result<(), RunError> {
+    let file = args.topology.display().to_string();
+    let text = std::fs::read_to_string(&args.topology).map_err(|source| TopologyError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    let t = Topology::from_yaml(&text, &file)?;
+    if text.len() > MAX_TOPOLOGY_BYTES {
+        return Err(RunError::usage(K8sError::TooBig {
+            file,
+            bytes: text.len(),
+        }));
+    }
+    let options = Options::from_args(&args, &t).map_err(RunError::usage)?;
+    let docs = manifests(&t, &text, &options).map_err(RunError::usage)?;
+    if objects::needs_binary(&text) {
+        eprintln!("chaoslab: note: {file} holds U+0085 (NEL), which kubectl kustomize reads as a space: the ConfigMap carries the file base64-encoded under binaryData");
+    }
+    for note in loopback_notes(&t) {
+        eprintln!("chaoslab: {note}");
+    }
+    match &args.out {
+        None => {
+            let text = emit::stream(docs.iter().map(|d| &d.value));
+            let mut stdout = std::io::stdout().lock();
+            match stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+            {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(RunError::Output {
+                    what: "manifests",
+                    path: "stdout".into(),
+                    source: e,
+                }),
+                _ => Ok(()),
+            }
+        }
+        Some(dir) => write_dir(dir, &docs),
+    }
+}
+
+/// One file per object (a node's two in one), then the kustomization.
+fn write_dir(dir: &Path, docs: &[Manifest]) -> Result<(), RunError> {
+    std::fs::create_dir_all(dir).map_err(|source| RunError::Output {
+        what: "manifests",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    // A file's objects are next to each other.
+    let mut files: Vec<&str> = Vec::new();
+    let mut start = 0;
+    for i in 1..=docs.len() {
+        if i == docs.len() || docs[i].file != docs[start].file {
+            let text = emit::stream(docs[start..i].iter().map(|d| &d.value));
+            write_output(&dir.join(&docs[start].file), &text, "manifests")?;
+            files.push(&docs[start].file);
+            start = i;
+        }
+    }
+    let k = emit::document(&kustomization(&files));
+    write_output(&dir.join("kustomization.yaml"), &k, "kustomization")?;
+    eprintln!(
+        "chaoslab: wrote {} files and kustomization.yaml to {} (kubectl apply -k {})",
+        files.len(),
+        dir.display(),
+        dir.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn topology(text: &str) -> Topology {
+        Topology::from_yaml(text, "t.yaml").unwrap()
+    }
+
+    fn args(extra: &[&str]) -> K8sArgs {
+        let argv = ["chaoslab", "k8s", "t.yaml"].iter().chain(extra);
+        match crate::cli::Opts::try_parse_from(argv)
+            .unwrap()
+            .into_command()
+        {
+            crate::cli::Command::K8s(a) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn container_args(m: &Manifest) -> Vec<&str> {
+        m.value["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect()
+    }
+
+    const OUTSIDE: &str = "name: Shop Front\nload: { rps: 50 }\nservices:\n  Gateway:\n    calls: [Cart, { to: Cart, count: 2 }, Pay]\n  Cart: {}\n  Pay: { url: \"http://pay.example:8000/\" }\n";
+
+    #[test]
+    fn each_node_gets_one_peer_per_started_dependency() {
+        let t = topology(OUTSIDE);
+        let docs = manifests(&t, OUTSIDE, &Options::new(&t)).unwrap();
+        let kinds: Vec<_> = docs
+            .iter()
+            .map(|d| (d.file.as_str(), d.value["kind"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("configmap.yaml", "ConfigMap"),
+                ("node-gateway.yaml", "Deployment"),
+                ("node-gateway.yaml", "Service"),
+                ("node-cart.yaml", "Deployment"),
+                ("node-cart.yaml", "Service"),
+                ("load-job.yaml", "Job"),
+            ]
+        );
+        let gw = container_args(&docs[1]);
+        assert_eq!(gw.iter().filter(|a| **a == "--peer").count(), 1, "{gw:?}");
+        assert!(gw.contains(&"Cart=http://cart:8080/"), "{gw:?}");
+        assert!(
+            gw.windows(2).any(|w| w == ["--service", "Gateway"]),
+            "{gw:?}"
+        );
+        let job = container_args(&docs[5]);
+        assert_eq!(
+            job,
+            [
+                "load",
+                TOPOLOGY_FILE,
+                "--peer",
+                "Gateway=http://gateway:8080/",
+                "--rps",
+                "50",
+                "--duration",
+                "60s"
+            ]
+        );
+        assert_eq!(docs[0].value["metadata"]["name"], "shop-front-topology");
+        assert_eq!(docs[5].value["metadata"]["name"], "shop-front-load");
+        assert_eq!(docs[0].value["data"]["topology.yaml"], OUTSIDE);
+        assert_eq!(loopback_notes(&t), Vec::<String>::new());
+    }
+
+    #[test]
+    fn flags_set_replicas_namespace_rate_and_duration() {
+        let t = topology(OUTSIDE);
+        let a = args(&[
+            "--replicas",
+            "Cart=3",
+            "--namespace",
+            "lab",
+            "--rps",
+            "12.5",
+            "--duration",
+            "90s",
+            "--image",
+            "ghcr.io/x/chaoslab:1",
+        ]);
+        let o = Options::from_args(&a, &t).unwrap();
+        assert_eq!(o.replicas, [1, 3, 1]);
+        let docs = manifests(&t, OUTSIDE, &o).unwrap();
+        assert_eq!(docs[0].value["kind"], "Namespace");
+        assert!(docs[1..]
+            .iter()
+            .all(|d| d.value["metadata"]["namespace"] == "lab"));
+        let cart = &docs[4].value;
+        assert_eq!(cart["spec"]["replicas"], 3);
+        let pod = &cart["spec"]["template"];
+        assert_eq!(
+            pod["spec"]["containers"][0]["image"],
+            "ghcr.io/x/chaoslab:1"
+        );
+        assert_eq!(
+            pod["metadata"]["annotations"]["prometheus.io/scrape"],
+            "true"
+        );
+        let job = container_args(docs.last().unwrap());
+        assert!(
+            job.ends_with(&["--rps", "12.5", "--duration", "90s"]),
+            "{job:?}"
+        );
+    }
+
+    #[test]
+    fn bad_flags_are_refused_with_what_to_write() {
+        let t = topology(OUTSIDE);
+        for (flags, needle) in [
+            (&["--replicas", "Nope=2"][..], "no service `Nope`"),
+            (&["--replicas", "Pay=2"], "outside service"),
+            (&["--replicas", "Cart"], "no `=N`"),
+            (&["--replicas", "Cart=-1"], "not a whole number"),
+            (&["--replicas", "Cart=two"], "not a whole number"),
+            (&["--replicas", "Cart=100000"], "more than 1000"),
+            (
+                &["--replicas", "Cart=1", "--replicas", "Cart=2"],
+                "given twice",
+            ),
+            (&["--namespace", "Lab"], "--namespace"),
+            (&["--image", "Not An Image"], "--image"),
+            (&["--rps", "0"], "positive"),
+        ] {
+            let e = Options::from_args(&args(flags), &t)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle), "{flags:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_api_servers_name_needs_a_namespace() {
+        let text = "name: t\nservices:\n  Kubernetes: {}\n";
+        let t = topology(text);
+        let mut o = Options::new(&t);
+        let e = manifests(&t, text, &o).unwrap_err().to_string();
+        assert!(e.contains("Kubernetes") && e.contains("--namespace"), "{e}");
+        o.namespace = Some("lab".into());
+        assert!(manifests(&t, text, &o).is_ok());
+    }
+
+    #[test]
+    fn an_outside_entry_is_loaded_by_its_url() {
+        let text = "name: t\nservices:\n  Ext: { url: \"http://127.0.0.1:9/\" }\n";
+        let t = topology(text);
+        let docs = manifests(&t, text, &Options::new(&t)).unwrap();
+        assert_eq!(docs.len(), 2, "the ConfigMap and the Job");
+        assert!(!container_args(&docs[1]).contains(&"--peer"));
+        assert_eq!(loopback_notes(&t).len(), 1);
+    }
+}

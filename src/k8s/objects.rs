@@ -1,0 +1,306 @@
+//! The Kubernetes objects, one builder each, as [`serde_json::Value`]s:
+//! the Namespace, the ConfigMap holding the topology, a Deployment and a
+//! Service per node, the load Job.
+//!
+//! Every pod runs the same image with `chaoslab` as its command: a node
+//! serves one service on 8080, Prometheus metrics on 9090 and its control
+//! API (with the `/healthz` readiness probe) on 9091; the topology file
+//! is mounted read-only at `/etc/chaoslab`. Pods run as user 10001
+//! (the image's), without privileges, on a read-only root file system.
+
+use serde_json::{json, Map, Value};
+
+/// Where the ConfigMap is mounted.
+pub const MOUNT: &str = "/etc/chaoslab";
+/// The topology file inside the pods.
+pub const TOPOLOGY_FILE: &str = "/etc/chaoslab/topology.yaml";
+/// The ConfigMap's key.
+pub const TOPOLOGY_KEY: &str = "topology.yaml";
+/// A node's service port.
+pub const HTTP_PORT: u16 = 8080;
+/// A node's Prometheus metrics port.
+pub const METRICS_PORT: u16 = 9090;
+/// A node's control API port (and readiness probe).
+pub const CONTROL_PORT: u16 = 9091;
+/// The image's non-root user and group.
+pub const UID: u32 = 10001;
+
+/// What every object of one topology shares.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The topology's name as a label (`app.kubernetes.io/part-of`,
+    /// `chaoslab.dev/topology`).
+    pub topology: String,
+    /// The topology's name as written, for annotations.
+    pub topology_name: String,
+    /// `--namespace`, if given.
+    pub namespace: Option<String>,
+    /// `--image`.
+    pub image: String,
+    /// The ConfigMap's name.
+    pub config_map: String,
+}
+
+impl Context {
+    fn labels(&self, component: &str, service: Option<&str>) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("app.kubernetes.io/name".into(), "chaoslab".into());
+        m.insert(
+            "app.kubernetes.io/part-of".into(),
+            self.topology.clone().into(),
+        );
+        m.insert("app.kubernetes.io/component".into(), component.into());
+        m.insert("chaoslab.dev/topology".into(), self.topology.clone().into());
+        if let Some(s) = service {
+            m.insert("chaoslab.dev/service".into(), s.into());
+        }
+        m
+    }
+
+    /// The labels that pick one service's pods, and only them.
+    fn selector(&self, service: &str) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("app.kubernetes.io/name".into(), "chaoslab".into());
+        m.insert("chaoslab.dev/topology".into(), self.topology.clone().into());
+        m.insert("chaoslab.dev/service".into(), service.into());
+        m
+    }
+
+    fn metadata(
+        &self,
+        name: &str,
+        labels: Map<String, Value>,
+        annotations: Map<String, Value>,
+    ) -> Value {
+        let mut m = Map::new();
+        m.insert("name".into(), name.into());
+        if let Some(ns) = &self.namespace {
+            m.insert("namespace".into(), ns.clone().into());
+        }
+        m.insert("labels".into(), labels.into());
+        if !annotations.is_empty() {
+            m.insert("annotations".into(), annotations.into());
+        }
+        Value::Object(m)
+    }
+
+    fn names(&self, service: Option<&str>) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert(
+            "chaoslab.dev/topology-name".into(),
+            self.topology_name.clone().into(),
+        );
+        if let Some(s) = service {
+            m.insert("chaoslab.dev/service-name".into(), s.into());
+        }
+        m
+    }
+
+    /// The container both kinds of pod run: the image, `chaoslab ARGS`,
+    /// the topology mounted, no privileges.
+    fn container(&self, name: &str, args: Vec<String>, cpu: &str) -> Map<String, Value> {
+        let mut c = Map::new();
+        c.insert("name".into(), name.into());
+        c.insert("image".into(), self.image.clone().into());
+        // A kind- or minikube-loaded image is used as loaded.
+        c.insert("imagePullPolicy".into(), "IfNotPresent".into());
+        c.insert("command".into(), json!(["chaoslab"]));
+        c.insert("args".into(), json!(args));
+        c.insert(
+            "resources".into(),
+            json!({
+                "requests": { "cpu": cpu, "memory": "64Mi" },
+                "limits": { "cpu": "1", "memory": "256Mi" },
+            }),
+        );
+        c.insert(
+            "securityContext".into(),
+            json!({
+                "allowPrivilegeEscalation": false,
+                "readOnlyRootFilesystem": true,
+                "capabilities": { "drop": ["ALL"] },
+            }),
+        );
+        c.insert(
+            "volumeMounts".into(),
+            json!([{ "name": "topology", "mountPath": MOUNT, "readOnly": true }]),
+        );
+        c
+    }
+
+    fn pod_spec(&self, container: Map<String, Value>) -> Map<String, Value> {
+        let mut p = Map::new();
+        p.insert("automountServiceAccountToken".into(), false.into());
+        p.insert(
+            "securityContext".into(),
+            json!({
+                "runAsNonRoot": true,
+                "runAsUser": UID,
+                "runAsGroup": UID,
+                "seccompProfile": { "type": "RuntimeDefault" },
+            }),
+        );
+        p.insert("containers".into(), json!([container]));
+        p.insert(
+            "volumes".into(),
+            json!([{ "name": "topology", "configMap": { "name": self.config_map } }]),
+        );
+        p
+    }
+}
+
+/// The Namespace of `--namespace`.
+pub fn namespace(ctx: &Context, ns: &str) -> Value {
+    let mut meta = Map::new();
+    meta.insert("name".into(), ns.into());
+    meta.insert("labels".into(), ctx.labels("namespace", None).into());
+    json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": meta })
+}
+
+/// Whether `text` goes under `binaryData` (base64) rather than `data`:
+/// when it holds U+0085 (NEL), the one character a topology file may hold
+/// that `kubectl kustomize` does not keep (it reads it as a space).
+pub fn needs_binary(text: &str) -> bool {
+    text.contains('\u{85}')
+}
+
+/// The ConfigMap that holds the topology file as it is, byte for byte:
+/// as text under `data`, or base64 under `binaryData` when
+/// [`needs_binary`]; the pods' file is the same either way.
+pub fn config_map(ctx: &Context, text: &str) -> Value {
+    let (key, value) = if needs_binary(text) {
+        ("binaryData", base64(text.as_bytes()))
+    } else {
+        ("data", text.to_string())
+    };
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": ctx.metadata(&ctx.config_map, ctx.labels("topology", None), ctx.names(None)),
+        key: { TOPOLOGY_KEY: value },
+    })
+}
+
+/// Standard base64 with padding (RFC 4648).
+pub fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ABC[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// One node: the service `name` (its label `label`), started with `args`.
+pub fn deployment(
+    ctx: &Context,
+    name: &str,
+    label: &str,
+    replicas: u32,
+    args: Vec<String>,
+) -> Value {
+    let mut container = ctx.container("node", args, "100m");
+    container.insert(
+        "ports".into(),
+        json!([
+            { "name": "http", "containerPort": HTTP_PORT, "protocol": "TCP" },
+            { "name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP" },
+            { "name": "control", "containerPort": CONTROL_PORT, "protocol": "TCP" },
+        ]),
+    );
+    container.insert(
+        "readinessProbe".into(),
+        json!({
+            "httpGet": { "path": "/healthz", "port": CONTROL_PORT },
+            "periodSeconds": 2,
+            "failureThreshold": 3,
+        }),
+    );
+    let mut pod_annotations = ctx.names(Some(name));
+    pod_annotations.insert("prometheus.io/scrape".into(), "true".into());
+    pod_annotations.insert("prometheus.io/port".into(), METRICS_PORT.to_string().into());
+    pod_annotations.insert("prometheus.io/path".into(), "/metrics".into());
+    let labels = ctx.labels("node", Some(label));
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": ctx.metadata(label, labels.clone(), ctx.names(Some(name))),
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": ctx.selector(label) },
+            "template": {
+                "metadata": { "labels": labels, "annotations": pod_annotations },
+                "spec": ctx.pod_spec(container),
+            },
+        },
+    })
+}
+
+/// The Service in front of one node's pods: its name is the host name
+/// callers use (`http://LABEL:8080/`).
+pub fn service(ctx: &Context, name: &str, label: &str) -> Value {
+    let port = |name: &str, port: u16| json!({ "name": name, "port": port, "targetPort": name, "protocol": "TCP" });
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": ctx.metadata(label, ctx.labels("node", Some(label)), ctx.names(Some(name))),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": ctx.selector(label),
+            "ports": [port("http", HTTP_PORT), port("metrics", METRICS_PORT), port("control", CONTROL_PORT)],
+        },
+    })
+}
+
+/// The Job that drives the entry: `chaoslab load` with `args`.
+pub fn job(ctx: &Context, name: &str, args: Vec<String>) -> Value {
+    let labels = ctx.labels("load", None);
+    let mut spec = ctx.pod_spec(ctx.container("load", args, "200m"));
+    spec.insert("restartPolicy".into(), "Never".into());
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": ctx.metadata(name, labels.clone(), ctx.names(None)),
+        "spec": {
+            // A load run that fails (the entry not up yet) is tried again.
+            "backoffLimit": 3,
+            "template": {
+                "metadata": { "labels": labels },
+                "spec": spec,
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc_4648() {
+        for (plain, coded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), coded, "{plain}");
+        }
+        assert_eq!(base64(&[0xff, 0xfe, 0x85]), "//6F");
+    }
+}
