@@ -13,6 +13,7 @@ mod k8s;
 mod limits;
 mod mechanism;
 mod metastable;
+mod netns;
 mod nodes;
 mod outside;
 mod overload;
