@@ -83,9 +83,9 @@ pub enum FleetError {
         need: u64,
         /// The limit after raising it as far as allowed.
         limit: u64,
-        /// Services in the topology.
+        /// Services served in this process.
         services: usize,
-        /// Calls (edges) in the topology.
+        /// Calls (edges) they make.
         calls: usize,
     },
     /// A service's HTTP client could not be built.

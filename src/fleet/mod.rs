@@ -100,7 +100,6 @@ impl Fleet {
     /// open-file limit on a big topology), when the claim header is not a
     /// valid header name, or when an HTTP client cannot be built.
     pub async fn spawn(topology: Arc<Topology>, opts: FleetOptions) -> Result<Fleet, FleetError> {
-        raise_fd_limit(&topology)?;
         // Where each service lives when not in this process: its `url:`,
         // or its peer under a placement.
         let remote: Vec<Option<String>> = topology
@@ -118,6 +117,10 @@ impl Fleet {
                 && opts.placement.as_ref().is_none_or(|p| p.serves(id))
         };
         let outside: Vec<bool> = (0..topology.services.len()).map(|id| !here(id)).collect();
+        // A node holds its own listener and its own calls, not the fleet's.
+        let served = outside.iter().filter(|o| !**o).count();
+        let calls = topology.edges.iter().filter(|e| here(e.from)).count();
+        raise_fd_limit(served, calls)?;
         let metrics = Arc::new(
             Metrics::new(
                 topology.services.len(),
@@ -405,18 +408,19 @@ fn edge_policy(t: &Topology, policy: &Policy, edge: usize) -> EdgePolicy {
     p
 }
 
-/// Open files a fleet of `t` needs at the least: a listener per service,
-/// a connection at each end of each call (both ends are in this process),
-/// and the load generator's connections and the lab's own.
-pub fn fd_need(t: &Topology) -> u64 {
-    t.services.len() as u64 + 2 * t.edges.len() as u64 + 128
+/// Open files a fleet needs at the least: a listener per service served
+/// here, a connection at each end of each call they make (both ends are
+/// in this process for an in-process fleet), and the load generator's
+/// connections and the lab's own.
+pub fn fd_need(services: usize, calls: usize) -> u64 {
+    services as u64 + 2 * calls as u64 + 128
 }
 
 /// Raises the soft open-file limit toward the hard one when a big fleet
 /// needs it (each service holds a listener and pooled connections), and
 /// refuses a fleet that cannot fit even then.
-fn raise_fd_limit(t: &Topology) -> Result<(), FleetError> {
-    let want = (t.services.len() as u64 + t.edges.len() as u64) * 8 + 1024;
+fn raise_fd_limit(services: usize, calls: usize) -> Result<(), FleetError> {
+    let want = (services as u64 + calls as u64) * 8 + 1024;
     let Ok((soft, hard)) = rlimit::Resource::NOFILE.get() else {
         return Ok(());
     };
@@ -424,13 +428,13 @@ fn raise_fd_limit(t: &Topology) -> Result<(), FleetError> {
     if soft < want && rlimit::Resource::NOFILE.set(want.min(hard), hard).is_ok() {
         limit = want.min(hard);
     }
-    let need = fd_need(t);
+    let need = fd_need(services, calls);
     if limit < need {
         return Err(FleetError::FdLimit {
             need,
             limit,
-            services: t.services.len(),
-            calls: t.edges.len(),
+            services,
+            calls,
         });
     }
     Ok(())

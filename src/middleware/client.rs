@@ -26,6 +26,7 @@ use std::time::Duration;
 use http::HeaderName;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
+use smallvec::SmallVec;
 use tokio::time::Instant;
 
 use super::context::{self, Trace, TraceHeader as _, DEADLINE, TRACE};
@@ -42,7 +43,7 @@ use crate::ownership::quota::RetryKind;
 use crate::ownership::retry::StopReason;
 use crate::ownership::signal::{Advice, Signal};
 use crate::ownership::{
-    is_error_status, one_value, Claim, Classified, DependencyMode, DEFAULT_CLAIM_HEADER,
+    combined, is_error_status, one_value, Claim, Classified, DependencyMode, DEFAULT_CLAIM_HEADER,
 };
 
 /// A time no attempt reaches (tokio's own "far future" for a timeout past
@@ -364,11 +365,25 @@ impl RetryClient {
             let claim_value = one_value(headers.get_all(&self.header).iter().map(|v| v.as_bytes()));
             let claim = Claim::parse(claim_value);
             let advice = signal.map_or(Advice::Silent, |s| {
+                // The dialect's other headers as HTTP combines repeated
+                // lines: a singleton sent twice reads as malformed.
+                let others: SmallVec<[_; 3]> = s
+                    .headers()
+                    .iter()
+                    .filter(|&&name| name != DEFAULT_CLAIM_HEADER)
+                    .map(|&name| {
+                        let v = combined(headers.get_all(name).iter().map(|v| v.as_bytes()));
+                        (name, v)
+                    })
+                    .collect();
                 s.read(status, |name| {
                     if name == DEFAULT_CLAIM_HEADER {
                         claim_value
                     } else {
-                        headers.get(name).map(|v| v.as_bytes())
+                        others
+                            .iter()
+                            .find(|(n, _)| *n == name)
+                            .and_then(|(_, v)| v.as_deref())
                     }
                 })
             });

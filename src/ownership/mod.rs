@@ -56,6 +56,8 @@ pub mod retry;
 pub mod signal;
 pub mod tokens;
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 /// The default name of the claim header.
@@ -145,6 +147,26 @@ pub fn one_value<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Option<&'a [
     let mut values = values.into_iter();
     let first = values.next()?;
     values.next().is_none().then_some(first)
+}
+
+/// A header's value as HTTP combines its field lines (RFC 9110 section
+/// 5.3): one line as it is, several joined by `", "`. What the dialects
+/// read (SPEC section 8): a singleton sent twice then reads as the
+/// malformed value it is (gRPC does not retry on two pushbacks; a
+/// Retry-After with two values is ignored), and a header that counts by
+/// presence is still present. `None` when absent.
+pub fn combined<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Option<Cow<'a, [u8]>> {
+    let mut values = values.into_iter();
+    let first = values.next()?;
+    let Some(second) = values.next() else {
+        return Some(Cow::Borrowed(first));
+    };
+    let mut v = first.to_vec();
+    for more in std::iter::once(second).chain(values) {
+        v.extend_from_slice(b", ");
+        v.extend_from_slice(more);
+    }
+    Some(Cow::Owned(v))
 }
 
 fn trim_ascii(v: &[u8]) -> &[u8] {

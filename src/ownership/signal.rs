@@ -367,6 +367,78 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The answer's headers as HTTP lines, read the way the retry client
+    /// reads them: repeated lines combined.
+    fn read_lines(signal: Signal, status: u16, lines: &[(&'static str, &'static str)]) -> Advice {
+        let values = |name: &str| {
+            crate::ownership::combined(
+                lines
+                    .iter()
+                    .filter(|(n, _)| *n == name)
+                    .map(|(_, v)| v.as_bytes()),
+            )
+        };
+        let all: Vec<_> = signal.headers().iter().map(|&n| (n, values(n))).collect();
+        signal.read(status, |name| {
+            all.iter()
+                .find(|(n, _)| *n == name)
+                .and_then(|(_, v)| v.as_deref())
+        })
+    }
+
+    #[test]
+    fn a_repeated_singleton_reads_as_malformed_and_a_presence_header_as_present() {
+        // gRPC: two pushbacks are not retried.
+        assert_eq!(
+            read_lines(
+                Signal::Pushback,
+                503,
+                &[(GRPC_PUSHBACK_HEADER, "5"), (GRPC_PUSHBACK_HEADER, "10")]
+            ),
+            Advice::DontRetry(DontRetry::PushbackMalformed)
+        );
+        assert_eq!(
+            read_lines(Signal::Pushback, 503, &[(GRPC_PUSHBACK_HEADER, "5")]),
+            Advice::RetryAfter(Duration::from_millis(5))
+        );
+        // Retry-After with two values is ignored.
+        assert_eq!(
+            read_lines(
+                Signal::RetryAfter,
+                503,
+                &[(RETRY_AFTER_HEADER, "1"), (RETRY_AFTER_HEADER, "2")]
+            ),
+            Advice::Silent
+        );
+        // Envoy's and Finagle's headers count by presence: still there.
+        assert_eq!(
+            read_lines(
+                Signal::Overloaded,
+                503,
+                &[
+                    (ENVOY_OVERLOADED_HEADER, "true"),
+                    (ENVOY_OVERLOADED_HEADER, "true")
+                ]
+            ),
+            Advice::DontRetry(DontRetry::Overloaded)
+        );
+        assert_eq!(
+            read_lines(
+                Signal::Nack,
+                503,
+                &[
+                    (NONRETRYABLE_NACK_HEADER, "1"),
+                    (NONRETRYABLE_NACK_HEADER, "1")
+                ]
+            ),
+            Advice::DontRetry(DontRetry::NonRetryableNack)
+        );
+        assert_eq!(
+            read_lines(Signal::Nack, 503, &[(NACK_HEADER, "1"), (NACK_HEADER, "2")]),
+            Advice::Retry
+        );
+    }
+
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
