@@ -244,7 +244,13 @@ fn breakers_spare_the_callee_and_their_caller_owns_the_fast_failure() {
         node(&r, "D")
     );
     assert!(num(a, "short_circuited") >= 0.9 * requests, "{a}");
-    assert_eq!(num(a, "breakers_open"), 1.0, "{a}");
+    // Open, or half-open: every `open_for` the breaker lets one probe
+    // through, and a sample that lands between the timer running out and
+    // the next call (up to 5 ms at 200 rps; the sample and the breaker
+    // keep the same phase, so a run that lands there once lands there
+    // every cycle) reads it half-open.
+    let open = num(a, "breakers_open");
+    assert!(open == 1.0 || open == 0.5, "{a}");
     assert!(
         num(&a["claims_returned"], "true") >= 0.9 * requests,
         "A owns its fast failures: {a}"
