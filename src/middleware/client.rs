@@ -364,6 +364,9 @@ impl RetryClient {
             // (which also reads the claim under this edge's header name).
             let claim_value = one_value(headers.get_all(&self.header).iter().map(|v| v.as_bytes()));
             let claim = Claim::parse(claim_value);
+            // Every dialect is silent on a success: its headers are read
+            // on errors only, off the request path of the healthy fleet.
+            let signal = signal.filter(|_| is_error_status(status));
             let advice = signal.map_or(Advice::Silent, |s| {
                 // The dialect's other headers as HTTP combines repeated
                 // lines: a singleton sent twice reads as malformed.
