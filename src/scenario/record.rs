@@ -27,10 +27,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::session::{Action, Event};
-use crate::topology::{
-    BreakerSetting, BudgetKind, BudgetSetting, Fault, Phase, PolicyFields, SignalSetting, Topology,
-};
+use crate::session::step::{as_step, quote};
+use crate::session::Event;
+use crate::topology::Topology;
 
 /// The recording of a finished run: from the state it started in (so it
 /// replays the same whatever flags the replay is given), then every
@@ -84,7 +83,7 @@ pub fn to_scenario_yaml(topology: &Topology, events: &[Event], duration: Duratio
     let _ = writeln!(y, "warmup: 0s");
     let mut steps = String::new();
     for e in events {
-        let Some(body) = step(topology, &e.action) else {
+        let Some(body) = as_step(topology, &e.action) else {
             let _ = writeln!(
                 steps,
                 "  # at {}: {} (nothing to replay)",
@@ -114,175 +113,6 @@ pub fn to_scenario_yaml(topology: &Topology, events: &[Event], duration: Duratio
     y
 }
 
-/// One step's action line, or `None` for an action that changes nothing.
-fn step(t: &Topology, a: &Action) -> Option<String> {
-    let name = |id: usize| t.services.get(id).map(|s| quote(&s.name));
-    Some(match a {
-        Action::SetFault { service, fault } => {
-            format!(
-                "fail: {{ service: {}, {} }}",
-                name(*service)?,
-                fault_keys(fault)
-            )
-        }
-        Action::SetContextDropped { service, dropped } => format!(
-            "{}: {}",
-            if *dropped {
-                "drop_context"
-            } else {
-                "restore_context"
-            },
-            name(*service)?
-        ),
-        Action::Policy(f) => policy(f)?,
-        Action::Mode {
-            retries,
-            budget,
-            ownership,
-        } => {
-            let parts: Vec<String> = [
-                ("retries", retries),
-                ("budget", budget),
-                ("ownership", ownership),
-            ]
-            .into_iter()
-            .filter_map(|(k, v)| v.map(|v| format!("{k}: {v}")))
-            .collect();
-            if parts.is_empty() {
-                return None;
-            }
-            format!("mode: {{ {} }}", parts.join(", "))
-        }
-        Action::SetAtLeastOnce(on) => format!("at_least_once: {on}"),
-        Action::SetAttribution(a) => format!("attribution: {}", a.name()),
-        Action::SetRps(r) if r.is_finite() && *r > 0.0 => format!("rps: {r}"),
-        Action::Set {
-            service,
-            workers,
-            work,
-            queue,
-        } => {
-            let mut parts = vec![format!("service: {}", name(*service)?)];
-            if let Some(w) = workers {
-                parts.push(format!("workers: {w}"));
-            }
-            if let Some(w) = work {
-                parts.push(format!("work: {}", exact(*w)));
-            }
-            if let Some(q) = queue {
-                parts.push(format!("queue: {q}"));
-            }
-            format!("set: {{ {} }}", parts.join(", "))
-        }
-        Action::SetRps(_) => return None,
-        Action::Pause(p) => format!("pause: {p}"),
-        Action::Reset => "reset: true".into(),
-    })
-}
-
-fn fault_keys(f: &Fault) -> String {
-    format!(
-        "error_rate: {}, phase: {}, latency: {}, status: {}, down: {}",
-        f.error_rate,
-        match f.phase {
-            Phase::Before => "before",
-            Phase::After => "after",
-        },
-        exact(f.latency),
-        f.status,
-        f.down
-    )
-}
-
-fn policy(f: &PolicyFields) -> Option<String> {
-    if f.is_empty() {
-        return None;
-    }
-    if let (Some(p), true) = (
-        f.preset,
-        PolicyFields {
-            preset: None,
-            ..f.clone()
-        }
-        .is_empty(),
-    ) {
-        return Some(format!("policy: {}", p.name()));
-    }
-    let mut parts = vec![];
-    if let Some(p) = f.preset {
-        parts.push(format!("preset: {}", p.name()));
-    }
-    if let Some(a) = f.attempts {
-        parts.push(format!("attempts: {a}"));
-    }
-    if let Some(b) = f.budget {
-        parts.push(match b {
-            BudgetSetting::Ratio(r) => format!("budget: {r}"),
-            BudgetSetting::Off => "budget: off".into(),
-        });
-    }
-    if let Some(m) = f.min_per_sec {
-        parts.push(format!("min_per_sec: {m}"));
-    }
-    for (k, v) in [
-        ("ttl", f.ttl),
-        ("backoff", f.backoff),
-        ("timeout", f.timeout),
-    ] {
-        if let Some(d) = v {
-            parts.push(format!("{k}: {}", exact(d)));
-        }
-    }
-    if let Some(d) = f.deadline {
-        parts.push(format!("deadline: {}", if d { "propagate" } else { "off" }));
-    }
-    if let Some(k) = f.budget_model {
-        if let Some((word, _)) = BudgetKind::WRITTEN.iter().find(|(_, w)| *w == k) {
-            parts.push(format!("budget_model: {word}"));
-        }
-    }
-    if let Some(s) = f.signal {
-        parts.push(format!(
-            "signal: {}",
-            match s {
-                SignalSetting::On(s) => s.name(),
-                SignalSetting::None => "none",
-            }
-        ));
-    }
-    if let Some(v) = f.budget_percent {
-        parts.push(format!("budget_percent: {v}"));
-    }
-    if let Some(v) = f.token_ratio {
-        parts.push(format!("token_ratio: {v}"));
-    }
-    for (k, v) in [
-        ("min_retry_concurrency", f.min_retry_concurrency),
-        ("max_tokens", f.max_tokens),
-        ("quota", f.quota),
-        ("retry_cost", f.retry_cost),
-        ("timeout_cost", f.timeout_cost),
-    ] {
-        if let Some(v) = v {
-            parts.push(format!("{k}: {v}"));
-        }
-    }
-    match f.breaker {
-        Some(BreakerSetting::Off) => parts.push("breaker: off".into()),
-        Some(BreakerSetting::On(b)) => parts.push(format!(
-            "breaker: {{ consecutive: {}, failure_ratio: {}, window: {}, min_calls: {}, open_for: {}, probes: {} }}",
-            b.consecutive,
-            b.failure_ratio,
-            b.window,
-            b.min_calls,
-            exact(b.open_for),
-            b.probes
-        )),
-        None => {}
-    }
-    Some(format!("policy: {{ {} }}", parts.join(", ")))
-}
-
 /// Rounded to the millisecond.
 fn millis(d: Duration) -> u128 {
     (d.as_nanos() + 500_000) / 1_000_000
@@ -298,39 +128,6 @@ fn seconds(ms: u128) -> String {
     }
 }
 
-/// A duration in the largest unit that keeps it exact.
-fn exact(d: Duration) -> String {
-    let ns = d.as_nanos();
-    if ns == 0 {
-        "0ms".into()
-    } else if ns % 1_000_000_000 == 0 {
-        format!("{}s", ns / 1_000_000_000)
-    } else if ns % 1_000_000 == 0 {
-        format!("{}ms", ns / 1_000_000)
-    } else if ns % 1000 == 0 {
-        format!("{}us", ns / 1000)
-    } else {
-        format!("{ns}ns")
-    }
-}
-
-/// A name as a YAML scalar: plain when that is safe everywhere (block and
-/// flow context, not a bool, null or number), else double-quoted.
-fn quote(s: &str) -> String {
-    let plain = s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-        && !matches!(
-            s.to_ascii_lowercase().as_str(),
-            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n" | "inf" | "nan"
-        );
-    if plain {
-        s.to_string()
-    } else {
-        serde_json::to_string(s).expect("a string always serialises")
-    }
-}
-
 fn one_line(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -342,7 +139,11 @@ mod tests {
     use super::*;
     use crate::ownership::Attribution;
     use crate::scenario::spec::Scenario;
-    use crate::topology::Preset;
+    use crate::session::step::exact;
+    use crate::session::Action;
+    use crate::topology::{
+        BreakerSetting, BudgetSetting, Fault, Phase, PolicyFields, Preset, SignalSetting,
+    };
 
     fn topology() -> Topology {
         Topology::from_yaml(

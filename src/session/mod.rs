@@ -32,6 +32,7 @@ pub mod runner;
 pub mod snapshot;
 mod snapshot_json;
 pub mod state;
+pub mod step;
 
 use std::sync::Arc;
 use std::time::Duration;
