@@ -87,7 +87,9 @@ impl RunError {
             RunError::Session(SessionError::Fleet(e)) if e.is_environment() => {
                 ExitCode::from(EXIT_ENVIRONMENT)
             }
-            RunError::Session(SessionError::Load(_)) => ExitCode::from(EXIT_ENVIRONMENT),
+            RunError::Session(
+                SessionError::Load(_) | SessionError::Processes(_) | SessionError::Nodes(_),
+            ) => ExitCode::from(EXIT_ENVIRONMENT),
             RunError::Session(_) | RunError::Terminal(_) | RunError::Dashboard(_) => {
                 ExitCode::FAILURE
             }

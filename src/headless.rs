@@ -51,6 +51,9 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     for line in endpoints.start(&session, scenario.expectations.clone())? {
         let _ = writeln!(std::io::stderr().lock(), "{line}");
     }
+    for node in session.nodes() {
+        let _ = writeln!(std::io::stderr().lock(), "{node}");
+    }
     let mut snaps = session.snapshots();
     session.block_on(async {
         let mut next = Duration::from_secs(1);

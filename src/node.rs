@@ -59,6 +59,14 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
         ..Setup::new(t)
     })?;
     interrupts.attach(&session);
+    if args.exit_with_stdin {
+        let stop = session.stopper();
+        // Ends at EOF: the parent closed the pipe, exited or was killed.
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+            let _ = stop.send(true);
+        });
+    }
     let listening = endpoints.start(&session, vec![])?;
     let t = session.topology();
     let name = &t.services[id].name;

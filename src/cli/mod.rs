@@ -107,6 +107,11 @@ pub struct RunArgs {
     /// Prometheus metrics and the control API.
     #[command(flatten)]
     pub endpoints: EndpointArgs,
+    /// Run each service in an OS process of its own (`chaoslab node` on
+    /// loopback), read and driven over HTTP; every node stops when the
+    /// run does.
+    #[arg(long)]
+    pub processes: bool,
 }
 
 /// `--metrics` and `--control`.
@@ -194,6 +199,11 @@ impl RunArgs {
             until: duration.map(|d| warmup + d),
             steps,
             placement: None,
+            nodes: None,
+            processes: match self.processes {
+                true => Some(self.topology_path()?.to_path_buf()),
+                false => None,
+            },
         })
     }
 }
@@ -305,6 +315,10 @@ pub struct NodeArgs {
     /// Prometheus metrics and the control API.
     #[command(flatten)]
     pub endpoints: EndpointArgs,
+    /// Stop when standard input closes: how `run --processes` ties each
+    /// node's life to its own, even when it is killed outright.
+    #[arg(long, hide = true)]
+    pub exit_with_stdin: bool,
 }
 
 /// `chaoslab load`.

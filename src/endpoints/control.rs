@@ -12,7 +12,12 @@
 //! - `GET /report` the report of the run so far, as the run would write
 //!   it if it ended now (expectations whose windows have closed judged);
 //! - `GET /healthz` 200 `ok` while the lab runs (a Kubernetes readiness
-//!   probe on a `chaoslab node`'s control port).
+//!   probe on a `chaoslab node`'s control port);
+//! - `GET /counts` every counter of this process, as the session that
+//!   drives a fleet of nodes reads them ([`WireCounts`]);
+//! - `GET /retries?after=N` on a node, the retries it sent and the roots
+//!   it completed since record `N` ([`Page`]): what the distributed storm
+//!   radius is measured from.
 //!
 //! Every answer is built from what the session publishes or sends back;
 //! the API holds no state of its own.
@@ -31,6 +36,8 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::error::RunError;
+use crate::metrics::journal::Page;
+use crate::metrics::{Metrics, WireCounts};
 use crate::report::{expect, Report, TimeSeries};
 use crate::scenario::spec::{actions_from_json, Expectation};
 use crate::session::{apply, Actions, Origin, Session, Snapshot};
@@ -52,6 +59,7 @@ struct Api {
     actions: Actions,
     expectations: Vec<Expectation>,
     bound: SocketAddr,
+    metrics: Arc<Metrics>,
 }
 
 type Shared = State<Arc<Api>>;
@@ -80,6 +88,8 @@ async fn index(State(api): Shared) -> String {
          POST /actions   one action in the scenario step syntax as JSON, or a list\n\
          GET  /report    the report of the run so far\n\
          GET  /healthz   200 ok while the lab runs (a readiness probe)\n\
+         GET  /counts    every counter of this process, as JSON\n\
+         GET  /retries?after=N  a node's retry records after record N\n\
          \n\
          curl -s http://{a}/state\n\
          curl -s -X POST http://{a}/actions -d '{{\"policy\": \"ownership\"}}'\n\
@@ -162,6 +172,57 @@ async fn report(State(api): Shared) -> Response {
     }
 }
 
+/// Every counter of this process.
+async fn counts(State(api): Shared) -> Response {
+    let c = WireCounts::from(&api.metrics.local_counts());
+    match serde_json::to_value(&c) {
+        Ok(v) => json_response(StatusCode::OK, &v),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// The node's retry records after `?after=N` (0 when not given).
+async fn retries(State(api): Shared, uri: http::Uri) -> Response {
+    let mut after = 0;
+    for pair in uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        match pair.split_once('=') {
+            Some(("after", v)) => match v.parse::<u64>() {
+                Ok(n) => after = n,
+                Err(_) => {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        format!(
+                            "GET /retries: after={v}: expected a record number such as after=0"
+                        ),
+                    )
+                }
+            },
+            _ => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("GET /retries: unknown parameter `{pair}`: the one taken is after=N"),
+                )
+            }
+        }
+    }
+    let Some(journal) = api.metrics.journal() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "GET /retries: this lab keeps no retry records; a `chaoslab node` does".into(),
+        );
+    };
+    let page: Page = journal.after(after);
+    match serde_json::to_value(&page) {
+        Ok(v) => json_response(StatusCode::OK, &v),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
 /// The control API answers, so the session it serves is up.
 async fn healthz() -> &'static str {
     "ok"
@@ -170,7 +231,7 @@ async fn healthz() -> &'static str {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such endpoint: GET / lists them (GET /state, POST /actions, GET /report, GET /healthz)"
+        "no such endpoint: GET / lists them (GET /state, POST /actions, GET /report, GET /healthz, GET /counts, GET /retries)"
             .into(),
     )
 }
@@ -190,6 +251,7 @@ pub fn serve(
         actions: session.actions_from(Origin::Api),
         expectations,
         bound: listener.addr,
+        metrics: session.metrics().clone(),
     });
     let app = Router::new()
         .route("/", get(index))
@@ -197,6 +259,8 @@ pub fn serve(
         .route("/actions", axum::routing::post(actions))
         .route("/report", get(report))
         .route("/healthz", get(healthz))
+        .route("/counts", get(counts))
+        .route("/retries", get(retries))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(api);

@@ -121,13 +121,16 @@ impl Fleet {
         let served = outside.iter().filter(|o| !**o).count();
         let calls = topology.edges.iter().filter(|e| here(e.from)).count();
         raise_fd_limit(served, calls)?;
-        let metrics = Arc::new(
-            Metrics::new(
-                topology.services.len(),
-                topology.edges.iter().map(|e| (e.from, e.to)).collect(),
-            )
-            .with_outside(&outside),
-        );
+        let mut metrics = Metrics::new(
+            topology.services.len(),
+            topology.edges.iter().map(|e| (e.from, e.to)).collect(),
+        )
+        .with_outside(&outside);
+        // A node journals its retries for the session reading the fleet.
+        if opts.placement.as_ref().is_some_and(|p| p.local.is_some()) {
+            metrics = metrics.with_journal();
+        }
+        let metrics = Arc::new(metrics);
         let observer: Arc<dyn Observer> = metrics.clone();
         let control = Arc::new(OwnershipControl::new(
             topology.ownership.attribution,

@@ -5,9 +5,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::counts::{Counts, RootCounts};
+use super::journal::Journal;
 pub use super::latency::LatencyCounts;
 use super::latency::{latency_bucket, LatencyCounters};
 use super::storm::StormTracker;
@@ -37,7 +38,7 @@ macro_rules! service_counters {
         }
 
         /// A copy of one service's counters.
-        #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+        #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
         pub struct ServiceCounts {
             $($(#[doc = $d])* pub $c: u64,)*
             $($(#[doc = $td])* pub $t: [u64; 3],)*
@@ -152,7 +153,7 @@ pub struct EdgeCounters {
 }
 
 /// A copy of one edge's counters.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EdgeCounts {
     /// Attempts sent, retries included.
     pub attempts: u64,
@@ -247,6 +248,11 @@ pub struct Metrics {
     callee: Vec<usize>,
     /// Per edge, its callee when that runs outside the fleet (`url:`).
     outside_callee: Vec<Option<usize>>,
+    /// A node's retry records, for the session that reads it.
+    journal: Option<Journal>,
+    /// Every counter as last read from the nodes a distributed session
+    /// drives (see [`Metrics::set_remote`]).
+    remote: Mutex<Option<Counts>>,
 }
 
 impl Metrics {
@@ -269,7 +275,30 @@ impl Metrics {
             lag_max_us: AtomicU64::new(0),
             fd_errors: AtomicU64::new(0),
             interval_latency: Mutex::new(new_histogram()),
+            journal: None,
+            remote: Mutex::new(None),
         }
+    }
+
+    /// Keeps a [`Journal`] of the retries sent here and the roots
+    /// completed here, for a session that reads this process as one node
+    /// of a fleet.
+    pub fn with_journal(mut self) -> Metrics {
+        self.journal = Some(Journal::new());
+        self
+    }
+
+    /// The journal, on a node.
+    pub fn journal(&self) -> Option<&Journal> {
+        self.journal.as_ref()
+    }
+
+    /// In a distributed session, the counters live in the nodes: from now
+    /// on [`Metrics::counts`] answers `counts`, the fleet's counters as
+    /// read from every node together with this process's own root counts
+    /// at the same moment, until the next call.
+    pub fn set_remote(&self, counts: Counts) {
+        *self.remote.lock().unwrap_or_else(|e| e.into_inner()) = Some(counts);
     }
 
     /// Marks the services that run outside the fleet (`url:`, by
@@ -439,7 +468,18 @@ impl Metrics {
     /// A copy of every counter. Each service's queue peak starts again
     /// from the depth now, so a sample's peak is the deepest since the
     /// sample before.
+    ///
+    /// In a distributed session, the counters as last read from the nodes
+    /// (see [`Metrics::set_remote`]).
     pub fn counts(&self) -> Counts {
+        if let Some(c) = &*self.remote.lock().unwrap_or_else(|e| e.into_inner()) {
+            return c.clone();
+        }
+        self.local_counts()
+    }
+
+    /// A copy of the counters of this process, whatever the nodes say.
+    pub fn local_counts(&self) -> Counts {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Counts {
             services: self.services.iter().map(ServiceCounters::load).collect(),
@@ -470,6 +510,7 @@ impl Metrics {
                 lag_us: l(&self.lag_us),
                 lag_max_us: l(&self.lag_max_us),
                 fd_errors: l(&self.fd_errors),
+                node_misses: 0,
             },
         }
     }
@@ -495,6 +536,9 @@ impl Observer for Metrics {
         if e.is_root {
             bump(&s.roots);
             self.storm.finish(e.trace.root);
+            if let Some(j) = &self.journal {
+                j.done(e.trace.root);
+            }
         }
         if e.status == ABANDONED {
             bump(&s.timeouts);
@@ -552,6 +596,9 @@ impl Observer for Metrics {
         }
         if let Some(t) = e.trace {
             self.storm.record(t.root, e.edge);
+            if let Some(j) = &self.journal {
+                j.retry(t.root, e.edge);
+            }
         }
     }
 

@@ -1,9 +1,10 @@
 //! Copies of the fleet's counters at one moment, and their differences:
 //! what every window, figure and report is computed from.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::counters::{EdgeCounts, ServiceCounts};
+use super::counters::{EdgeCounts, LatencyCounts, ServiceCounts};
+use super::latency::LATENCY_BUCKETS;
 
 /// A copy of all counters at one moment.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
@@ -45,7 +46,7 @@ impl Counts {
 /// What the end user (the load generator) saw, and how well the lab kept
 /// its own schedule: what tells a measured figure from one the machine
 /// could not carry.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RootCounts {
     /// Root requests sent.
     pub sent: u64,
@@ -68,6 +69,9 @@ pub struct RootCounts {
     /// Connections the lab could not open or accept for want of file
     /// descriptors (`EMFILE`, `ENFILE`).
     pub fd_errors: u64,
+    /// Reads of a node's counters that failed (a distributed session):
+    /// that node's rows are as last read, missing its newest traffic.
+    pub node_misses: u64,
 }
 
 impl RootCounts {
@@ -83,6 +87,7 @@ impl RootCounts {
             lag_us: self.lag_us.saturating_sub(e.lag_us),
             lag_max_us: self.lag_max_us,
             fd_errors: self.fd_errors.saturating_sub(e.fd_errors),
+            node_misses: self.node_misses.saturating_sub(e.node_misses),
         }
     }
 
@@ -102,6 +107,50 @@ impl RootCounts {
             1.0
         } else {
             self.ok as f64 / self.completed() as f64
+        }
+    }
+}
+
+/// Every counter of one process as it crosses the wire (`GET /counts` on
+/// a node's control API): the counts with each service's latency
+/// histogram as a list.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireCounts {
+    /// Per service, in topology order.
+    pub services: Vec<ServiceCounts>,
+    /// Per service, its latency histogram's buckets.
+    pub latency: Vec<Vec<u32>>,
+    /// Per edge, in topology order.
+    pub edges: Vec<EdgeCounts>,
+    /// The root counts (the lab's health, on a node).
+    pub root: RootCounts,
+}
+
+impl From<&Counts> for WireCounts {
+    fn from(c: &Counts) -> WireCounts {
+        WireCounts {
+            services: c.services.clone(),
+            latency: c.services.iter().map(|s| s.latency.0.to_vec()).collect(),
+            edges: c.edges.clone(),
+            root: c.root,
+        }
+    }
+}
+
+impl From<WireCounts> for Counts {
+    fn from(w: WireCounts) -> Counts {
+        let mut services = w.services;
+        for (s, l) in services.iter_mut().zip(&w.latency) {
+            let mut buckets = [0; LATENCY_BUCKETS];
+            for (b, v) in buckets.iter_mut().zip(l) {
+                *b = *v;
+            }
+            s.latency = LatencyCounts(buckets);
+        }
+        Counts {
+            services,
+            edges: w.edges,
+            root: w.root,
         }
     }
 }

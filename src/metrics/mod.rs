@@ -4,13 +4,14 @@
 
 pub mod counters;
 pub mod counts;
+pub mod journal;
 pub mod latency;
 pub mod storm;
 
 use std::time::Duration;
 
 pub use counters::{EdgeCounts, Metrics, ServiceCounts};
-pub use counts::{Counts, RootCounts};
+pub use counts::{Counts, RootCounts, WireCounts};
 pub use storm::RadiusStats;
 
 /// One sample: every counter at time `t`, and what happened in the

@@ -428,6 +428,9 @@ catalogue! {
     /// Connections the lab could not open or accept for want of file descriptors (EMFILE): the machine's limit, not the callee's failure.
     LabFdErrors = "lab_fd_errors" at "lab.fd_errors", Fleet Count "errors",
         None, |w, i| w.counts.root.fd_errors as f64;
+    /// Reads of a node's counters that failed, in a session over one process per service: the figures miss that node's newest traffic.
+    LabNodeMisses = "lab_node_misses" at "lab.node_misses", Fleet Count "reads",
+        None, |w, i| w.counts.root.node_misses as f64;
     /// The most consecutive hops that retried for one root request.
     StormRadius = "storm_radius" at "storm_radius.max", Fleet Count "hops",
         None, |w, i| w.radius.max as f64;
@@ -481,6 +484,12 @@ pub fn saturation(fleet: &Figures) -> Vec<String> {
     if fd > 0 {
         reasons.push(format!(
             "{fd} times a connection could not be opened or accepted for want of file descriptors (EMFILE): raise `ulimit -n`"
+        ));
+    }
+    let missed = fleet.count(Figure::LabNodeMisses);
+    if missed > 0 {
+        reasons.push(format!(
+            "{missed} reads of a node's counters failed: its rows miss its newest traffic"
         ));
     }
     reasons

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::action::{Action, Event, Origin};
+use super::nodes::{NodeControls, Nodes};
 use super::record::Record;
 use super::snapshot::Snapshot;
 use super::state::{self, ActionError, Change, LabState};
@@ -43,6 +44,8 @@ pub struct LabOptions {
     pub max_in_flight: usize,
     /// Which service runs here when each has a process of its own.
     pub placement: Option<Placement>,
+    /// The nodes to read and drive when the services run elsewhere.
+    pub nodes: Option<NodeControls>,
 }
 
 impl Default for LabOptions {
@@ -54,6 +57,7 @@ impl Default for LabOptions {
             window: Duration::from_secs(2),
             max_in_flight: load::DEFAULT_MAX_IN_FLIGHT,
             placement: None,
+            nodes: None,
         }
     }
 }
@@ -81,6 +85,8 @@ pub struct Lab {
     recovery_threshold: Option<f64>,
     /// Root latency since the report's start.
     latency: Histogram<u64>,
+    /// The nodes, when the services run in processes of their own.
+    nodes: Option<Nodes>,
 }
 
 impl std::fmt::Debug for Lab {
@@ -104,6 +110,12 @@ impl Lab {
             },
         )
         .await?;
+        // The nodes come up, take the starting state and are read once
+        // before the load starts and before the first sample.
+        let nodes = match &opts.nodes {
+            Some(c) => Some(Nodes::connect(&topology, c, fleet.metrics().clone()).await?),
+            None => None,
+        };
         let control = Arc::new(LoadControl::new(topology.load.rps));
         let (stop, stop_rx) = watch::channel(false);
         let load_task = opts.load.then(|| {
@@ -149,6 +161,7 @@ impl Lab {
             static_radius,
             recovery_threshold,
             latency: new_histogram(),
+            nodes,
         };
         lab.series.push(empty_sample(Duration::ZERO, base));
         Ok(lab)
@@ -217,6 +230,9 @@ impl Lab {
             }
         };
         self.enact(change);
+        if let Some(n) = &self.nodes {
+            n.forward(&action);
+        }
         self.state.write_to(&mut self.topology);
         self.prediction = model::predict(&self.topology, &self.topology.policy);
         if change == Change::Policy {
@@ -360,6 +376,9 @@ impl Lab {
     ) -> Record {
         let learned = self.learned();
         let uptime = self.elapsed();
+        if let Some(n) = &self.nodes {
+            n.stop();
+        }
         let _ = self.stop.send(true);
         // The load stops and the requests still in flight get `grace`, in
         // all, to finish; a storm of slow ones (or a generator starved of

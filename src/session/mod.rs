@@ -27,6 +27,8 @@ pub mod action;
 pub mod expect;
 pub mod figures;
 pub mod lab;
+pub mod nodes;
+pub mod processes;
 pub mod record;
 pub mod runner;
 pub mod snapshot;
@@ -34,6 +36,7 @@ mod snapshot_json;
 pub mod state;
 pub mod step;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,6 +47,8 @@ use tokio::task::JoinHandle;
 
 pub use action::{Action, Event, Origin};
 pub use lab::{Lab, LabOptions};
+pub use nodes::NodeControls;
+pub use processes::{Processes, Started};
 pub use record::Record;
 pub use runner::{drive, Command, Plan};
 pub use snapshot::Snapshot;
@@ -72,6 +77,12 @@ pub enum SessionError {
     /// A starting action does not apply to this topology.
     #[error("the starting state is not valid: {0}")]
     Start(#[from] ActionError),
+    /// The node processes could not be started.
+    #[error(transparent)]
+    Processes(#[from] processes::ProcessesError),
+    /// The nodes could not be read or driven.
+    #[error(transparent)]
+    Nodes(#[from] nodes::NodesError),
     /// The run loop panicked.
     #[error("the lab's run loop stopped unexpectedly: {0}")]
     RunLoop(#[source] tokio::task::JoinError),
@@ -99,6 +110,12 @@ pub struct Setup {
     /// One service per process (`chaoslab node`, `chaoslab load`): which
     /// one runs here and where the others are; `None` runs them all here.
     pub placement: Option<Placement>,
+    /// Nodes running elsewhere to read and drive (`run --remote`): each
+    /// service's control URL. With `placement` saying where they answer.
+    pub nodes: Option<NodeControls>,
+    /// Start one `chaoslab node` process per service of the topology at
+    /// this path, and run the session over them (`run --processes`).
+    pub processes: Option<PathBuf>,
 }
 
 impl Setup {
@@ -113,6 +130,8 @@ impl Setup {
             until: None,
             steps: vec![],
             placement: None,
+            nodes: None,
+            processes: None,
         }
     }
 }
@@ -157,6 +176,8 @@ pub struct Session {
     metrics: Arc<Metrics>,
     warmup: Duration,
     steps: Vec<(Duration, Action)>,
+    /// The node processes (`run --processes`), stopped after the run.
+    processes: Option<Processes>,
 }
 
 impl Session {
@@ -168,11 +189,19 @@ impl Session {
             .build()
             .map_err(SessionError::Runtime)?;
         let mut topology = setup.topology;
+        let (processes, placement, nodes) = match &setup.processes {
+            Some(path) => {
+                let (p, placement, nodes) = Processes::start(path, &topology, setup.seed)?;
+                (Some(p), Some(placement), Some(nodes))
+            }
+            None => (None, setup.placement, setup.nodes),
+        };
         fold(LabState::of(&topology), &setup.initial)?.write_to(&mut topology);
         let opts = LabOptions {
             seed: setup.seed,
             load: setup.load,
-            placement: setup.placement,
+            placement,
+            nodes,
             ..LabOptions::default()
         };
         let lab = rt.block_on(Lab::start(topology.clone(), opts))?;
@@ -216,7 +245,14 @@ impl Session {
             metrics,
             warmup: setup.warmup,
             steps: setup.steps,
+            processes,
         })
+    }
+
+    /// The node processes of a `--processes` run, topology order (empty
+    /// otherwise).
+    pub fn nodes(&self) -> &[Started] {
+        self.processes.as_ref().map_or(&[], |p| p.started())
     }
 
     /// The newest snapshot, and every one after it.
@@ -306,6 +342,7 @@ impl Session {
             warmup,
             steps,
             stop,
+            processes,
             ..
         } = self;
         drop(actions);
@@ -314,6 +351,8 @@ impl Session {
         // Held until here: a dropped sender reads as "stop" in the loop.
         drop(stop);
         let record = rt.block_on(lab.finish(warmup, steps, grace));
+        // The run has been read: its nodes stop now.
+        drop(processes);
         if grace < lab::SHUTDOWN_GRACE {
             // A person quit: the process ends next, so the tasks still in
             // flight (thousands at the machine's limit) are dropped by the

@@ -1,0 +1,356 @@
+//! A fleet of nodes: the session's second kind of fleet, where each
+//! service runs in a `chaoslab node` process of its own (on this machine,
+//! on other hosts, in a cluster) and the session reads and drives them
+//! through their control APIs.
+//!
+//! - **Read.** Several times a second the session reads every node's
+//!   counters (`GET /counts`) and puts each node's own rows (its service,
+//!   the edges it calls on) beside this process's root counts, read at the
+//!   same moment, into the [`Metrics`] every front end reads. A node's
+//!   lab health (event-loop lag, open-file failures) is added to the
+//!   lab's, and a node that does not answer is counted, so the figures
+//!   say when they are missing a node's traffic.
+//! - **The storm radius.** Each node journals the retries it sent and,
+//!   at the entry, the roots it completed (`GET /retries?after=N`). The
+//!   entry's journal is read first in each round: every retry sent for a
+//!   root happened before that root's answer, so when the entry says a
+//!   root is done, its retries are already in the other nodes' journals,
+//!   read next. The records are replayed into the session's own tracker,
+//!   which measures each root's radius as the in-process fleet does.
+//! - **Drive.** Every action the session applies is sent, in order, to
+//!   every node's `POST /actions` in the scenario step syntax, so every
+//!   node folds the same state (and the same model) as the session.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use thiserror::Error;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::step::as_step;
+use super::Action;
+use crate::metrics::journal::Page;
+use crate::metrics::{Counts, Metrics, WireCounts};
+use crate::topology::Topology;
+
+/// How often the nodes are read.
+pub const READ_PERIOD: Duration = Duration::from_millis(100);
+/// How long a node may take to answer one read.
+const READ_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long the nodes may take to come up.
+pub const READY_WITHIN: Duration = Duration::from_secs(15);
+/// Batches of actions waiting to be sent to the nodes.
+const FORWARD_QUEUE: usize = 256;
+
+/// Why a fleet of nodes could not be driven.
+#[derive(Debug, Error)]
+pub enum NodesError {
+    /// A node did not come up.
+    #[error(
+        "the node of `{service}` at {url} did not answer GET /healthz within {within:?}: {why}"
+    )]
+    NotReady {
+        /// Its service.
+        service: String,
+        /// Its control URL.
+        url: String,
+        /// How long it was given.
+        within: Duration,
+        /// The last failure.
+        why: String,
+    },
+    /// A node refused the starting state.
+    #[error("the node of `{service}` at {url} refused the starting state: {why}")]
+    Refused {
+        /// Its service.
+        service: String,
+        /// Its control URL.
+        url: String,
+        /// What it said.
+        why: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("building the HTTP client for the nodes failed: {0}")]
+    Client(String),
+}
+
+/// Where each service's node answers its control API: per service,
+/// topology order; `None` for a service no node runs (an outside
+/// service).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeControls(pub Vec<Option<String>>);
+
+/// The nodes of a running session.
+#[derive(Debug)]
+pub struct Nodes {
+    forward: mpsc::Sender<String>,
+    topology: Arc<Topology>,
+    reader: JoinHandle<()>,
+    forwarder: JoinHandle<()>,
+    /// Batches of actions the queue had no room for.
+    unsent: Arc<AtomicU64>,
+}
+
+/// One node as the reader knows it.
+#[derive(Debug)]
+struct Node {
+    service: usize,
+    url: String,
+    /// The next journal record to read.
+    next: u64,
+    /// Its rows as last read.
+    last: Option<Counts>,
+}
+
+impl Nodes {
+    /// Waits for every node to answer, brings each to the state `topology`
+    /// starts in, reads them once into `metrics`, and starts reading and
+    /// driving them.
+    pub async fn connect(
+        topology: &Topology,
+        controls: &NodeControls,
+        metrics: Arc<Metrics>,
+    ) -> Result<Nodes, NodesError> {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(READ_TIMEOUT)
+            .build()
+            .map_err(|e| NodesError::Client(e.to_string()))?;
+        let mut nodes: Vec<Node> = controls
+            .0
+            .iter()
+            .enumerate()
+            .filter_map(|(service, url)| {
+                url.as_ref().map(|u| Node {
+                    service,
+                    url: u.trim_end_matches('/').to_string(),
+                    next: 0,
+                    last: None,
+                })
+            })
+            .collect();
+        let name = |n: &Node| topology.services[n.service].name.clone();
+        for n in &nodes {
+            ready(&client, n)
+                .await
+                .map_err(|why| NodesError::NotReady {
+                    service: name(n),
+                    url: n.url.clone(),
+                    within: READY_WITHIN,
+                    why,
+                })?;
+        }
+        let start = body(topology, &super::LabState::of(topology).actions());
+        for n in &nodes {
+            post(&client, n, &start)
+                .await
+                .map_err(|why| NodesError::Refused {
+                    service: name(n),
+                    url: n.url.clone(),
+                    why,
+                })?;
+        }
+        let entry = topology.load.entry;
+        let edges: Vec<usize> = topology.edges.iter().map(|e| e.from).collect();
+        let misses = Arc::new(AtomicU64::new(0));
+        // The entry's node first in every round (see the module's notes).
+        nodes.sort_by_key(|n| n.service != entry);
+        let mut reader = Reader {
+            client: client.clone(),
+            nodes,
+            entry,
+            edges,
+            metrics,
+            misses,
+        };
+        reader.round().await;
+        let reader = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(READ_PERIOD);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                reader.round().await;
+            }
+        });
+        let (forward, mut rx) = mpsc::channel::<String>(FORWARD_QUEUE);
+        let urls: Vec<String> = controls.0.iter().flatten().cloned().collect();
+        let forwarder = tokio::spawn(async move {
+            while let Some(body) = rx.recv().await {
+                // Every node gets each batch before any gets the next.
+                join_all(urls.iter().map(|u| {
+                    client
+                        .post(format!("{}/actions", u.trim_end_matches('/')))
+                        .body(body.clone())
+                        .send()
+                }))
+                .await;
+            }
+        });
+        Ok(Nodes {
+            forward,
+            topology: Arc::new(topology.clone()),
+            reader,
+            forwarder,
+            unsent: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Sends an action the session applied to every node.
+    pub fn forward(&self, action: &Action) {
+        let b = body(&self.topology, std::slice::from_ref(action));
+        if b != "[]" && self.forward.try_send(b).is_err() {
+            self.unsent.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Stops reading and driving the nodes (they keep running).
+    pub fn stop(&self) {
+        self.reader.abort();
+        self.forwarder.abort();
+    }
+}
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Actions as a `POST /actions` body: a JSON list of steps. An action
+/// that changes nothing has no step and is left out.
+fn body(t: &Topology, actions: &[Action]) -> String {
+    let steps: Vec<serde_json::Value> = actions
+        .iter()
+        .filter_map(|a| as_step(t, a))
+        .filter_map(|line| serde_yaml::from_str(&line).ok())
+        .collect();
+    serde_json::Value::Array(steps).to_string()
+}
+
+async fn ready(client: &reqwest::Client, n: &Node) -> Result<(), String> {
+    let until = tokio::time::Instant::now() + READY_WITHIN;
+    loop {
+        let why = match client.get(format!("{}/healthz", n.url)).send().await {
+            Ok(r) if r.status().is_success() => return Ok(()),
+            Ok(r) => format!("HTTP {}", r.status()),
+            Err(e) => crate::format::with_causes(&e),
+        };
+        if tokio::time::Instant::now() >= until {
+            return Err(why);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn post(client: &reqwest::Client, n: &Node, body: &str) -> Result<(), String> {
+    if body == "[]" {
+        return Ok(());
+    }
+    let r = client
+        .post(format!("{}/actions", n.url))
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| crate::format::with_causes(&e))?;
+    let status = r.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let text = r.text().await.unwrap_or_default();
+    Err(format!("HTTP {status}: {}", text.trim()))
+}
+
+async fn get_json<T: serde::de::DeserializeOwned>(
+    client: &reqwest::Client,
+    url: String,
+) -> Option<T> {
+    let r = client.get(url).send().await.ok()?;
+    if !r.status().is_success() {
+        return None;
+    }
+    serde_json::from_slice(&r.bytes().await.ok()?).ok()
+}
+
+/// Reads the nodes into the session's metrics.
+struct Reader {
+    client: reqwest::Client,
+    /// The entry's node first.
+    nodes: Vec<Node>,
+    entry: usize,
+    /// Per edge, its caller: the node whose rows they are.
+    edges: Vec<usize>,
+    metrics: Arc<Metrics>,
+    /// Reads that failed so far.
+    misses: Arc<AtomicU64>,
+}
+
+impl Reader {
+    /// One round: this process's root counts, then the entry's journal,
+    /// then every other journal and every node's counters at once.
+    async fn round(&mut self) {
+        let mut counts = self.metrics.local_counts();
+        let client = &self.client;
+        let (first, rest) = self.nodes.split_at_mut(1);
+        let entry_page = match first.first() {
+            Some(n) if n.service == self.entry => {
+                get_json::<Page>(client, format!("{}/retries?after={}", n.url, n.next)).await
+            }
+            _ => None,
+        };
+        let journals = join_all(
+            rest.iter()
+                .map(|n| get_json::<Page>(client, format!("{}/retries?after={}", n.url, n.next))),
+        );
+        let reads = join_all(
+            first
+                .iter()
+                .chain(rest.iter())
+                .map(|n| get_json::<WireCounts>(client, format!("{}/counts", n.url))),
+        );
+        let (journals, reads) = tokio::join!(journals, reads);
+        let storm = self.metrics.storm();
+        let mut done = vec![];
+        let pages = std::iter::once(entry_page).chain(journals);
+        for (n, page) in self.nodes.iter_mut().zip(pages) {
+            let Some(p) = page else { continue };
+            n.next = p.next;
+            for (root, edge) in p.retries {
+                storm.record(root, edge as usize);
+            }
+            done.extend(p.done);
+        }
+        for root in done {
+            storm.finish(root);
+        }
+        let mut missed = 0;
+        for (n, read) in self.nodes.iter_mut().zip(reads) {
+            match read {
+                Some(w) if w.services.len() == counts.services.len() => {
+                    n.last = Some(w.into());
+                }
+                _ => missed += 1,
+            }
+            let Some(c) = &n.last else { continue };
+            let s = n.service;
+            counts.services[s] = c.services[s];
+            for (e, &from) in self.edges.iter().enumerate() {
+                if from == s {
+                    if let (Some(to), Some(from)) = (counts.edges.get_mut(e), c.edges.get(e)) {
+                        *to = *from;
+                    }
+                }
+            }
+            let r = &mut counts.root;
+            r.fd_errors += c.root.fd_errors;
+            r.ticks += c.root.ticks;
+            r.lag_us += c.root.lag_us;
+            r.lag_max_us = r.lag_max_us.max(c.root.lag_max_us);
+        }
+        let misses = self.misses.fetch_add(missed, Ordering::Relaxed) + missed;
+        counts.root.node_misses = misses;
+        self.metrics.set_remote(counts);
+    }
+}

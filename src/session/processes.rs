@@ -1,0 +1,287 @@
+//! `chaoslab run --processes`: one `chaoslab node` OS process per service
+//! on loopback, each with its own listener and control API, wired to its
+//! callees by `--peer`; the session then drives them as [`super::nodes`]
+//! says.
+//!
+//! No node outlives the run. Each is started with its standard input a
+//! pipe from this process and told to stop when that pipe closes, which
+//! it does when the run ends, when this process panics, and when it is
+//! killed outright; [`Processes`] also closes the pipes, waits, and kills
+//! what is still running on drop. Each node runs in a process group of
+//! its own, so a Ctrl-C at the terminal reaches this process alone, which
+//! reads the nodes one last time before stopping them.
+
+use std::io::Read as _;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+use super::nodes::{NodeControls, READY_WITHIN};
+use crate::fleet::Placement;
+use crate::topology::Topology;
+
+/// How long the nodes get to stop by themselves before they are killed.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+/// The tail of a node's standard error kept to explain a failed start.
+const STDERR_TAIL: usize = 4096;
+
+/// Why the node processes could not be started.
+#[derive(Debug, Error)]
+pub enum ProcessesError {
+    /// This program's own path is unknown.
+    #[error("finding this program to start the nodes failed: {0}")]
+    Exe(#[source] std::io::Error),
+    /// No free port on loopback.
+    #[error("reserving a port on 127.0.0.1 for the node of `{service}` failed: {source}")]
+    Port {
+        /// The service.
+        service: String,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A node could not be started.
+    #[error("starting the node of `{service}` failed: {source}")]
+    Spawn {
+        /// The service.
+        service: String,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A node stopped, or did not listen, before the run began.
+    #[error("the node of `{service}` did not come up ({status}): {stderr}")]
+    Start {
+        /// The service.
+        service: String,
+        /// Its exit status, or how long it was waited for.
+        status: String,
+        /// The end of what it wrote to standard error.
+        stderr: String,
+    },
+}
+
+/// One node process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    /// The service it serves.
+    pub service: String,
+    /// Its process id.
+    pub pid: u32,
+    /// Where the service answers.
+    pub url: String,
+    /// Where its control API answers.
+    pub control: String,
+}
+
+impl std::fmt::Display for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "node {} pid {} at {} (control {})",
+            self.service, self.pid, self.url, self.control
+        )
+    }
+}
+
+#[derive(Debug)]
+struct Running {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+/// The node processes of one run; stopped on drop.
+#[derive(Debug)]
+pub struct Processes {
+    running: Vec<Running>,
+    started: Vec<Started>,
+}
+
+/// A free port on 127.0.0.1, held until the nodes are started.
+fn reserve(service: &str) -> Result<TcpListener, ProcessesError> {
+    TcpListener::bind(("127.0.0.1", 0)).map_err(|source| ProcessesError::Port {
+        service: service.to_string(),
+        source,
+    })
+}
+
+fn addr_of(l: &TcpListener, service: &str) -> Result<SocketAddr, ProcessesError> {
+    l.local_addr().map_err(|source| ProcessesError::Port {
+        service: service.to_string(),
+        source,
+    })
+}
+
+impl Processes {
+    /// Starts a node per service of `topology` (read from `path`; services
+    /// with a `url:` stay outside), each seeded with `seed`, and waits
+    /// until each listens. Returns the placement of this process (no
+    /// service; every one at its node) and the nodes' control URLs.
+    pub fn start(
+        path: &Path,
+        topology: &Topology,
+        seed: u64,
+    ) -> Result<(Processes, Placement, NodeControls), ProcessesError> {
+        let exe = std::env::current_exe().map_err(ProcessesError::Exe)?;
+        let n = topology.services.len();
+        // Ports are taken now and let go just before the nodes bind them.
+        let mut held = vec![];
+        let mut urls = vec![None; n];
+        let mut controls = vec![None; n];
+        for (id, s) in topology.services.iter().enumerate() {
+            if s.url.is_some() {
+                continue;
+            }
+            let (a, b) = (reserve(&s.name)?, reserve(&s.name)?);
+            urls[id] = Some(format!("http://{}/", addr_of(&a, &s.name)?));
+            controls[id] = Some(format!("http://{}/", addr_of(&b, &s.name)?));
+            held.push((a, b));
+        }
+        drop(held);
+        let mut procs = Processes {
+            running: vec![],
+            started: vec![],
+        };
+        for (id, s) in topology.services.iter().enumerate() {
+            let (Some(url), Some(control)) = (&urls[id], &controls[id]) else {
+                continue;
+            };
+            let mut cmd = Command::new(&exe);
+            cmd.arg("node")
+                .arg(path)
+                .args(["--service", &s.name])
+                .args(["--listen", hostport(url)])
+                .args(["--control", hostport(control)])
+                .args(["--seed", &seed.to_string()])
+                .arg("--exit-with-stdin");
+            for &e in &s.calls {
+                let to = topology.edges[e].to;
+                if let Some(u) = &urls[to] {
+                    cmd.arg("--peer")
+                        .arg(format!("{}={u}", topology.services[to].name));
+                }
+            }
+            cmd.stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+            let mut child = cmd.spawn().map_err(|source| ProcessesError::Spawn {
+                service: s.name.clone(),
+                source,
+            })?;
+            let stderr = Arc::new(Mutex::new(Vec::new()));
+            if let Some(mut pipe) = child.stderr.take() {
+                let tail = stderr.clone();
+                // Drained for the node's whole life, so it never blocks on
+                // a full pipe; only the tail is kept.
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 1024];
+                    while let Ok(k) = pipe.read(&mut buf) {
+                        if k == 0 {
+                            break;
+                        }
+                        let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+                        t.extend_from_slice(&buf[..k]);
+                        let over = t.len().saturating_sub(STDERR_TAIL);
+                        t.drain(..over);
+                    }
+                });
+            }
+            procs.started.push(Started {
+                service: s.name.clone(),
+                pid: child.id(),
+                url: url.clone(),
+                control: control.clone(),
+            });
+            procs.running.push(Running {
+                stdin: child.stdin.take(),
+                child,
+                stderr,
+            });
+        }
+        procs.wait_listening()?;
+        let placement = Placement {
+            local: None,
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            peers: urls,
+        };
+        Ok((procs, placement, NodeControls(controls)))
+    }
+
+    /// Waits until every node's control API accepts connections; a node
+    /// that exits first fails the start with what it wrote.
+    fn wait_listening(&mut self) -> Result<(), ProcessesError> {
+        let until = Instant::now() + READY_WITHIN;
+        for i in 0..self.running.len() {
+            let addr: SocketAddr = match hostport(&self.started[i].control).parse() {
+                Ok(a) => a,
+                Err(_) => continue,
+            };
+            loop {
+                if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                    break;
+                }
+                let r = &mut self.running[i];
+                let status = match r.child.try_wait() {
+                    Ok(Some(status)) => Some(status.to_string()),
+                    _ if Instant::now() >= until => {
+                        Some(format!("not listening after {READY_WITHIN:?}"))
+                    }
+                    _ => None,
+                };
+                if let Some(status) = status {
+                    // Give the drain a moment to take the last lines.
+                    std::thread::sleep(Duration::from_millis(50));
+                    let tail = r.stderr.lock().unwrap_or_else(|e| e.into_inner());
+                    return Err(ProcessesError::Start {
+                        service: self.started[i].service.clone(),
+                        status,
+                        stderr: String::from_utf8_lossy(&tail).trim().to_string(),
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Ok(())
+    }
+
+    /// The nodes, in topology order.
+    pub fn started(&self) -> &[Started] {
+        &self.started
+    }
+
+    /// Stops every node: closes its pipe (it stops as on SIGTERM), waits
+    /// up to [`STOP_GRACE`] in all, then kills what is left.
+    pub fn stop(&mut self) {
+        for r in &mut self.running {
+            r.stdin.take();
+        }
+        let until = Instant::now() + STOP_GRACE;
+        for r in &mut self.running {
+            while matches!(r.child.try_wait(), Ok(None)) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if matches!(r.child.try_wait(), Ok(None)) {
+                let _ = r.child.kill();
+            }
+            let _ = r.child.wait();
+        }
+        self.running.clear();
+    }
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `127.0.0.1:8080` of `http://127.0.0.1:8080/`.
+fn hostport(url: &str) -> &str {
+    url.trim_start_matches("http://").trim_end_matches('/')
+}
