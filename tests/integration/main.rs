@@ -17,6 +17,7 @@ mod netns;
 mod nodes;
 mod outside;
 mod overload;
+mod processes;
 mod saturation;
 mod scale;
 mod scenario;

@@ -326,14 +326,9 @@ fn seven_nodes_amplify_as_the_model_says() {
         [1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0],
         "the seed's table"
     );
+    // The hardest table for the wire (8x at the foot); the three tables
+    // through one session over the nodes are `processes.rs`'s.
     assert_like_the_model("retry", &measure_unstarved("retry"), &retry);
-
-    let ownership = model_amplification("ownership");
-    assert!(
-        ownership[3].1 > 1.0 && ownership[2].1 == 1.0,
-        "{ownership:?}"
-    );
-    assert_like_the_model("ownership", &measure_unstarved("ownership"), &ownership);
 }
 
 #[test]
