@@ -9,7 +9,8 @@ use clap::{Args, Parser, Subcommand};
 
 pub use peers::{names as service_names, PeerArgs, Peers};
 
-use crate::session::{Action, Setup};
+use crate::fleet::Placement;
+use crate::session::{Action, NodeControls, Setup};
 use crate::topology::{PolicyFields, Preset, Topology};
 
 /// A terminal lab for retry storms: real services, real numbers.
@@ -112,6 +113,15 @@ pub struct RunArgs {
     /// run does.
     #[arg(long)]
     pub processes: bool,
+    /// Run over nodes already running elsewhere (`chaoslab node`, a
+    /// cluster): where each node's control API answers, `NAME=URL` (repeat
+    /// it) or a template with `{name}`. The load goes to the entry where
+    /// `--peer`/`--peers` say it runs.
+    #[arg(long, value_name = "NAME=URL|TEMPLATE")]
+    pub remote: Vec<String>,
+    /// Where the entry runs, for `--remote`.
+    #[command(flatten)]
+    pub peers: PeerArgs,
 }
 
 /// `--metrics` and `--control`.
@@ -190,6 +200,7 @@ impl RunArgs {
             first.push(Action::SetAtLeastOnce(on));
         }
         first.extend(initial);
+        let (placement, nodes) = self.remote_nodes(&topology)?;
         Ok(Setup {
             topology,
             initial: first,
@@ -198,13 +209,58 @@ impl RunArgs {
             warmup,
             until: duration.map(|d| warmup + d),
             steps,
-            placement: None,
-            nodes: None,
+            placement,
+            nodes,
             processes: match self.processes {
                 true => Some(self.topology_path()?.to_path_buf()),
                 false => None,
             },
         })
+    }
+}
+
+impl RunArgs {
+    /// With `--remote`, where the entry runs and where each node answers
+    /// its control API.
+    fn remote_nodes(
+        &self,
+        t: &Topology,
+    ) -> Result<(Option<Placement>, Option<NodeControls>), UsageError> {
+        let peers_given = !self.peers.peer.is_empty() || self.peers.peers.is_some();
+        if self.remote.is_empty() {
+            if peers_given {
+                return Err(UsageError(
+                    "--peer and --peers say where the entry of a --remote run answers: give --remote with each node's control API too".into(),
+                ));
+            }
+            return Ok((None, None));
+        }
+        if self.processes {
+            return Err(UsageError(
+                "--remote drives nodes already running and --processes starts its own: give one of them".into(),
+            ));
+        }
+        let controls = peers::read_remote(&self.remote, t)?;
+        let peers = self.peers.read(t)?;
+        let mut c = vec![None; t.services.len()];
+        for (id, s) in t.services.iter().enumerate() {
+            if s.url.is_none() {
+                let why = format!("--remote: `{}` runs as a node", s.name);
+                c[id] = Some(controls.url(t, id, &why)?);
+            }
+        }
+        let entry = t.load.entry;
+        let mut placed = vec![None; t.services.len()];
+        if t.entry().url.is_none() {
+            let why = format!("the load goes to the entry `{}`", t.entry().name);
+            placed[entry] = Some(peers.url(t, entry, &why)?);
+        }
+        let placement = Placement {
+            local: None,
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            peers: placed,
+        };
+        Ok((Some(placement), Some(NodeControls(c))))
     }
 }
 

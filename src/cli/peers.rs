@@ -30,6 +30,8 @@ pub struct PeerArgs {
 pub struct Peers {
     given: Vec<Option<String>>,
     template: Option<String>,
+    /// The flags they came from, for messages: one service, every one.
+    flags: (&'static str, &'static str),
 }
 
 impl PeerArgs {
@@ -37,45 +39,81 @@ impl PeerArgs {
     /// topology, once, with a plain `http://` URL; the template holds
     /// `{name}`.
     pub fn read(&self, t: &Topology) -> Result<Peers, UsageError> {
-        let mut given = vec![None; t.services.len()];
-        for spec in &self.peer {
-            let Some((name, url)) = spec.split_once('=') else {
-                return Err(UsageError(format!(
-                    "--peer {spec}: write NAME=URL, e.g. --peer {}=http://127.0.0.1:8080/",
-                    t.services.last().map_or("B", |s| s.name.as_str())
-                )));
-            };
-            let name = name.trim();
-            let id = t.service_id(name).ok_or_else(|| {
-                UsageError(format!(
-                    "--peer {spec}: there is no service `{name}` in topology {} (services: {})",
-                    t.name,
-                    names(t)
-                ))
-            })?;
-            let url = check_http_url(url).map_err(|e| UsageError(format!("--peer {spec}: {e}")))?;
-            if given[id].is_some() {
-                return Err(UsageError(format!(
-                    "--peer {spec}: `{name}` is given twice; give each service one --peer"
-                )));
-            }
-            given[id] = Some(url);
-        }
-        let template = match &self.peers {
-            Some(tpl) if !tpl.contains("{name}") => {
-                return Err(UsageError(format!(
-                    "--peers {tpl}: the template has no {{name}} to put each service's name in (e.g. --peers 'http://{{name}}:8080/')"
-                )))
-            }
-            Some(tpl) => {
-                check_http_url(&tpl.replace("{name}", "x"))
-                    .map_err(|e| UsageError(format!("--peers {tpl}: {e}")))?;
-                Some(tpl.trim().to_string())
-            }
-            None => None,
-        };
-        Ok(Peers { given, template })
+        read_as(&self.peer, self.peers.as_deref(), ("--peer", "--peers"), t)
     }
+}
+
+/// `--remote NAME=URL` (repeatable) or `--remote TEMPLATE`: where each
+/// node's control API answers, read as `--peer` and `--peers` are.
+pub fn read_remote(specs: &[String], t: &Topology) -> Result<Peers, UsageError> {
+    let (templates, one): (Vec<&String>, Vec<&String>) =
+        specs.iter().partition(|s| s.contains("{name}"));
+    if templates.len() > 1 {
+        return Err(UsageError(format!(
+            "--remote {}: give one template with {{name}}, and --remote NAME=URL for the services it does not fit",
+            templates[1]
+        )));
+    }
+    let one: Vec<String> = one.into_iter().cloned().collect();
+    read_as(
+        &one,
+        templates.first().map(|s| s.as_str()),
+        ("--remote", "--remote"),
+        t,
+    )
+}
+
+/// The flags `one` (`NAME=URL`, each) and `all` (a template) read against
+/// `t`; messages name them as `flags` says.
+fn read_as(
+    one: &[String],
+    all: Option<&str>,
+    flags: (&'static str, &'static str),
+    t: &Topology,
+) -> Result<Peers, UsageError> {
+    let (one_flag, all_flag) = flags;
+    let mut given = vec![None; t.services.len()];
+    for spec in one {
+        let Some((name, url)) = spec.split_once('=') else {
+            return Err(UsageError(format!(
+                "{one_flag} {spec}: write NAME=URL, e.g. {one_flag} {}=http://127.0.0.1:8080/",
+                t.services.last().map_or("B", |s| s.name.as_str())
+            )));
+        };
+        let name = name.trim();
+        let id = t.service_id(name).ok_or_else(|| {
+            UsageError(format!(
+                "{one_flag} {spec}: there is no service `{name}` in topology {} (services: {})",
+                t.name,
+                names(t)
+            ))
+        })?;
+        let url = check_http_url(url).map_err(|e| UsageError(format!("{one_flag} {spec}: {e}")))?;
+        if given[id].is_some() {
+            return Err(UsageError(format!(
+                "{one_flag} {spec}: `{name}` is given twice; give each service one {one_flag}"
+            )));
+        }
+        given[id] = Some(url);
+    }
+    let template = match all {
+        Some(tpl) if !tpl.contains("{name}") => {
+            return Err(UsageError(format!(
+                "{all_flag} {tpl}: the template has no {{name}} to put each service's name in (e.g. --peers 'http://{{name}}:8080/')"
+            )))
+        }
+        Some(tpl) => {
+            check_http_url(&tpl.replace("{name}", "x"))
+                .map_err(|e| UsageError(format!("{all_flag} {tpl}: {e}")))?;
+            Some(tpl.trim().to_string())
+        }
+        None => None,
+    };
+    Ok(Peers {
+        given,
+        template,
+        flags,
+    })
 }
 
 impl Peers {
@@ -87,11 +125,12 @@ impl Peers {
             return Ok(u.clone());
         }
         let name = &t.services[id].name;
+        let (one, all) = self.flags;
         match &self.template {
             Some(tpl) => check_http_url(&tpl.replace("{name}", name))
-                .map_err(|e| UsageError(format!("--peers {tpl} for service `{name}`: {e}"))),
+                .map_err(|e| UsageError(format!("{all} {tpl} for service `{name}`: {e}"))),
             None => Err(UsageError(format!(
-                "{why}, but nothing says where `{name}` runs: give --peer {name}=http://HOST:PORT/ (or --peers 'http://{{name}}:PORT/' for every service)"
+                "{why}, but nothing says where `{name}` runs: give {one} {name}=http://HOST:PORT/ (or {all} 'http://{{name}}:PORT/' for every service)"
             ))),
         }
     }

@@ -109,6 +109,7 @@ catalogue! {
     "chaoslab_root_dropped" Counter [""] Figure::RootDropped.help();
     "chaoslab_root_skipped" Counter [""] Figure::RootSkipped.help();
     "chaoslab_fd_errors" Counter [""] Figure::LabFdErrors.help();
+    "chaoslab_node_misses" Counter [""] Figure::LabNodeMisses.help();
     "chaoslab_latency_seconds" Histogram ["service"]
         "Time from a request's arrival at the service to its answer (buckets at powers of two of a microsecond).";
     "chaoslab_amplification" Gauge ["service"]
@@ -370,6 +371,11 @@ impl Source {
         family(e, "chaoslab_root_dropped", fleet(counter(c.root.dropped)))?;
         family(e, "chaoslab_root_skipped", fleet(counter(c.root.skipped)))?;
         family(e, "chaoslab_fd_errors", fleet(counter(c.root.fd_errors)))?;
+        family(
+            e,
+            "chaoslab_node_misses",
+            fleet(counter(c.root.node_misses)),
+        )?;
         family(
             e,
             "chaoslab_latency_seconds",

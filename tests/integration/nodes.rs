@@ -125,7 +125,7 @@ impl Nodes {
         let mut below: Option<(String, String)> = None;
         for s in t.services.iter().rev() {
             let peer = below.as_ref().map(|(n, u)| format!("{n}={u}"));
-            let mut args = vec!["--policy", policy];
+            let mut args = vec!["--policy", policy, "--control", ":0"];
             if let Some(p) = &peer {
                 args.extend(["--peer", p.as_str()]);
             }
@@ -329,6 +329,78 @@ fn seven_nodes_amplify_as_the_model_says() {
     // The hardest table for the wire (8x at the foot); the three tables
     // through one session over the nodes are `processes.rs`'s.
     assert_like_the_model("retry", &measure_unstarved("retry"), &retry);
+}
+
+#[test]
+fn run_remote_reads_and_drives_nodes_already_running() {
+    let _fleet = fleet_lock();
+    // Started under `retry`; the run's own flags bring them to ownership.
+    let nodes = Nodes::chain("retry");
+    let mut args: Vec<String> = [
+        "run",
+        CHAIN,
+        "--headless",
+        "--policy",
+        "ownership",
+        "--fail",
+        "D",
+        "--duration",
+        "3s",
+        "--warmup",
+        "1s",
+        "--peer",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push(format!("A={}", nodes.node("A").url));
+    for n in &nodes.0 {
+        args.push("--remote".into());
+        args.push(format!("{}=http://{}/", n.name, n.control));
+    }
+    let dir = std::env::temp_dir().join(format!("chaoslab-remote-{}.json", std::process::id()));
+    args.push("--report".into());
+    args.push(dir.to_string_lossy().into_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = chaoslab(&args);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    eprintln!("{stdout}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&dir).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&dir);
+    if r["saturated"] == false {
+        for s in r["nodes"].as_array().unwrap() {
+            let (m, model) = (
+                s["amplification"].as_f64().unwrap(),
+                s["model_amplification"].as_f64().unwrap(),
+            );
+            assert!(
+                (m - model).abs() <= 0.03 * model,
+                "{}: {m} vs {model}",
+                s["name"]
+            );
+        }
+        assert_eq!(r["storm_radius"]["max"], 1, "{}", r["storm_radius"]);
+    }
+    assert_eq!(r["nodes"][3]["model_amplification"], 1.1);
+    // Each node folded the run's starting state: D's own API says so.
+    let (status, body) = get(&nodes.node("D").control, "/state");
+    assert_eq!(status, 200, "{body}");
+    let state: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(state["policy"]["name"], "ownership", "{body}");
+    // What the lab reads from a node: its counters and its journal.
+    let (status, body) = get(&nodes.node("C").control, "/retries?after=0");
+    assert_eq!(status, 200, "{body}");
+    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        page["retries"].as_array().unwrap().len() > 30,
+        "C retried D (20 a second under the budget): {body}"
+    );
+    let (status, body) = get(&nodes.node("C").control, "/retries?after=x");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("after=x"), "{body}");
+    let (status, body) = get(&nodes.node("C").control, "/counts");
+    assert_eq!(status, 200, "{body}");
 }
 
 #[test]
