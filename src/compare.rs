@@ -234,6 +234,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
             warmup,
             until: Some(warmup + duration),
             steps: steps.clone(),
+            processes: args.processes.then(|| args.topology.clone()),
             ..Setup::new(base.clone())
         })?;
         interrupts.attach(&session);

@@ -302,6 +302,10 @@ pub struct CompareArgs {
     /// labelled `policy`).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Each service an OS process of its own, as `run --processes`
+    /// (fresh nodes for each policy).
+    #[arg(long)]
+    pub processes: bool,
 }
 
 /// `chaoslab model`.

@@ -132,10 +132,13 @@ impl Lab {
             )
         });
         let load_task = load_task.transpose()?;
+        // A node's own series serves only its /state and its exit table:
+        // the session reading the fleet keeps the run's.
+        let node = opts.placement.as_ref().is_some_and(|p| p.local.is_some());
         let cap = Series::capacity_for(
             topology.services.len(),
             topology.edges.len(),
-            32 << 20,
+            if node { 4 << 20 } else { 32 << 20 },
             (Duration::from_secs(3600).as_millis() / opts.tick.as_millis().max(1)) as usize,
         );
         let base = fleet.metrics().counts();
