@@ -165,11 +165,16 @@ fn one_process_per_service_reproduces_the_three_tables() {
             );
         }
         // Measured from every node's journal of retries, joined by root.
-        assert_eq!(
-            r["storm_radius"]["max"], radius,
-            "{policy}: {}",
-            r["storm_radius"]
-        );
+        assert_eq!(r["storm_radius"]["model"], radius, "{policy}");
+        let max = r["storm_radius"]["max"].as_u64().unwrap();
+        if policy == "budget" {
+            // Three hops need one root that A, B and C each retried
+            // within their 10% budgets: a few roots in a run of 800, so
+            // a run without one happens; two hops are always there.
+            assert!((2..=3).contains(&max), "{policy}: {}", r["storm_radius"]);
+        } else {
+            assert_eq!(max, radius, "{policy}: {}", r["storm_radius"]);
+        }
         let mean = r["storm_radius"]["mean"].as_f64().unwrap();
         if policy != "budget" {
             assert!((mean - radius as f64).abs() < 0.01, "{policy}: mean {mean}");
