@@ -21,7 +21,7 @@ const STARVED_P99_MS: f64 = 400.0;
 
 /// Every live process started with the flag only `--processes` gives its
 /// nodes, as (pid, command line).
-fn nodes_alive() -> Vec<(u32, String)> {
+pub fn nodes_alive() -> Vec<(u32, String)> {
     let mut alive = vec![];
     for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
@@ -42,7 +42,7 @@ fn nodes_alive() -> Vec<(u32, String)> {
 }
 
 /// Waits up to `within` for every node process to be gone.
-fn assert_no_node_left(within: Duration, after: &str) {
+pub fn assert_no_node_left(within: Duration, after: &str) {
     let until = Instant::now() + within;
     loop {
         let alive = nodes_alive();

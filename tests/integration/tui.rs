@@ -271,6 +271,41 @@ fn storm_then_ownership_in_a_real_terminal() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The dashboard over `--processes`: the keys reach every node, and
+/// quitting leaves no node running.
+#[test]
+fn the_dashboard_drives_node_processes_and_leaves_none() {
+    let _fleet = common::fleet_lock();
+    crate::processes::assert_no_node_left(Duration::ZERO, "before the test");
+    let t = Tmux::start();
+    t.wait_for("the shell", Duration::from_secs(10), |s| {
+        s.contains("test$")
+    });
+    let cmd = format!(
+        "{} {} --processes --fail D --policy retry",
+        env!("CARGO_BIN_EXE_chaoslab"),
+        common::root().join("topologies/uber-chain.yaml").display(),
+    );
+    t.keys(&[&cmd, "Enter"]);
+    let s = t.wait_for("D at about 8× under retry", Duration::from_secs(25), |s| {
+        near(s, "D", 8.0, 0.05)
+    });
+    assert!(near(&s, "B", 2.0, 0.05) && near(&s, "C", 4.0, 0.05), "{s}");
+    assert_eq!(crate::processes::nodes_alive().len(), 7, "{s}");
+    // Ownership, by key: every node takes it.
+    t.keys(&["4"]);
+    t.wait_for(
+        "D at about 1.1× under ownership",
+        Duration::from_secs(20),
+        |s| near(s, "D", 1.1, 0.05) && near(s, "B", 1.0, 0.05) && s.contains("OWNERSHIP"),
+    );
+    t.keys(&["q"]);
+    t.wait_for("the summary and the shell", Duration::from_secs(10), |s| {
+        s.contains("test$") && t.alternate_on() == "0"
+    });
+    crate::processes::assert_no_node_left(Duration::from_secs(1), "after q");
+}
+
 #[test]
 fn at_the_machines_limit_the_dashboard_stays_responsive() {
     let _fleet = common::fleet_lock();
