@@ -20,6 +20,12 @@ use crate::topology::Topology;
 /// `chaoslab run --headless`.
 pub fn run(args: RunArgs) -> Result<(), RunError> {
     let path = args.topology_path().map_err(RunError::usage)?;
+    if let Some(c) = &args.cast {
+        return Err(RunError::Usage(format!(
+            "--cast {}: records the dashboard's frames, and a headless run draws none; drop --headless, or use --record for the actions",
+            c.display()
+        )));
+    }
     check_outputs(&args.outputs(), &args.inputs())?;
     let topology = Topology::load(path)?;
     // A scenario: `--scenario FILE`, else the topology's `scenario:` key.

@@ -105,6 +105,10 @@ pub struct RunArgs {
     /// file when it ends.
     #[arg(long)]
     pub record: Option<PathBuf>,
+    /// Record the dashboard as an asciicast v2 file (`asciinema play
+    /// FILE`): every frame, with its time.
+    #[arg(long, value_name = "FILE")]
+    pub cast: Option<PathBuf>,
     /// Prometheus metrics and the control API.
     #[command(flatten)]
     pub endpoints: EndpointArgs,
@@ -159,6 +163,7 @@ impl RunArgs {
             ("--report", &self.report),
             ("--junit", &self.junit),
             ("--record", &self.record),
+            ("--cast", &self.cast),
         ]
         .into_iter()
         .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))

@@ -19,6 +19,7 @@
 //! first and then prints the message, so it is never lost in the
 //! alternate screen.
 
+pub mod cast;
 pub mod keys;
 pub mod state;
 pub mod update;
@@ -27,7 +28,8 @@ pub mod view;
 #[cfg(test)]
 mod fixtures;
 
-use std::io::{self, IsTerminal, Stdout, Write};
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -58,6 +60,8 @@ pub struct Options {
     pub no_color: bool,
     /// Where `--metrics` and `--control` listen, shown in the help.
     pub listening: Vec<String>,
+    /// `--cast FILE`: record the session as an asciicast v2 file.
+    pub cast: Option<PathBuf>,
 }
 
 impl Options {
@@ -92,6 +96,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         fps: args.fps,
         no_color: args.no_color,
         listening: listening.clone(),
+        cast: args.cast.clone(),
     };
     let outcome = dashboard(&session, &opts);
     let record = session.finish()?;
@@ -146,12 +151,35 @@ pub fn dashboard(session: &Session, opts: &Options) -> Result<(), RunError> {
     session
         .handle()
         .spawn(watch_signals(interrupted.clone(), ui_done.clone()));
-    let outcome = match Guard::enter() {
-        Ok(mut guard) => ui_loop(&mut guard.terminal, session, &interrupted, opts),
+    let cast_error = |source| RunError::Output {
+        what: "asciicast",
+        path: opts.cast.clone().unwrap_or_default(),
+        source,
+    };
+    let cast = match &opts.cast {
+        Some(path) => {
+            let (w, h) = ratatui::crossterm::terminal::size().map_err(RunError::Terminal)?;
+            let title = format!("chaoslab {}", session.topology().name);
+            let c = cast::Cast::create(path, w, h, &title).map_err(cast_error)?;
+            Some(Arc::new(std::sync::Mutex::new(c)))
+        }
+        None => None,
+    };
+    let outcome = match Guard::enter(cast.clone()) {
+        Ok(mut guard) => ui_loop(
+            &mut guard.terminal,
+            session,
+            &interrupted,
+            opts,
+            cast.as_ref(),
+        ),
         Err(e) => Err(RunError::Terminal(e)),
     };
     // The guard is gone: the terminal is restored from here on.
     ui_done.store(true, Ordering::SeqCst);
+    if let Some(c) = &cast {
+        cast::lock(c).finish().map_err(cast_error)?;
+    }
     outcome
 }
 
@@ -225,10 +253,11 @@ fn io_err(e: io::Error) -> RunError {
 
 /// The main thread's loop: draw at `fps`, turn keys into actions.
 fn ui_loop(
-    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    terminal: &mut Terminal<CrosstermBackend<cast::Screen>>,
     session: &Session,
     interrupted: &AtomicU8,
     opts: &Options,
+    cast: Option<&cast::Shared>,
 ) -> Result<(), RunError> {
     let (fps, color) = (opts.fps.clamp(1, 60), opts.color());
     let mut snaps = session.snapshots();
@@ -298,7 +327,10 @@ fn ui_loop(
                             }
                         }
                     }
-                    TermEvent::Resize(..) => {
+                    TermEvent::Resize(w, h) => {
+                        if let Some(c) = cast {
+                            cast::lock(c).resized(w, h);
+                        }
                         terminal.autoresize().map_err(io_err)?;
                     }
                     _ => {}
@@ -329,11 +361,11 @@ fn restore_terminal() {
 /// terminal. A panic hook, installed once, restores it too before the
 /// panic message is printed.
 struct Guard {
-    terminal: Terminal<CrosstermBackend<Stdout>>,
+    terminal: Terminal<CrosstermBackend<cast::Screen>>,
 }
 
 impl Guard {
-    fn enter() -> io::Result<Guard> {
+    fn enter(cast: Option<cast::Shared>) -> io::Result<Guard> {
         HOOK.call_once(|| {
             let previous = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
@@ -346,7 +378,7 @@ impl Guard {
         enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
         let setup = execute!(io::stdout(), EnterAlternateScreen, Hide)
-            .and_then(|_| Terminal::new(CrosstermBackend::new(io::stdout())));
+            .and_then(|_| Terminal::new(CrosstermBackend::new(cast::Screen::new(cast))));
         match setup {
             Ok(terminal) => {
                 // From here on, dropping the guard restores the terminal.

@@ -200,6 +200,19 @@ fn bad_output_paths_are_refused_before_any_fleet_starts() {
             vec!["--record".into(), "/nonexistent/s.yaml".into()],
             "does not exist",
         ),
+        (
+            vec!["--cast".into(), in_dir("s.cast")],
+            "a headless run draws none",
+        ),
+        (
+            vec![
+                "--processes".into(),
+                "--remote".into(),
+                "A=http://a/".into(),
+            ],
+            "give one of them",
+        ),
+        (vec!["--peer".into(), "A=http://a/".into()], "give --remote"),
     ] {
         let mut args: Vec<&str> = base.to_vec();
         args.extend(extra.iter().map(String::as_str));

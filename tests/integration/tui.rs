@@ -281,10 +281,13 @@ fn the_dashboard_drives_node_processes_and_leaves_none() {
     t.wait_for("the shell", Duration::from_secs(10), |s| {
         s.contains("test$")
     });
+    let cast = std::env::temp_dir().join(format!("chaoslab-tui-{}.cast", std::process::id()));
+    let _ = std::fs::remove_file(&cast);
     let cmd = format!(
-        "{} {} --processes --fail D --policy retry",
+        "{} {} --processes --fail D --policy retry --cast {}",
         env!("CARGO_BIN_EXE_chaoslab"),
         common::root().join("topologies/uber-chain.yaml").display(),
+        cast.display(),
     );
     t.keys(&[&cmd, "Enter"]);
     let s = t.wait_for("D at about 8× under retry", Duration::from_secs(25), |s| {
@@ -304,6 +307,32 @@ fn the_dashboard_drives_node_processes_and_leaves_none() {
         s.contains("test$") && t.alternate_on() == "0"
     });
     crate::processes::assert_no_node_left(Duration::from_secs(1), "after q");
+
+    // The session as asciicast v2: a header line, then timed events.
+    let text = std::fs::read_to_string(&cast).expect("the cast is written on quit");
+    let _ = std::fs::remove_file(&cast);
+    let mut lines = text.lines();
+    let header: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(header["version"], 2, "{header}");
+    assert_eq!(
+        (header["width"].as_u64(), header["height"].as_u64()),
+        (Some(160), Some(45))
+    );
+    let mut last = 0.0;
+    let mut shown = String::new();
+    let mut frames = 0;
+    for l in lines {
+        let e: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+        let t = e[0].as_f64().unwrap_or_else(|| panic!("a time: {l}"));
+        assert!(t >= last, "times go forward: {last} then {t}");
+        last = t;
+        assert!(e[1] == "o" || e[1] == "r", "{l}");
+        shown.push_str(e[2].as_str().expect("the data as text"));
+        frames += 1;
+    }
+    assert!(frames >= 8, "{frames} frames");
+    assert!(last > 1.0, "the cast spans the session: {last} s");
+    assert!(shown.contains("uber-chain") && shown.contains("OWNERSHIP"));
 }
 
 #[test]
