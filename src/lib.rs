@@ -26,6 +26,7 @@ pub mod scenario;
 pub mod serve;
 pub mod session;
 pub mod signals;
+pub mod tap;
 pub mod topology;
 pub mod tui;
 pub mod yaml;
@@ -35,7 +36,7 @@ use cli::{Command, Opts};
 pub use error::{RunError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_EXPECTATION};
 
 /// Runs one command line: each command is a front end over a session
-/// (`run`, `compare`, `serve`, `node`, `load`) or starts nothing
+/// (`run`, `compare`, `serve`, `node`, `load`, `tap`) or starts nothing
 /// (`check`, `model`, `k8s`).
 pub fn run(opts: Opts) -> Result<(), RunError> {
     match opts.into_command() {
@@ -48,5 +49,6 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Node(args) => node::serve(args),
         Command::Load(args) => node::load(args),
         Command::K8s(args) => k8s::run(args),
+        Command::Tap(args) => tap::run(args),
     }
 }

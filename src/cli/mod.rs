@@ -60,6 +60,9 @@ pub enum Command {
     Load(LoadArgs),
     /// Write Kubernetes manifests for a topology; starts nothing.
     K8s(K8sArgs),
+    /// Run the fleet with load and print one service's exchanges as the
+    /// wire carries them: status, claim header, what the caller did.
+    Tap(TapArgs),
 }
 
 /// `chaoslab run`.
@@ -405,6 +408,29 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub start: Start,
     /// Prometheus metrics (the root requests) and the control API.
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
+}
+
+/// `chaoslab tap`.
+#[derive(Debug, Args, Clone)]
+pub struct TapArgs {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// The service whose exchanges (its calls, and the calls to it) are
+    /// shown.
+    #[arg(long, value_name = "NAME")]
+    pub service: String,
+    /// How long to run (default 10s).
+    #[arg(long, value_parser = parse_run_duration, allow_hyphen_values = true)]
+    pub duration: Option<Duration>,
+    /// The rate and the seed.
+    #[command(flatten)]
+    pub load: Load,
+    /// The policy and faults to start in.
+    #[command(flatten)]
+    pub start: Start,
+    /// Prometheus metrics and the control API (to drive it meanwhile).
     #[command(flatten)]
     pub endpoints: EndpointArgs,
 }

@@ -12,10 +12,13 @@ use super::journal::Journal;
 pub use super::latency::LatencyCounts;
 use super::latency::{latency_bucket, LatencyCounters};
 use super::storm::StormTracker;
+use super::tap::Tap;
 use crate::ownership::breaker::BreakerState;
 use crate::ownership::claim::ClaimReason;
 use crate::ownership::edge_budget::Level;
-use crate::ownership::observe::{Attempted, CallFailed, Observer, RetrySent, Served, ABANDONED};
+use crate::ownership::observe::{
+    Attempted, CallFailed, Exchanged, Observer, RetrySent, Served, ABANDONED,
+};
 use crate::ownership::retry::StopReason;
 use crate::ownership::{Claim, Classified};
 
@@ -250,6 +253,8 @@ pub struct Metrics {
     outside_callee: Vec<Option<usize>>,
     /// A node's retry records, for the session that reads it.
     journal: Option<Journal>,
+    /// A sample of the exchanges on every edge.
+    tap: Tap,
     /// Every counter as last read from the nodes a distributed session
     /// drives (see [`Metrics::set_remote`]).
     remote: Mutex<Option<Counts>>,
@@ -259,6 +264,7 @@ impl Metrics {
     /// Counters for a fleet of `services` services and these edges
     /// (caller, callee), in topology order.
     pub fn new(services: usize, edges: Vec<(usize, usize)>) -> Metrics {
+        let callee_count = edges.len();
         Metrics {
             services: (0..services).map(|_| ServiceCounters::default()).collect(),
             edges: edges.iter().map(|_| EdgeCounters::default()).collect(),
@@ -276,6 +282,7 @@ impl Metrics {
             fd_errors: AtomicU64::new(0),
             interval_latency: Mutex::new(new_histogram()),
             journal: None,
+            tap: Tap::new(callee_count),
             remote: Mutex::new(None),
         }
     }
@@ -286,6 +293,11 @@ impl Metrics {
     pub fn with_journal(mut self) -> Metrics {
         self.journal = Some(Journal::new());
         self
+    }
+
+    /// The wire tap.
+    pub fn tap(&self) -> &Tap {
+        &self.tap
     }
 
     /// The journal, on a node.
@@ -585,6 +597,10 @@ impl Observer for Metrics {
         if e.late {
             bump(&s.late_attempts);
         }
+    }
+
+    fn exchanged(&self, e: &Exchanged) {
+        self.tap.offer(e);
     }
 
     fn retry_sent(&self, e: &RetrySent) {

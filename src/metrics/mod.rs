@@ -7,6 +7,7 @@ pub mod counts;
 pub mod journal;
 pub mod latency;
 pub mod storm;
+pub mod tap;
 
 use std::time::Duration;
 

@@ -37,7 +37,7 @@ use crate::ownership::attempt::{attempt_timeout, AttemptMachine, Next};
 use crate::ownership::breaker::{Breaker, BreakerState};
 use crate::ownership::claim::Outbound;
 use crate::ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
-use crate::ownership::observe::is_out_of_files;
+use crate::ownership::observe::{is_out_of_files, Exchanged, Then, WireValue};
 use crate::ownership::policy::EdgePolicy;
 use crate::ownership::quota::RetryKind;
 use crate::ownership::retry::StopReason;
@@ -228,6 +228,10 @@ struct Reply {
     class: Classified,
     advice: Advice,
     kind: RetryKind,
+    /// The status, when there was an answer.
+    status: Option<u16>,
+    /// The claim header's value as sent, on an error.
+    claim: Option<WireValue>,
 }
 
 impl Reply {
@@ -235,6 +239,8 @@ impl Reply {
         class: Classified::NoResponse,
         advice: Advice::Silent,
         kind: RetryKind::Timeout,
+        status: None,
+        claim: None,
     };
 }
 
@@ -364,6 +370,7 @@ impl RetryClient {
             // (which also reads the claim under this edge's header name).
             let claim_value = one_value(headers.get_all(&self.header).iter().map(|v| v.as_bytes()));
             let claim = Claim::parse(claim_value);
+            let claim_wire = claim_value.map(WireValue::of);
             // Every dialect is silent on a success: its headers are read
             // on errors only, off the request path of the healthy fleet.
             let signal = signal.filter(|_| is_error_status(status));
@@ -401,12 +408,16 @@ impl RetryClient {
                     } else {
                         RetryKind::Transient
                     },
+                    status: Some(status),
+                    claim: claim_wire,
                 }
             } else {
                 Reply {
                     class: Classified::Success,
                     advice: Advice::Silent,
                     kind: RetryKind::Transient,
+                    status: Some(status),
+                    claim: None,
                 }
             })
         };
@@ -459,13 +470,14 @@ impl RetryClient {
                 }
                 break machine.short_circuit();
             }
+            let attempt = machine.attempt();
             let mut in_flight = InFlight {
                 sent,
                 observer: &*self.observer,
                 attempted: Attempted {
                     service: self.service,
                     edge: edge.id,
-                    attempt: machine.attempt(),
+                    attempt,
                     outcome: Classified::NoResponse,
                     late: false,
                     elapsed: Duration::ZERO,
@@ -506,6 +518,17 @@ impl RetryClient {
                         .random_range(0.0..1.0)
                 },
             );
+            self.observer.exchanged(&Exchanged {
+                service: self.service,
+                edge: edge.id,
+                attempt,
+                status: reply.status,
+                claim: reply.claim,
+                then: match &next {
+                    Next::Stop(o) => o.stop_reason().map_or(Then::Done, Then::Stopped),
+                    _ => Then::Retried,
+                },
+            });
             let delay = match next {
                 Next::Stop(outcome) => break outcome,
                 Next::RetryNow => None,

@@ -73,6 +73,71 @@ pub struct RetrySent {
     pub trace: Option<Trace>,
 }
 
+/// An attempt's answer as it came off the wire, and what the caller did
+/// next: what the wire tap shows.
+#[derive(Debug, Clone, Copy)]
+pub struct Exchanged {
+    /// The calling service.
+    pub service: usize,
+    /// The edge.
+    pub edge: usize,
+    /// 0 for the first attempt.
+    pub attempt: u32,
+    /// The answer's status (`None`: no answer: refused, reset, timed out).
+    pub status: Option<u16>,
+    /// The claim header's value as sent, its first [`WireValue::MAX`]
+    /// bytes (`None`: no such header).
+    pub claim: Option<WireValue>,
+    /// What the caller did next.
+    pub then: Then,
+}
+
+/// A header value kept inline, without allocating: its first
+/// [`WireValue::MAX`] bytes and whether there were more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireValue {
+    bytes: [u8; WireValue::MAX],
+    len: u8,
+    cut: bool,
+}
+
+impl WireValue {
+    /// Bytes kept.
+    pub const MAX: usize = 24;
+
+    /// The first [`WireValue::MAX`] bytes of `v`.
+    pub fn of(v: &[u8]) -> WireValue {
+        let n = v.len().min(Self::MAX);
+        let mut bytes = [0; Self::MAX];
+        bytes[..n].copy_from_slice(&v[..n]);
+        WireValue {
+            bytes,
+            len: n as u8,
+            cut: v.len() > n,
+        }
+    }
+
+    /// The value as text (invalid UTF-8 replaced, `…` when cut).
+    pub fn text(&self) -> String {
+        let mut s = String::from_utf8_lossy(&self.bytes[..usize::from(self.len)]).into_owned();
+        if self.cut {
+            s.push('…');
+        }
+        s
+    }
+}
+
+/// What a caller did after an attempt's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Then {
+    /// The call succeeded.
+    Done,
+    /// It sent another attempt.
+    Retried,
+    /// It stopped, and why.
+    Stopped(StopReason),
+}
+
 /// A logical outbound call (all its attempts) ended in failure.
 #[derive(Debug, Clone, Copy)]
 pub struct CallFailed {
@@ -93,6 +158,8 @@ pub trait Observer: Send + Sync + 'static {
     fn attempted(&self, _e: &Attempted) {}
     /// A retry is being sent.
     fn retry_sent(&self, _e: &RetrySent) {}
+    /// An attempt was answered (or not) and the caller decided.
+    fn exchanged(&self, _e: &Exchanged) {}
     /// A logical outbound call failed for good.
     fn call_failed(&self, _e: &CallFailed) {}
     /// The lab's own process had no file descriptor left for a connection

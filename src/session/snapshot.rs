@@ -11,8 +11,11 @@ use super::action::Event;
 use super::figures::{Figure, Figures, Scope, Window};
 use super::state::LabState;
 use crate::fleet::Fleet;
+use crate::metrics::tap::Tapped;
 use crate::metrics::{Counts, RadiusStats, Sample, Series};
 use crate::ownership::learn::Learned;
+use crate::ownership::observe::Then;
+use crate::ownership::retry::StopReason;
 use crate::topology::model::Prediction;
 use crate::topology::Topology;
 
@@ -166,6 +169,91 @@ pub struct Snapshot {
     /// Why the live window's figures are lower bounds (the machine could
     /// not carry the load); empty when the lab keeps up.
     pub saturation: Vec<String>,
+    /// The wire tap: sampled exchanges on the edges of the services this
+    /// process runs, oldest first (bounded).
+    pub tap: Vec<TapLine>,
+}
+
+/// One sampled exchange, as the wire carried it and as its caller took
+/// it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TapLine {
+    /// Its number: a reader skips what it has shown.
+    pub seq: u64,
+    /// When, on the lab's clock (roughly: the tap's clock started with
+    /// the fleet).
+    pub t: Duration,
+    /// The caller.
+    pub from: usize,
+    /// The callee.
+    pub to: usize,
+    /// The caller's and the callee's names.
+    pub names: (String, String),
+    /// The answer: `500`, or `no answer`.
+    pub status: Option<u16>,
+    /// The claim header line as sent (`x-error-claim: false`), if any.
+    pub header: Option<String>,
+    /// What the caller did: `retried`, `not retried: …`, `done`.
+    pub then: String,
+}
+
+impl TapLine {
+    /// `B → C  500  x-error-claim: false  (not retried: unclaimed)`.
+    pub fn text(&self) -> String {
+        let status = self
+            .status
+            .map_or_else(|| "no answer".to_string(), |s| s.to_string());
+        let header = self
+            .header
+            .as_ref()
+            .map_or_else(String::new, |h| format!("  {h}"));
+        format!(
+            "{} → {}  {status}{header}  ({})",
+            self.names.0, self.names.1, self.then
+        )
+    }
+}
+
+/// What a caller did after an answer, in words.
+fn then_text(then: Then) -> String {
+    match then {
+        Then::Done => "done".into(),
+        Then::Retried => "retried".into(),
+        Then::Stopped(r) => match r {
+            StopReason::Suppressed => "not retried: unclaimed".into(),
+            StopReason::Refused(_) => "not retried: told not to".into(),
+            StopReason::BreakerOpen => "breaker open".into(),
+            StopReason::AttemptsExhausted => "not retried: attempts used".into(),
+            StopReason::NoRetriesConfigured => "not retried: no retries".into(),
+            StopReason::BudgetDenied => "not retried: budget".into(),
+            StopReason::DeadlinePassed => "not retried: deadline passed".into(),
+        },
+    }
+}
+
+/// The tap's samples as lines (`header` is the claim header's name).
+fn tap_lines(tapped: &[Tapped], t: &Topology) -> Vec<TapLine> {
+    tapped
+        .iter()
+        .filter_map(|x| {
+            let e = t.edges.get(x.edge)?;
+            Some(TapLine {
+                seq: x.seq,
+                t: x.t,
+                from: e.from,
+                to: e.to,
+                names: (
+                    t.services[e.from].name.clone(),
+                    t.services[e.to].name.clone(),
+                ),
+                status: x.status,
+                header: x
+                    .claim
+                    .map(|v| format!("{}: {}", t.ownership.header, v.text())),
+                then: then_text(x.then),
+            })
+        })
+        .collect()
 }
 
 /// What [`build`] reads: the lab's parts, borrowed.
@@ -262,6 +350,7 @@ pub fn build(i: Inputs<'_>) -> Snapshot {
         radius_static: i.static_radius,
         spurious_avoided: live.total.counts.spurious_avoided(),
         saturation: super::figures::saturation(&Figures::measure(&live.w, Scope::Fleet, 0)),
+        tap: tap_lines(&i.fleet.metrics().tap().recent(), i.topology),
         recovery_threshold: i.recovery_threshold,
         services: (0..i.topology.services.len())
             .map(|s| service_view(&i, &live, s))

@@ -158,6 +158,7 @@ fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snaps
         services,
         events: vec![],
         saturation: vec![],
+        tap: vec![],
     }
 }
 

@@ -78,6 +78,8 @@ pub enum Msg {
     Pause,
     /// Reset counters and charts.
     Reset,
+    /// The wire tap in place of the event log, or back.
+    ToggleTap,
 }
 
 /// One line of help: a group, the keys as shown, what they do, and the
@@ -124,6 +126,7 @@ pub const HELP: &[KeyHelp] = &[
     KeyHelp { group: "Load", keys: "+  -", what: "entry rate up / down a step", short: "rps", rank: 4 },
     KeyHelp { group: "Load", keys: "space", what: "pause / resume the load", short: "pause", rank: 4 },
     KeyHelp { group: "Load", keys: "r", what: "reset counters and charts", short: "reset", rank: 5 },
+    KeyHelp { group: "Dashboard", keys: "t", what: "wire tap: the selected service's exchanges, status and claim header as sent, and what the caller did (in place of the events)", short: "tap", rank: 7 },
     KeyHelp { group: "Dashboard", keys: "?", what: "this help", short: "help", rank: 0 },
     KeyHelp { group: "Dashboard", keys: "Esc", what: "close the help", short: "", rank: 9 },
     KeyHelp { group: "Dashboard", keys: "q  Ctrl-C", what: "quit and print the summary", short: "quit", rank: 0 },
@@ -203,6 +206,7 @@ pub fn msg(k: KeyEvent) -> Option<Msg> {
         KeyCode::Char('-') | KeyCode::Char('_') => Msg::RateDown,
         KeyCode::Char(' ') => Msg::Pause,
         KeyCode::Char('r') => Msg::Reset,
+        KeyCode::Char('t') => Msg::ToggleTap,
         _ => return None,
     })
 }

@@ -134,6 +134,8 @@ pub struct State {
     pub pending: Option<Pending>,
     /// Where `--metrics` and `--control` listen (shown in the help).
     pub listening: Vec<String>,
+    /// The wire tap is shown in place of the event log.
+    pub tap: bool,
 }
 
 impl Default for State {
@@ -149,6 +151,7 @@ impl Default for State {
             quit: false,
             pending: None,
             listening: vec![],
+            tap: false,
         }
     }
 }

@@ -50,6 +50,10 @@ pub fn update(state: &mut State, snap: &Snapshot, msg: Msg) -> Option<Action> {
             state.help = true;
             None
         }
+        Msg::ToggleTap => {
+            state.tap = !state.tap;
+            None
+        }
         Msg::Escape => None,
         Msg::FocusNext => {
             state.focus = state.focus.next();

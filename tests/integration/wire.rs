@@ -58,3 +58,66 @@ fn successes_carry_no_claim_header() {
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(!head.contains(&header), "{head}");
 }
+
+/// `chaoslab tap`: the lines it prints are the headers on the wire. A
+/// plain HTTP client calling C in the same fleet reads the status and the
+/// claim header line that the tap shows for B → C.
+#[test]
+fn the_wire_tap_shows_what_a_plain_client_reads() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let _fleet = fleet_lock();
+    let mut child = crate::common::Killed(
+        Command::new(env!("CARGO_BIN_EXE_chaoslab"))
+            .args(["tap", "topologies/uber-chain.yaml", "--service", "C"])
+            .args(["--fail", "D", "--policy", "ownership", "--duration", "3s"])
+            .current_dir(root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chaoslab tap"),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let first = lines.next().expect("a first line").unwrap();
+    let url = first
+        .strip_prefix("service C ")
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    // The plain client, while the tap runs.
+    let head = raw_get(&url);
+    let lines: Vec<String> = lines.map_while(Result::ok).collect();
+    assert_eq!(child.0.wait().unwrap().code(), Some(0), "{lines:?}");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .expect("a status")
+        .to_string();
+    let claim = head
+        .lines()
+        .find(|l| l.starts_with("x-error-claim:"))
+        .unwrap_or_else(|| panic!("no claim header:\n{head}"))
+        .trim()
+        .to_string();
+    assert_eq!(
+        (status.as_str(), claim.as_str()),
+        ("500", "x-error-claim: false")
+    );
+    let shown = format!("B → C  {status}  {claim}  (not retried: unclaimed)");
+    assert!(
+        lines.iter().any(|l| l.ends_with(&shown)),
+        "no `{shown}` in the tap:\n{}",
+        lines.join("\n")
+    );
+    // And C's own call: D claims, and C retried it or its budget said no.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("C → D  500  x-error-claim: true  (")),
+        "{}",
+        lines.join("\n")
+    );
+    // Sampled, but about 10 a second per edge over 3 s: both edges seen.
+    assert!(lines.len() >= 20, "{} lines", lines.len());
+    assert!(lines.iter().all(|l| l.contains("C")), "only C's exchanges");
+}

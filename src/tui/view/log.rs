@@ -23,7 +23,7 @@ fn style(a: &Action) -> Style {
 
 /// Splits `text` into lines of at most `w` columns, between words when
 /// it can (a word longer than a line is cut).
-fn wrap(text: &str, w: usize) -> Vec<String> {
+pub(super) fn wrap(text: &str, w: usize) -> Vec<String> {
     let w = w.max(1);
     let mut out = vec![];
     let mut cur = String::new();

@@ -16,6 +16,7 @@ pub mod header;
 pub mod help;
 pub mod log;
 pub mod table;
+pub mod tap;
 pub mod theme;
 pub mod topology;
 
@@ -108,7 +109,11 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         ])
         .areas(bottom_a);
         charts::render(state, s, charts_a, buf);
-        log::render(state, s, log_a, buf);
+        if state.tap {
+            tap::render(state, s, log_a, buf);
+        } else {
+            log::render(state, s, log_a, buf);
+        }
     }
 
     let capacity = has_workers(s);

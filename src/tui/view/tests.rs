@@ -61,6 +61,41 @@ fn uber_chain_under_ownership() {
 }
 
 #[test]
+fn the_wire_tap_shows_the_claim_headers_and_decisions_of_the_selected_service() {
+    use crate::session::snapshot::TapLine;
+    use std::time::Duration;
+    let mut s = fixtures::uber_chain_ownership();
+    let line = |seq: u64, from: usize, to: usize, claim: &str, then: &str| TapLine {
+        seq,
+        t: Duration::from_millis(4000 + 100 * seq),
+        from,
+        to,
+        names: (s.services[from].name.clone(), s.services[to].name.clone()),
+        status: Some(500),
+        header: Some(format!("x-error-claim: {claim}")),
+        then: then.into(),
+    };
+    s.tap = vec![
+        line(1, 2, 3, "true", "retried"),
+        line(2, 1, 2, "false", "not retried: unclaimed"),
+        line(3, 0, 1, "false", "not retried: unclaimed"),
+        line(4, 2, 3, "true", "not retried: budget"),
+    ];
+    let mut st = select(&s, "C");
+    update(&mut st, &s, Msg::ToggleTap);
+    let t = screen(&st, &s, 160, 45);
+    let out = text(&t);
+    assert!(out.contains("wire tap · C"), "{out}");
+    assert!(
+        out.contains("C → D  500  x-error-claim: true  (retried)"),
+        "{out}"
+    );
+    assert!(out.contains("B → C  500  x-error-claim: false  (not retried: unclaimed)"));
+    assert!(!out.contains("A → B"), "only C's exchanges");
+    insta::assert_snapshot!("wire_tap_160x45", t.backend());
+}
+
+#[test]
 fn help_overlay() {
     let s = fixtures::uber_chain_retry();
     let mut st = State::new();

@@ -1,0 +1,145 @@
+//! The wire tap: a sample of the exchanges on every edge, as they came
+//! off the wire (status, claim header value) with what the caller did
+//! next, so an audience sees the header and the decision it caused.
+//!
+//! Sampled: at most one exchange per edge every [`SAMPLE_EVERY`], into a
+//! ring of the newest [`TAP_LINES`]. Taking a sample costs one clock read
+//! and one compare-and-swap per attempt; the ring's lock is taken only
+//! for a sample.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::ownership::observe::{Exchanged, Then, WireValue};
+
+/// Exchanges kept.
+pub const TAP_LINES: usize = 64;
+/// At most one sample per edge this often.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// One sampled exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tapped {
+    /// Its number, counting from 1: a reader skips what it has shown.
+    pub seq: u64,
+    /// When, since the tap started.
+    pub t: Duration,
+    /// The edge it was on.
+    pub edge: usize,
+    /// 0 for the first attempt.
+    pub attempt: u32,
+    /// The answer's status (`None`: no answer).
+    pub status: Option<u16>,
+    /// The claim header's value as sent (`None`: not sent).
+    pub claim: Option<WireValue>,
+    /// What the caller did next.
+    pub then: Then,
+}
+
+/// The sampled exchanges of a fleet.
+#[derive(Debug)]
+pub struct Tap {
+    started: Instant,
+    /// Per edge, µs since `started` of its last sample, plus one (0: none).
+    last: Vec<AtomicU64>,
+    ring: Mutex<VecDeque<Tapped>>,
+    seq: AtomicU64,
+}
+
+impl Tap {
+    /// A tap over `edges` edges.
+    pub fn new(edges: usize) -> Tap {
+        Tap {
+            started: Instant::now(),
+            last: (0..edges).map(|_| AtomicU64::new(0)).collect(),
+            ring: Mutex::new(VecDeque::with_capacity(TAP_LINES)),
+            seq: AtomicU64::new(0),
+        }
+    }
+
+    /// Offers an exchange; kept if its edge has had no sample for
+    /// [`SAMPLE_EVERY`].
+    pub fn offer(&self, e: &Exchanged) {
+        let Some(last) = self.last.get(e.edge) else {
+            return;
+        };
+        let t = self.started.elapsed();
+        let now = u64::try_from(t.as_micros()).unwrap_or(u64::MAX - 1) + 1;
+        let before = last.load(Ordering::Relaxed);
+        let every = SAMPLE_EVERY.as_micros() as u64;
+        if before != 0 && now.saturating_sub(before) < every {
+            return;
+        }
+        if last
+            .compare_exchange(before, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        if ring.len() == TAP_LINES {
+            ring.pop_front();
+        }
+        ring.push_back(Tapped {
+            seq,
+            t,
+            edge: e.edge,
+            attempt: e.attempt,
+            status: e.status,
+            claim: e.claim,
+            then: e.then,
+        });
+    }
+
+    /// The newest samples, oldest first.
+    pub fn recent(&self) -> Vec<Tapped> {
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        ring.iter().copied().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ex(edge: usize, status: u16) -> Exchanged {
+        Exchanged {
+            service: 0,
+            edge,
+            attempt: 0,
+            status: Some(status),
+            claim: Some(WireValue::of(b"true")),
+            then: Then::Retried,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_sample_per_edge_per_period_into_a_bounded_ring() {
+        let tap = Tap::new(2);
+        tap.offer(&ex(0, 500));
+        tap.offer(&ex(0, 502)); // same edge, too soon
+        tap.offer(&ex(1, 503)); // another edge
+        let r = tap.recent();
+        assert_eq!(
+            r.iter().map(|x| x.status).collect::<Vec<_>>(),
+            [Some(500), Some(503)]
+        );
+        assert_eq!(r[0].claim.unwrap().text(), "true");
+        tokio::time::advance(SAMPLE_EVERY).await;
+        tap.offer(&ex(0, 504));
+        assert_eq!(tap.recent().last().unwrap().status, Some(504));
+        for _ in 0..TAP_LINES * 2 {
+            tokio::time::advance(SAMPLE_EVERY).await;
+            tap.offer(&ex(0, 500));
+        }
+        let r = tap.recent();
+        assert_eq!(r.len(), TAP_LINES);
+        assert!(r.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
+        assert_eq!(r.last().unwrap().seq, 3 + 2 * TAP_LINES as u64);
+    }
+}

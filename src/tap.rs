@@ -1,0 +1,75 @@
+//! `chaoslab tap TOPOLOGY --service C`: the fleet under load, headless,
+//! printing the selected service's exchanges as the wire carries them
+//! (the dashboard's wire-tap panel, `t`, as lines):
+//!
+//! ```text
+//! service C http://127.0.0.1:41234/
+//!   1.3s  C → D  500  x-error-claim: true  (retried)
+//!   1.3s  B → C  500  x-error-claim: false  (not retried: unclaimed)
+//! ```
+//!
+//! Sampled: at most one exchange per call edge every 100 ms.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use crate::cli::{service_names, TapArgs};
+use crate::endpoints::Endpoints;
+use crate::error::RunError;
+use crate::session::{Session, Setup};
+use crate::signals::Interrupts;
+use crate::topology::Topology;
+
+/// How long a tap runs without `--duration`.
+const DEFAULT: Duration = Duration::from_secs(10);
+
+/// `chaoslab tap`.
+pub fn run(args: TapArgs) -> Result<(), RunError> {
+    let t = Topology::load(&args.topology)?;
+    let id = t.service_id(args.service.trim()).ok_or_else(|| {
+        RunError::Usage(format!(
+            "--service {}: there is no service `{}` in topology {} (services: {})",
+            args.service,
+            args.service,
+            t.name,
+            service_names(&t)
+        ))
+    })?;
+    let mut initial = args.start.actions(&t).map_err(RunError::usage)?;
+    initial.extend(args.load.actions().map_err(RunError::usage)?);
+    let endpoints = Endpoints::parse(&args.endpoints)?;
+    let interrupts = Interrupts::watch();
+    let session = Session::start(Setup {
+        initial,
+        seed: args.load.seed.unwrap_or(1),
+        until: Some(args.duration.unwrap_or(DEFAULT)),
+        ..Setup::new(t)
+    })?;
+    interrupts.attach(&session);
+    {
+        let mut err = std::io::stderr().lock();
+        for line in endpoints.start(&session, vec![])? {
+            let _ = writeln!(err, "{line}");
+        }
+    }
+    let name = session.topology().services[id].name.clone();
+    println!("service {name} {}", session.urls()[id]);
+    let mut snaps = session.snapshots();
+    session.block_on(async {
+        let mut shown = 0;
+        while snaps.changed().await.is_ok() {
+            let s = snaps.borrow_and_update().clone();
+            let mut out = std::io::stdout().lock();
+            let seen = shown;
+            for l in s.tap.iter().filter(|l| l.seq > seen) {
+                shown = l.seq;
+                if l.from == id || l.to == id {
+                    let _ = writeln!(out, "{:>6.1}s  {}", l.t.as_secs_f64(), l.text());
+                }
+            }
+            let _ = out.flush();
+        }
+    });
+    session.wait()?;
+    interrupts.outcome()
+}
