@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{samples_between, ExpectationReport, Report};
+use super::{ExpectationReport, Report};
+use crate::metrics::Sample;
 use crate::session::state::apply;
 use crate::session::{Action, Event, LabState, Record};
 
@@ -117,28 +118,33 @@ pub struct PhaseReport {
 /// cleared by a reset) cannot be measured and is left out; its actions
 /// are still in the report's `events`.
 pub fn measure(r: &Record, from: Duration, to: Duration) -> Vec<PhaseReport> {
+    // Looked up by bisection: a session can hold many short phases.
+    let samples: Vec<&Sample> = r.series.iter().collect();
     cut(&r.start, &r.events, from, to)
         .into_iter()
-        .filter_map(|s| phase(r, s))
+        .filter_map(|s| phase(r, &samples, s))
         .collect()
 }
 
-fn phase(r: &Record, s: Span) -> Option<PhaseReport> {
-    let ends = samples_between(r, s.from, s.to);
-    let (t0, t1) = (ends.0.t, ends.1.t);
+/// One span's figures: from its first sample at or after its start to its
+/// last at or before its end (as [`samples_between`](super::samples_between)),
+/// `None` without two.
+fn phase(r: &Record, samples: &[&Sample], s: Span) -> Option<PhaseReport> {
+    let first = samples.get(samples.partition_point(|x| x.t < s.from))?;
+    let last = samples[..samples.partition_point(|x| x.t <= s.to)].last()?;
+    let (t0, t1) = (first.t, last.t);
     if t1 <= t0 {
         return None;
     }
+    let ends = (*first, *last);
     let latency = r.series.latency_between(t0, t1);
     let latency_ms = (
         latency.quantile_ms(0.5).unwrap_or(0.0),
         latency.quantile_ms(0.99).unwrap_or(0.0),
     );
-    let events: Vec<&Event> = r
-        .events
-        .iter()
-        .filter(|e| e.t >= s.from && e.t < s.to)
-        .collect();
+    let lo = r.events.partition_point(|e| e.t < s.from);
+    let hi = r.events.partition_point(|e| e.t < s.to).max(lo);
+    let events: Vec<&Event> = r.events[lo..hi].iter().collect();
     let report = Report::measure_state(r, ends, &s.state, latency_ms, &events);
     let rel = |t: Duration| t.as_secs_f64() - r.warmup.as_secs_f64();
     let ms = |x: f64| (x * 1000.0).round() / 1000.0;
@@ -194,7 +200,7 @@ pub fn share(phases: &mut [PhaseReport], expectations: &[ExpectationReport]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{Counts, LatencySummary, RadiusStats, Sample, Series, ServiceCounts};
+    use crate::metrics::{Counts, LatencySummary, RadiusStats, Series, ServiceCounts};
     use crate::session::figures::Figure;
     use crate::session::Origin;
     use crate::topology::{model, Fault, PolicyFields, Preset, Topology};
@@ -456,5 +462,56 @@ mod tests {
         assert_eq!(phases[0].report.policy, "retry");
         assert_eq!(phases[1].report.policy, "retry");
         assert_eq!(phases[1].after, vec!["policy retry".to_string()]);
+    }
+
+    fn judged(what: &str, measured_s: (f64, f64)) -> ExpectationReport {
+        use crate::report::WindowFigures;
+        use crate::session::figures::{Figures, Scope};
+        ExpectationReport {
+            what: what.into(),
+            passed: true,
+            observed: 1.0,
+            window_s: measured_s,
+            figure: "amplification".into(),
+            service: None,
+            expected: "<= 2".into(),
+            source: "s.yaml:1:1".into(),
+            line: None,
+            note: None,
+            figures: WindowFigures {
+                measured_s,
+                fleet: Figures::filled(Scope::Fleet, 1.0),
+                service: None,
+            },
+        }
+    }
+
+    #[test]
+    fn each_phase_gets_the_expectations_read_inside_it() {
+        let r = switched_run();
+        let mut report = Report::measure(&r, r.warmup, Duration::MAX);
+        report.set_expectations(vec![
+            judged("before", (0.501, 1.751)),
+            judged("across", (1.001, 3.001)),
+            judged("after", (2.001, 5.001)),
+        ]);
+        let names = |k: usize| -> Vec<String> {
+            report.phases[k]
+                .report
+                .expectations
+                .iter()
+                .map(|e| e.what.clone())
+                .collect()
+        };
+        assert_eq!(names(0), vec!["before".to_string()]);
+        assert_eq!(names(1), vec!["after".to_string()]);
+        assert_eq!(report.expectations.len(), 3);
+        // Interrupted: the last phase says so, and the shared copies keep
+        // the verdicts of the whole run's.
+        report.duration_s = 4.0;
+        report.mark_interrupted();
+        assert!(!report.phases[0].report.interrupted);
+        assert!(report.phases[1].report.interrupted);
+        assert!(!report.phases[1].report.expectations[0].passed);
     }
 }
