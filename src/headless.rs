@@ -2,8 +2,9 @@
 //!
 //! It starts a [`Session`] for the command line (and its scenario),
 //! prints a progress line a second to stderr from the snapshots, and when
-//! the run ends prints the table, writes the JSON and JUnit reports, and
-//! exits 1 if an expectation failed.
+//! the run ends prints the table (one per phase when the policy or a fault
+//! changed), writes the JSON and JUnit reports, and exits 1 if an
+//! expectation failed.
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -97,7 +98,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
 /// scenario's expectations judged and the per-second series attached.
 pub fn report(record: &Record, scenario: &Scenario) -> Report {
     let mut report = Report::measure(record, record.warmup, Duration::MAX);
-    report.expectations = expect::evaluate(record, &scenario.expectations);
+    report.set_expectations(expect::evaluate(record, &scenario.expectations));
     report.series = Some(TimeSeries::from_series(
         &record.series,
         &record.topology,

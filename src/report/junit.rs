@@ -236,6 +236,7 @@ mod tests {
             edges: vec![],
             expectations,
             events: vec![],
+            phases: vec![],
             series: None,
         }
     }

@@ -2,10 +2,12 @@
 //! computed from a finished run's [`Record`] over a window of it. Every
 //! figure in them comes from the catalogue of [`crate::session::figures`];
 //! the JUnit XML of a scenario's expectations lives in [`junit`], the
-//! per-second series in [`series`], the headless table in [`table`].
+//! per-second series in [`series`], the headless table in [`table`], and
+//! the run cut into [`phases`] at each change of policy or fault.
 
 pub mod expect;
 pub mod junit;
+pub mod phases;
 pub mod series;
 pub mod table;
 
@@ -13,6 +15,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use phases::PhaseReport;
 pub use series::{ServiceSeries, TimeSeries};
 
 use crate::metrics::{RadiusStats, Sample};
@@ -20,7 +23,7 @@ use crate::ownership::breaker::BreakerState;
 use crate::ownership::learn::Learned;
 use crate::ownership::DependencyMode;
 use crate::session::figures::{Figure, Figures, Scope, Window};
-use crate::session::Record;
+use crate::session::{Event, LabState, Record};
 use crate::topology::model::Prediction;
 use crate::topology::Topology;
 
@@ -201,6 +204,12 @@ pub struct Report {
     /// Every action applied during the run, in order: from the timeline,
     /// the dashboard or the control API.
     pub events: Vec<EventReport>,
+    /// The window cut at each change of policy, fault, context,
+    /// at-least-once, attribution or resources, each phase measured on its
+    /// own against the model of the state in force during it (absent in a
+    /// phase's own figures).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseReport>,
     /// Figures sampled each second after the warm-up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series: Option<TimeSeries>,
@@ -285,15 +294,31 @@ fn learned(t: &Topology, i: usize, l: &Learned) -> LearnedReport {
 
 impl Report {
     /// Measures the window `from..to` of a finished run (root latency from
-    /// the end of the warm-up, the model of the state it ended in).
+    /// the end of the warm-up, the model of the state it ended in), and
+    /// each of its [`phases`] against the model of its own state.
     pub fn measure(r: &Record, from: Duration, to: Duration) -> Report {
         let ends = samples_between(r, from, to);
         let latency = (r.latency_ms(0.5), r.latency_ms(0.99));
-        // The model of the end state, told the window's latencies.
+        let events: Vec<&Event> = r.events.iter().collect();
+        let mut report = Report::measure_state(r, ends, &r.state, latency, &events);
+        report.phases = phases::measure(r, from, to);
+        report
+    }
+
+    /// The figures between two samples with the model of `state` (told
+    /// the window's latencies), listing `events`; no phases.
+    pub fn measure_state(
+        r: &Record,
+        ends: (&Sample, &Sample),
+        state: &LabState,
+        root_latency_ms: (f64, f64),
+        events: &[&Event],
+    ) -> Report {
         let counts = ends.1.counts.since(&ends.0.counts);
-        let (prediction, static_radius) = r.model_measured(&r.state, Some(&counts));
-        let w = window(r, ends, (&prediction, static_radius), latency);
-        let t = &r.topology;
+        let (prediction, static_radius) = r.model_measured(state, Some(&counts));
+        let t = &state.applied_to(&r.topology);
+        let mut w = window(r, ends, (&prediction, static_radius), root_latency_ms);
+        w.topology = t;
         let c = &w.counts;
         let fleet = Figures::measure(&w, Scope::Fleet, 0);
         let saturation = crate::session::figures::saturation(&fleet);
@@ -338,8 +363,7 @@ impl Report {
                 })
                 .collect(),
             expectations: vec![],
-            events: r
-                .events
+            events: events
                 .iter()
                 .map(|e| EventReport {
                     t_s: (e.t.as_secs_f64() * 1000.0).round() / 1000.0,
@@ -347,8 +371,16 @@ impl Report {
                     origin: e.origin.name(),
                 })
                 .collect(),
+            phases: vec![],
             series: None,
         }
+    }
+
+    /// Sets the expectations judged, and gives each phase those whose
+    /// samples lie inside its own.
+    pub fn set_expectations(&mut self, expectations: Vec<ExpectationReport>) {
+        self.expectations = expectations;
+        phases::share(&mut self.phases, &self.expectations);
     }
 
     /// The JSON text.
@@ -369,6 +401,10 @@ impl Report {
                 ));
             }
         }
+        if let Some(last) = self.phases.last_mut() {
+            last.report.interrupted = true;
+        }
+        phases::share(&mut self.phases, &self.expectations);
     }
 
     /// The node called `name`.

@@ -1,15 +1,42 @@
 //! The per-service table a headless run prints: a row per service, a
 //! column per catalogue figure that has one, then the entry's line, the
-//! storm radius and each expectation's verdict. `chaoslab node` prints
-//! the rows of its own service, `chaoslab load` the entry's line.
+//! storm radius and each expectation's verdict. A run cut into more than
+//! one phase (a policy or a fault changed) prints that table once per
+//! phase, under a line saying when and what was in force, so no figure
+//! mixes two policies. `chaoslab node` prints the rows of its own
+//! service, `chaoslab load` the entry's line.
 
 use std::fmt::Write as _;
 
-use super::Report;
+use super::{PhaseReport, Report};
 use crate::session::figures::{Figure, Figures, Scope, Style};
 
-/// The table.
+/// The table (a table per phase when the run has more than one), then the
+/// expectations' verdicts.
 pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    if r.phases.len() > 1 {
+        for (k, p) in r.phases.iter().enumerate() {
+            out.push_str(&phase_line(p, k, r.phases.len()));
+            out.push_str(&body(&p.report));
+        }
+    } else {
+        out.push_str(&body(r));
+    }
+    for e in &r.expectations {
+        let _ = writeln!(
+            out,
+            "{} {} (observed {:.4})",
+            if e.passed { "PASS" } else { "FAIL" },
+            e.what,
+            e.observed
+        );
+    }
+    out
+}
+
+/// The rows, the entry's line and the storm radius of one window.
+fn body(r: &Report) -> String {
     let mut out = rows(r, &|_| true);
     out.push_str(&entry(r));
     let root = &r.fleet;
@@ -22,16 +49,30 @@ pub fn render(r: &Report) -> String {
         root.count(Figure::StormRadiusStatic),
         root.count(Figure::SpuriousAvoided)
     );
-    for e in &r.expectations {
-        let _ = writeln!(
-            out,
-            "{} {} (observed {:.4})",
-            if e.passed { "PASS" } else { "FAIL" },
-            e.what,
-            e.observed
-        );
-    }
     out
+}
+
+/// The line above a phase's table: which phase, when, what opened it,
+/// and the faults and dropped contexts in force.
+pub fn phase_line(p: &PhaseReport, k: usize, n: usize) -> String {
+    let mut parts = vec![format!(
+        "phase {} of {n} · {:.1}s..{:.1}s",
+        k + 1,
+        p.from_s,
+        p.to_s
+    )];
+    if !p.after.is_empty() {
+        parts.push(format!("after {}", p.after.join(", ")));
+    }
+    parts.push(if p.faults.is_empty() {
+        "no faults".into()
+    } else {
+        p.faults.join(", ")
+    });
+    if !p.context_dropped.is_empty() {
+        parts.push(format!("context dropped: {}", p.context_dropped.join(", ")));
+    }
+    format!("{}\n", parts.join(" · "))
 }
 
 /// The title line, the column headers and a row per service `keep`

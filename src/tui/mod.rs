@@ -183,7 +183,9 @@ pub fn dashboard(session: &Session, opts: &Options) -> Result<(), RunError> {
     outcome
 }
 
-/// The summary printed to the normal screen on quit.
+/// The summary printed to the normal screen on quit: the report's table,
+/// one per phase when a key changed the policy or a fault, then the
+/// latest events.
 pub fn summary(report: &Report, events: &[String], uptime: Duration) -> String {
     const SHOWN: usize = 12;
     let mut out = format!(

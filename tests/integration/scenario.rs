@@ -230,3 +230,86 @@ fn a_topologys_scenario_key_runs_without_the_flag() {
     let _ = std::fs::remove_file(&topology);
     let _ = std::fs::remove_file(&report);
 }
+
+/// A policy switch mid-run gives two phases, each measured on its own
+/// against the model of its own policy: naive retries (D 8×), then
+/// ownership (D 1.1×), never a figure of one next to the other's model.
+#[test]
+fn a_policy_switch_is_reported_as_two_phases() {
+    let _fleet = fleet_lock();
+    let (scenario, report) = (temp("switch.yaml"), temp("switch.json"));
+    std::fs::write(
+        &scenario,
+        "duration: 6s\nwarmup: 1s\nsteps:\n  - at: 3s\n    policy: ownership\n",
+    )
+    .unwrap();
+    let out = chaoslab(&[
+        "run",
+        "topologies/uber-chain.yaml",
+        "--headless",
+        "--fail",
+        "D",
+        "--policy",
+        "retry",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    eprintln!("{stdout}");
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let r = read_json(&report);
+    let _ = std::fs::remove_file(&scenario);
+    let _ = std::fs::remove_file(&report);
+    let phases = r["phases"].as_array().expect("a phases array");
+    assert_eq!(phases.len(), 2, "{:#}", r["phases"]);
+    let d = |p: &Value| {
+        p["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == "D")
+            .cloned()
+            .unwrap()
+    };
+    for (p, policy, model) in [(&phases[0], "retry", 8.0), (&phases[1], "ownership", 1.1)] {
+        assert_eq!(p["policy"], policy, "{p:#}");
+        let d = d(p);
+        let (measured, predicted) = (
+            d["amplification"].as_f64().unwrap(),
+            d["model_amplification"].as_f64().unwrap(),
+        );
+        eprintln!(
+            "{policy} {}s..{}s: D measured {measured:.3}x, model {predicted}x",
+            p["from_s"], p["to_s"]
+        );
+        assert!(
+            (predicted - model).abs() < 1e-9,
+            "{policy}: model {predicted}"
+        );
+        if p["saturated"] == true {
+            eprintln!(
+                "{policy}: saturated, measured figure not checked: {}",
+                p["saturation"]
+            );
+            continue;
+        }
+        assert!(
+            (measured / predicted - 1.0).abs() <= 0.05,
+            "{policy}: D measured {measured} against its model {predicted}"
+        );
+    }
+    // The switch opened the second phase, about 3 s into the measured run.
+    assert_eq!(phases[1]["after"][0], "policy ownership");
+    let at = phases[1]["from_s"].as_f64().unwrap();
+    assert!((2.9..=3.6).contains(&at), "{at}");
+    // The table: one per phase, each under the line that says which.
+    assert!(stdout.starts_with("phase 1 of 2 · 0.0s..3."), "{stdout}");
+    assert!(stdout.contains("phase 2 of 2 · 3."), "{stdout}");
+    assert!(
+        stdout.contains("· after policy ownership · D fails 100%"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("storm radius:").count(), 2, "{stdout}");
+}

@@ -82,6 +82,18 @@ impl Tmux {
         .into_owned()
     }
 
+    /// The screen and the lines scrolled off above it (the normal
+    /// screen's history: a summary of several phases is taller than the
+    /// pane).
+    fn scrollback(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .tmux(&["capture-pane", "-p", "-S", "-", "-t", self.session])
+                .stdout,
+        )
+        .into_owned()
+    }
+
     fn alternate_on(&self) -> String {
         String::from_utf8_lossy(
             &self
@@ -216,15 +228,21 @@ fn storm_then_ownership_in_a_real_terminal() {
 
     // Quit: the normal screen again, with the summary.
     t.keys(&["q"]);
-    let s = t.wait_for(
+    t.wait_for(
         "the summary on the normal screen",
         Duration::from_secs(15),
-        |s| s.contains("chaoslab dashboard closed") && s.trim_end().ends_with("test$"),
+        |s| s.trim_end().ends_with("test$"),
     );
+    let s = t.scrollback();
+    assert!(s.contains("chaoslab dashboard closed"), "{s}");
     assert!(s.contains("storm radius:"), "{s}");
+    // A table per phase (how many were long enough to measure depends on
+    // the test's pace), ownership's among them.
+    assert!(s.contains("uber-chain · policy ownership (R=2"), "{s}");
     assert_eq!(t.alternate_on(), "0", "the alternate screen is left:\n{s}");
     let json = std::fs::read_to_string(&report).expect("the report is written on quit");
     assert!(json.contains("\"topology\": \"uber-chain\""), "{json}");
+    assert!(json.contains("\"phases\": ["), "{json}");
 
     // The session, recorded, replays headless as a scenario: it starts
     // from naive retries (the flag given to the dashboard, not to the
