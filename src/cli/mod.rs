@@ -217,6 +217,7 @@ impl RunArgs {
             warmup,
             until: duration.map(|d| warmup + d),
             steps,
+            captions: vec![],
             placement,
             nodes,
             processes: match self.processes {

@@ -33,9 +33,11 @@ pub fn evaluate(r: &Record, expectations: &[Expectation]) -> Vec<ExpectationRepo
 /// Measures one window (on the scenario's clock: the warm-up is added).
 pub fn measure_window(r: &Record, span: spec::Window, service: Option<ServiceId>) -> WindowFigures {
     // Samples come every tick; take the ones nearest the window's ends.
+    // The window is written on the timeline's clock: found on the lab's
+    // where the timeline passed it (a presenter may have held or skipped).
     let slack = r.tick / 2;
-    let from = (r.warmup + span.from).saturating_sub(slack);
-    let to = r.warmup + span.to + slack;
+    let from = r.lab_time(r.warmup + span.from).saturating_sub(slack);
+    let to = r.lab_time(r.warmup + span.to) + slack;
     let ends = samples_between(r, from, to);
     let (t0, t1) = (ends.0.t, ends.1.t);
     let latency = r.series.latency_between(t0, t1);
@@ -296,6 +298,7 @@ mod tests {
             tick: Duration::from_millis(250),
             warmup: Duration::ZERO,
             uptime: Duration::from_secs(3),
+            course: Default::default(),
         }
     }
 

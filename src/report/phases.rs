@@ -355,6 +355,7 @@ mod tests {
             tick: Duration::from_millis(250),
             warmup: Duration::from_secs(1),
             uptime: Duration::from_millis(6001),
+            course: Default::default(),
         }
     }
 

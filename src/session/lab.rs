@@ -361,6 +361,7 @@ impl Lab {
             tick: self.opts.tick,
             warmup,
             uptime: self.elapsed(),
+            course: Default::default(),
         }
     }
 
@@ -407,6 +408,7 @@ impl Lab {
             tick: self.opts.tick,
             warmup,
             uptime,
+            course: Default::default(),
         }
     }
 }

@@ -35,6 +35,7 @@ pub mod snapshot;
 mod snapshot_json;
 pub mod state;
 pub mod step;
+pub mod timeline;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -107,6 +108,8 @@ pub struct Setup {
     pub until: Option<Duration>,
     /// Timeline steps on the lab's clock.
     pub steps: Vec<(Duration, Action)>,
+    /// Captions on the same clock (a scenario's `say:`).
+    pub captions: Vec<(Duration, String)>,
     /// One service per process (`chaoslab node`, `chaoslab load`): which
     /// one runs here and where the others are; `None` runs them all here.
     pub placement: Option<Placement>,
@@ -129,6 +132,7 @@ impl Setup {
             warmup: Duration::ZERO,
             until: None,
             steps: vec![],
+            captions: vec![],
             placement: None,
             nodes: None,
             processes: None,
@@ -145,6 +149,17 @@ pub struct Actions {
 }
 
 impl Actions {
+    /// Plays the timeline's next step now; `false` when the queue is full
+    /// or the run is over.
+    pub fn next_step(&self) -> bool {
+        self.commands.try_send(Command::NextStep).is_ok()
+    }
+
+    /// Holds the timeline (`on`) or lets it run again.
+    pub fn hold(&self, on: bool) -> bool {
+        self.commands.try_send(Command::Hold(on)).is_ok()
+    }
+
     /// Sends one action; `false` when the queue is full or the run is over
     /// (the action is dropped, never waited for).
     pub fn send(&self, action: Action) -> bool {
@@ -167,7 +182,7 @@ pub struct Session {
     rt: Runtime,
     /// The run loop's own runtime.
     clock: Runtime,
-    driver: JoinHandle<Lab>,
+    driver: JoinHandle<(Lab, timeline::Course)>,
     actions: Actions,
     snapshots: watch::Receiver<Arc<Snapshot>>,
     stop: watch::Sender<bool>,
@@ -220,6 +235,7 @@ impl Session {
             warmup: setup.warmup,
             until: setup.until,
             steps: setup.steps.clone(),
+            captions: setup.captions.clone(),
         };
         // The run loop on a thread of its own: at the machine's limit the
         // fleet's threads hold thousands of ready tasks, and a run loop
@@ -346,11 +362,12 @@ impl Session {
             ..
         } = self;
         drop(actions);
-        let lab = rt.block_on(driver).map_err(SessionError::RunLoop)?;
+        let (lab, course) = rt.block_on(driver).map_err(SessionError::RunLoop)?;
         drop(clock);
         // Held until here: a dropped sender reads as "stop" in the loop.
         drop(stop);
-        let record = rt.block_on(lab.finish(warmup, steps, grace));
+        let mut record = rt.block_on(lab.finish(warmup, steps, grace));
+        record.course = course;
         // The run has been read: its nodes stop now.
         drop(processes);
         if grace < lab::SHUTDOWN_GRACE {

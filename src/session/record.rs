@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 
 use super::action::{Action, Event};
 use super::state::{self, LabState};
+use super::timeline::Course;
 use crate::metrics::{Counts, EdgeCounts, Series};
 use crate::ownership::learn::Learned;
 use crate::topology::model::{self, Prediction};
@@ -46,9 +47,18 @@ pub struct Record {
     pub warmup: Duration,
     /// How long the lab ran.
     pub uptime: Duration,
+    /// How the timeline's clock went against the lab's (a presenter's
+    /// jumps and holds); the steps' times and every window written on the
+    /// timeline are on its clock.
+    pub course: Course,
 }
 
 impl Record {
+    /// Where the timeline's time `plan` fell on the lab's clock.
+    pub fn lab_time(&self, plan: Duration) -> Duration {
+        self.course.lab_at(plan)
+    }
+
     /// Root latency (ms) at quantile `q` from the report's start.
     pub fn latency_ms(&self, q: f64) -> f64 {
         if self.latency.is_empty() {

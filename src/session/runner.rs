@@ -10,6 +10,7 @@ use super::action::{Action, Origin};
 use super::lab::Lab;
 use super::record::Record;
 use super::snapshot::Snapshot;
+use super::timeline::{Course, Timeline};
 
 /// What a run does besides ticking.
 #[derive(Debug, Clone, Default)]
@@ -20,6 +21,8 @@ pub struct Plan {
     pub until: Option<Duration>,
     /// Timeline steps, applied when their time comes, in order.
     pub steps: Vec<(Duration, Action)>,
+    /// Captions, shown when their time comes.
+    pub captions: Vec<(Duration, String)>,
 }
 
 /// What a front end asks of the run loop.
@@ -32,6 +35,11 @@ pub enum Command {
     Apply(Action, Origin),
     /// Send back what the run has measured so far.
     RecordSoFar(oneshot::Sender<Record>),
+    /// Play the timeline's next step now (the rest comes that much
+    /// sooner).
+    NextStep,
+    /// Hold the timeline (`true`; the load keeps running) or let it run.
+    Hold(bool),
 }
 
 /// Measures the fleet's event loop: a timer every `period` on the fleet's
@@ -51,39 +59,49 @@ pub async fn probe_lag(metrics: Arc<crate::metrics::Metrics>, period: Duration) 
 /// Runs `lab` until the plan's end or until `stop` turns true. Actions
 /// arriving on `commands` are applied at once (a refused one is logged in
 /// the lab's events and changes nothing). Returns the lab so the session
-/// can finish it.
+/// can finish it, and how the timeline's clock went (for the windows
+/// written on it).
 pub async fn drive(
     mut lab: Lab,
     plan: Plan,
     mut commands: mpsc::Receiver<Command>,
     snapshots: watch::Sender<Arc<Snapshot>>,
     mut stop: watch::Receiver<bool>,
-) -> Lab {
+) -> (Lab, Course) {
     let mut interval = tokio::time::interval(lab.tick_period());
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut all_steps = plan.steps;
+    let mut all_steps = plan.steps.clone();
     all_steps.sort_by_key(|(t, _)| *t);
-    let mut steps = all_steps.clone().into_iter().peekable();
+    let mut timeline = Timeline::new(all_steps.clone(), plan.captions.clone());
     let mut warm = plan.warmup.is_zero();
     if warm {
         lab.mark_report_start();
     }
+    let play = |lab: &mut Lab, timeline: &mut Timeline| {
+        for a in timeline.due(lab.elapsed()) {
+            let _ = lab.apply_from(a, Origin::Timeline);
+        }
+    };
+    let publish = |lab: &Lab, timeline: &Timeline| {
+        let mut snap = lab.snapshot();
+        if !timeline.is_empty() {
+            snap.timeline = Some(timeline.view(lab.elapsed()));
+        }
+        let _ = snapshots.send(Arc::new(snap));
+    };
     let mut commands_open = true;
     loop {
         tokio::select! {
             _ = interval.tick() => {
                 let t = lab.elapsed();
-                while steps.peek().is_some_and(|(at, _)| *at <= t) {
-                    let (_, a) = steps.next().expect("peeked");
-                    let _ = lab.apply_from(a, Origin::Timeline);
-                }
+                play(&mut lab, &mut timeline);
                 lab.tick();
                 if !warm && t >= plan.warmup {
                     warm = true;
                     lab.mark_report_start();
                 }
-                let _ = snapshots.send(Arc::new(lab.snapshot()));
-                if plan.until.is_some_and(|u| t >= u) {
+                publish(&lab, &timeline);
+                if plan.until.is_some_and(|u| timeline.plan_at(t) >= u) {
                     break;
                 }
             }
@@ -92,7 +110,18 @@ pub async fn drive(
                     let _ = lab.apply_from(a, origin);
                 }
                 Some(Command::RecordSoFar(reply)) => {
-                    let _ = reply.send(lab.record_so_far(plan.warmup, all_steps.clone()));
+                    let mut r = lab.record_so_far(plan.warmup, all_steps.clone());
+                    r.course = timeline.course().clone();
+                    let _ = reply.send(r);
+                }
+                Some(Command::NextStep) => {
+                    timeline.skip_to_next(lab.elapsed());
+                    play(&mut lab, &mut timeline);
+                    publish(&lab, &timeline);
+                }
+                Some(Command::Hold(on)) => {
+                    timeline.hold(lab.elapsed(), on);
+                    publish(&lab, &timeline);
                 }
                 None => commands_open = false,
             },
@@ -103,5 +132,6 @@ pub async fn drive(
             }
         }
     }
-    lab
+    let course = timeline.course().clone();
+    (lab, course)
 }

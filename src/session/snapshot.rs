@@ -172,6 +172,8 @@ pub struct Snapshot {
     /// The wire tap: sampled exchanges on the edges of the services this
     /// process runs, oldest first (bounded).
     pub tap: Vec<TapLine>,
+    /// A scenario's timeline as it plays (`None`: no scenario).
+    pub timeline: Option<super::timeline::TimelineView>,
 }
 
 /// One sampled exchange, as the wire carried it and as its caller took
@@ -351,6 +353,7 @@ pub fn build(i: Inputs<'_>) -> Snapshot {
         spurious_avoided: live.total.counts.spurious_avoided(),
         saturation: super::figures::saturation(&Figures::measure(&live.w, Scope::Fleet, 0)),
         tap: tap_lines(&i.fleet.metrics().tap().recent(), i.topology),
+        timeline: None,
         recovery_threshold: i.recovery_threshold,
         services: (0..i.topology.services.len())
             .map(|s| service_view(&i, &live, s))

@@ -159,6 +159,7 @@ fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snaps
         events: vec![],
         saturation: vec![],
         tap: vec![],
+        timeline: None,
     }
 }
 
