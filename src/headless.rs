@@ -42,7 +42,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         .check_duration(duration, args.clock.duration.is_some())
         .map_err(RunError::input)?;
     let warmup = args.warmup(scenario.warmup);
-    let setup = args
+    let mut setup = args
         .setup(
             topology,
             scenario.initial_actions(),
@@ -51,6 +51,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
             Some(duration),
         )
         .map_err(RunError::usage)?;
+    setup.captions = scenario.plan_captions(warmup);
     let endpoints = Endpoints::parse(&args.endpoints)?;
     let interrupts = Interrupts::watch();
     let session = Session::start(setup)?;
@@ -64,9 +65,22 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     let mut snaps = session.snapshots();
     session.block_on(async {
         let mut next = Duration::from_secs(1);
+        let mut said = None;
         // The run loop drops its sender when the run ends.
         while snaps.changed().await.is_ok() {
             let s = snaps.borrow_and_update().clone();
+            // The captions as they pass, each once.
+            if let Some(c) = s.timeline.as_ref().and_then(|tl| tl.caption.clone()) {
+                if said.as_ref() != Some(&c) {
+                    let _ = writeln!(
+                        std::io::stderr().lock(),
+                        "[{:>5.1}s] » {}",
+                        s.t.as_secs_f64(),
+                        c.1
+                    );
+                    said = Some(c);
+                }
+            }
             if s.t >= next {
                 next += Duration::from_secs(1);
                 let _ = writeln!(std::io::stderr().lock(), "{}", progress_line(&s, warmup));

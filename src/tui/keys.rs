@@ -80,6 +80,10 @@ pub enum Msg {
     Reset,
     /// The wire tap in place of the event log, or back.
     ToggleTap,
+    /// Play the scenario's next step now.
+    NextStep,
+    /// Hold the scenario's timeline, or let it run again.
+    ToggleHold,
 }
 
 /// One line of help: a group, the keys as shown, what they do, and the
@@ -126,6 +130,8 @@ pub const HELP: &[KeyHelp] = &[
     KeyHelp { group: "Load", keys: "+  -", what: "entry rate up / down a step", short: "rps", rank: 4 },
     KeyHelp { group: "Load", keys: "space", what: "pause / resume the load", short: "pause", rank: 4 },
     KeyHelp { group: "Load", keys: "r", what: "reset counters and charts", short: "reset", rank: 5 },
+    KeyHelp { group: "Scenario (--scenario)", keys: "n", what: "the next step now (the rest of the timeline comes that much sooner)", short: "", rank: 9 },
+    KeyHelp { group: "Scenario (--scenario)", keys: "P", what: "hold the timeline (the load keeps running) / let it run", short: "", rank: 9 },
     KeyHelp { group: "Dashboard", keys: "t", what: "wire tap: the selected service's exchanges, status and claim header as sent, and what the caller did (in place of the events)", short: "tap", rank: 7 },
     KeyHelp { group: "Dashboard", keys: "?", what: "this help", short: "help", rank: 0 },
     KeyHelp { group: "Dashboard", keys: "Esc", what: "close the help", short: "", rank: 9 },
@@ -207,6 +213,8 @@ pub fn msg(k: KeyEvent) -> Option<Msg> {
         KeyCode::Char(' ') => Msg::Pause,
         KeyCode::Char('r') => Msg::Reset,
         KeyCode::Char('t') => Msg::ToggleTap,
+        KeyCode::Char('n') => Msg::NextStep,
+        KeyCode::Char('P') => Msg::ToggleHold,
         _ => return None,
     })
 }

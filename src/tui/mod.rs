@@ -21,6 +21,7 @@
 
 pub mod cast;
 pub mod keys;
+pub mod play;
 pub mod state;
 pub mod update;
 pub mod view;
@@ -62,6 +63,9 @@ pub struct Options {
     pub listening: Vec<String>,
     /// `--cast FILE`: record the session as an asciicast v2 file.
     pub cast: Option<PathBuf>,
+    /// A scenario playing: where its run ends on the timeline's clock,
+    /// and its expectations as judged.
+    pub scenario: Option<(std::time::Duration, play::Verdicts)>,
 }
 
 impl Options {
@@ -85,18 +89,52 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
             path.display()
         )));
     }
-    let warmup = args.warmup(None);
-    let setup = args
-        .setup(topology, vec![], vec![], warmup, None)
-        .map_err(RunError::usage)?;
+    // A scenario plays live: `--scenario FILE`, else the topology's own.
+    let scenario = crate::scenario::Scenario::for_run(args.scenario.as_deref(), path, &topology)
+        .map_err(RunError::input)?;
+    let warmup = args.warmup(scenario.as_ref().and_then(|s| s.warmup));
+    let mut setup = match &scenario {
+        Some(sc) => {
+            let duration = args
+                .clock
+                .duration
+                .or(sc.duration)
+                .unwrap_or(crate::cli::DEFAULT_DURATION);
+            sc.check_duration(duration, args.clock.duration.is_some())
+                .map_err(RunError::input)?;
+            let mut setup = args
+                .setup(topology, sc.initial_actions(), sc.plan_steps(warmup), warmup, None)
+                .map_err(RunError::usage)?;
+            setup.captions = sc.plan_captions(warmup);
+            setup
+        }
+        None => args
+            .setup(topology, vec![], vec![], warmup, None)
+            .map_err(RunError::usage)?,
+    };
+    // The dashboard stays open after the timeline: the person quits.
+    setup.until = None;
+    let expectations = scenario
+        .as_ref()
+        .map_or(vec![], |s| s.expectations.clone());
+    let end = scenario.as_ref().map(|sc| {
+        warmup
+            + args
+                .clock
+                .duration
+                .or(sc.duration)
+                .unwrap_or(crate::cli::DEFAULT_DURATION)
+    });
     let endpoints = crate::endpoints::Endpoints::parse(&args.endpoints)?;
     let session = Session::start(setup)?;
-    let listening = endpoints.start(&session, vec![])?;
+    let listening = endpoints.start(&session, expectations.clone())?;
+    let verdicts = play::judge(&session, expectations, warmup);
     let opts = Options {
         fps: args.fps,
         no_color: args.no_color,
         listening: listening.clone(),
         cast: args.cast.clone(),
+        scenario: end.map(|e| (e, verdicts)),
     };
     let outcome = dashboard(&session, &opts);
     let record = session.finish()?;
@@ -267,6 +305,7 @@ fn ui_loop(
     let frame = Duration::from_secs(1) / fps;
     let mut state = state::State::new();
     state.listening = opts.listening.clone();
+    state.scenario_end = opts.scenario.as_ref().map(|(e, _)| *e);
     let mut snap = snaps.borrow_and_update().clone();
     let mut next_draw = Instant::now();
     let mut dirty = true;
@@ -298,6 +337,9 @@ fn ui_loop(
         if snaps.has_changed().unwrap_or(false) {
             snap = snaps.borrow_and_update().clone();
             state.observe(&snap);
+            if let Some((_, v)) = &opts.scenario {
+                state.verdicts = v.now();
+            }
             dirty = true;
         }
         let now = Instant::now();
@@ -323,6 +365,16 @@ fn ui_loop(
                 match event::read().map_err(io_err)? {
                     TermEvent::Key(k) => {
                         if let Some(m) = keys::msg(k) {
+                            match m {
+                                keys::Msg::NextStep if !state.help => {
+                                    actions.next_step();
+                                }
+                                keys::Msg::ToggleHold if !state.help => {
+                                    let held = snap.timeline.as_ref().is_some_and(|t| t.held);
+                                    actions.hold(!held);
+                                }
+                                _ => {}
+                            }
                             if let Some(a) = update::update(&mut state, &snap, m) {
                                 // Never block the UI on a busy run loop.
                                 actions.send(a);

@@ -136,6 +136,12 @@ pub struct State {
     pub listening: Vec<String>,
     /// The wire tap is shown in place of the event log.
     pub tap: bool,
+    /// A scenario playing: its expectations as judged so far (empty when
+    /// none is).
+    pub verdicts: Vec<crate::tui::play::Judged>,
+    /// A scenario is playing: where its run ends on the timeline's clock
+    /// (warm-up included).
+    pub scenario_end: Option<std::time::Duration>,
 }
 
 impl Default for State {
@@ -152,6 +158,8 @@ impl Default for State {
             pending: None,
             listening: vec![],
             tap: false,
+            verdicts: vec![],
+            scenario_end: None,
         }
     }
 }

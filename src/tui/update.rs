@@ -54,6 +54,9 @@ pub fn update(state: &mut State, snap: &Snapshot, msg: Msg) -> Option<Action> {
             state.tap = !state.tap;
             None
         }
+        // The timeline's keys are the run loop's, not the lab's: the
+        // dashboard's loop sends them (see `tui::ui_loop`).
+        Msg::NextStep | Msg::ToggleHold => None,
         Msg::Escape => None,
         Msg::FocusNext => {
             state.focus = state.focus.next();

@@ -57,6 +57,11 @@
 //! | `reset` | `true` | resets counters, charts and learned memory |
 //! | `set` | `{ service, workers, work, queue }` (any of the three) | a service's resources: `workers` and `queue` only on a service that has workers, none on an outside (`url:`) one |
 //!
+//! A step may also carry `say:`, a caption of a sentence or two (at most
+//! 400 characters) that the dashboard shows as a banner from the step's
+//! time and a headless run prints as it passes; a step with `say:` alone
+//! is a caption with no change.
+//!
 //! ## Expectations
 //! Every entry has `during: FROM..TO` (e.g. `8s..10s`) and one or more
 //! figures, each with a bound: `{ min: X }`, `{ max: X }`, both, or
@@ -135,6 +140,8 @@ pub struct Scenario {
     pub warmup: Option<Duration>,
     /// Steps as absolute actions, in time order (ties in file order).
     pub steps: Vec<Step>,
+    /// Captions (`say:`), from the end of the warm-up, in time order.
+    pub captions: Vec<(Duration, String)>,
     /// Expectations, in file order.
     pub expectations: Vec<Expectation>,
 }
@@ -264,6 +271,18 @@ impl Scenario {
             .iter()
             .filter(|s| s.at.is_zero())
             .map(|s| s.action.clone())
+            .collect()
+    }
+
+    /// The captions on the lab's clock, as [`Scenario::plan_steps`] puts
+    /// the steps.
+    pub fn plan_captions(&self, warmup: Duration) -> Vec<(Duration, String)> {
+        self.captions
+            .iter()
+            .map(|(at, say)| {
+                let t = if at.is_zero() { Duration::ZERO } else { warmup + *at };
+                (t, say.clone())
+            })
             .collect()
     }
 

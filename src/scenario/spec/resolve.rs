@@ -24,6 +24,11 @@ pub(super) fn resolve(
             file: loc.text.file().to_string(),
         });
     }
+    let mut captions: Vec<(std::time::Duration, String)> = steps
+        .iter()
+        .filter_map(|s| s.say.clone().map(|say| (s.at, say)))
+        .collect();
+    captions.sort_by_key(|(at, _)| *at);
     let steps = resolve_steps(&steps, loc, t)?;
     let expectations = resolve_expectations(expect, loc, t)?;
     let scenario = Scenario {
@@ -32,6 +37,7 @@ pub(super) fn resolve(
         duration: spec.duration,
         warmup: spec.warmup,
         steps,
+        captions,
         expectations,
     };
     if let Some(d) = scenario.duration {
@@ -107,7 +113,8 @@ fn resolve_steps(
     let mut out = Vec::with_capacity(steps.len());
     for i in order {
         let s = &steps[i];
-        let action = step_action(&s.kind, i, &mut faults, loc, t)?;
+        let Some(kind) = &s.kind else { continue };
+        let action = step_action(kind, i, &mut faults, loc, t)?;
         out.push(Step {
             at: s.at,
             action,

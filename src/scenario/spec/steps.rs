@@ -13,13 +13,18 @@ use crate::topology::spec::PolicySpec;
 use crate::topology::{Fault, Phase, PolicyFields};
 use crate::yaml;
 
-/// A step as written: `at` and exactly one action.
+/// A step as written: `at`, at most one action and a caption (`say:`),
+/// one of them at least.
 #[derive(Deserialize)]
 #[serde(try_from = "RawStep")]
 pub(super) struct StepSpec {
     pub(super) at: Duration,
-    pub(super) kind: StepKind,
+    pub(super) kind: Option<StepKind>,
+    pub(super) say: Option<String>,
 }
+
+/// The longest caption: a sentence or two on a banner.
+pub(super) const MAX_SAY: usize = 400;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +59,8 @@ struct RawStep {
     reset: Option<bool>,
     #[serde(default)]
     set: Option<SetSpec>,
+    #[serde(default)]
+    say: Option<String>,
 }
 
 /// What a step does, before it is resolved against the timeline.
@@ -79,13 +86,40 @@ const STEP_KEYS: &str = "fail, heal, down, up, policy, mode, drop_context, resto
 
 impl TryFrom<RawStep> for StepSpec {
     type Error = String;
-    fn try_from(r: RawStep) -> Result<StepSpec, String> {
+    fn try_from(mut r: RawStep) -> Result<StepSpec, String> {
         let at = r.at.ok_or("a step needs `at:` (e.g. at: 5s)")?;
-        let kind = r.kind(
-            &format!("the step at {}", fmt_duration(at)),
+        let say = match r.say.take() {
+            Some(text) => {
+                let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                if text.is_empty() {
+                    return Err(format!(
+                        "the step at {}: `say:` is empty: write the caption, or leave the key out",
+                        fmt_duration(at)
+                    ));
+                }
+                if text.chars().count() > MAX_SAY {
+                    return Err(format!(
+                        "the step at {}: `say:` has {} characters: a caption is a sentence or two (at most {MAX_SAY})",
+                        fmt_duration(at),
+                        text.chars().count()
+                    ));
+                }
+                Some(text)
+            }
+            None => None,
+        };
+        let what = format!("the step at {}", fmt_duration(at));
+        let kind = r.kind_if_any(
+            &what,
             "one action per step (write another step with the same `at:`)",
         )?;
-        Ok(StepSpec { at, kind })
+        // A caption alone is a step: the words, no change.
+        if kind.is_none() && say.is_none() {
+            return Err(format!(
+                "{what} does nothing: give it one of {STEP_KEYS}, or a caption (say:)"
+            ));
+        }
+        Ok(StepSpec { at, kind, say })
     }
 }
 
@@ -98,6 +132,12 @@ pub(super) struct ActionSpec(pub(super) StepKind);
 impl TryFrom<RawStep> for ActionSpec {
     type Error = String;
     fn try_from(r: RawStep) -> Result<ActionSpec, String> {
+        if r.say.is_some() {
+            return Err(
+                "`say` is a caption on a scenario's timeline: an action sent to the API has none"
+                    .into(),
+            );
+        }
         if r.at.is_some() {
             return Err(
                 "`at` has no place in an action sent to the API: it applies when it arrives".into(),
@@ -115,6 +155,12 @@ impl RawStep {
     /// Its one action; `what` names it in errors (`the step at 5s`), and
     /// `one` says what to do with several.
     fn kind(self, what: &str, one: &str) -> Result<StepKind, String> {
+        self.kind_if_any(what, one)?
+            .ok_or_else(|| format!("{what} does nothing: give it one of {STEP_KEYS}"))
+    }
+
+    /// Its action, if it has one (several are an error).
+    fn kind_if_any(self, what: &str, one: &str) -> Result<Option<StepKind>, String> {
         let r = self;
         let mut kinds = Vec::new();
         let mut names = Vec::new();
@@ -147,8 +193,7 @@ impl RawStep {
             add("reset", Some(StepKind::Reset));
         }
         match kinds.len() {
-            1 => Ok(kinds.pop().expect("one")),
-            0 => Err(format!("{what} does nothing: give it one of {STEP_KEYS}")),
+            0 | 1 => Ok(kinds.pop()),
             _ => Err(format!("{what} has {}: {one}", names.join(" and "))),
         }
     }

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
 
 use super::theme;
-use crate::session::{Action, Snapshot};
+use crate::session::{Action, Origin, Snapshot};
 use crate::tui::state::{Focus, State};
 
 fn style(a: &Action) -> Style {
@@ -59,6 +59,9 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         " events ",
         Style::new().add_modifier(Modifier::BOLD),
     )];
+    if s.timeline.is_some() {
+        title.push(Span::styled("▸ scripted ✎ yours ", theme::label()));
+    }
     if scroll > 0 {
         title.push(Span::styled(
             format!("· {scroll} newer below "),
@@ -75,7 +78,14 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         // Newest first, until the panel is full; then put them in order.
         let mut rev: Vec<Line> = vec![];
         for e in s.events[..n - scroll].iter().rev() {
-            let parts = wrap(&e.text, inner_w.saturating_sub(TIME_W));
+            // With a scenario playing: what was scripted, what was not.
+            let text = match (&s.timeline, e.origin) {
+                (None, _) => e.text.clone(),
+                (Some(_), Origin::Timeline) => format!("▸ {}", e.text),
+                (Some(_), Origin::Api) => format!("⇄ {}", e.text),
+                (Some(_), Origin::Operator) => format!("✎ {}", e.text),
+            };
+            let parts = wrap(&text, inner_w.saturating_sub(TIME_W));
             let mut block: Vec<Line> = parts
                 .into_iter()
                 .enumerate()

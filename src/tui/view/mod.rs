@@ -8,6 +8,7 @@
 //! compact and scrolls, the table scrolls, and the charts shrink to
 //! sparklines before anything is cut.
 
+pub mod banner;
 pub mod capacity;
 pub mod charts;
 pub mod footer;
@@ -50,7 +51,8 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         return;
     }
     let controls = state.controls(s);
-    let head = header::lines(s, &controls, area.width);
+    let mut head = header::lines(s, &controls, area.width);
+    head.extend(banner::lines(state, s, area.width));
     let head_h = (head.len() as u16).min(area.height / 3);
     let rest = area.height - head_h - 1;
     let inner_w = area.width.saturating_sub(2);
