@@ -103,7 +103,13 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
             sc.check_duration(duration, args.clock.duration.is_some())
                 .map_err(RunError::input)?;
             let mut setup = args
-                .setup(topology, sc.initial_actions(), sc.plan_steps(warmup), warmup, None)
+                .setup(
+                    topology,
+                    sc.initial_actions(),
+                    sc.plan_steps(warmup),
+                    warmup,
+                    None,
+                )
                 .map_err(RunError::usage)?;
             setup.captions = sc.plan_captions(warmup);
             setup
@@ -114,9 +120,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     };
     // The dashboard stays open after the timeline: the person quits.
     setup.until = None;
-    let expectations = scenario
-        .as_ref()
-        .map_or(vec![], |s| s.expectations.clone());
+    let expectations = scenario.as_ref().map_or(vec![], |s| s.expectations.clone());
     let end = scenario.as_ref().map(|sc| {
         warmup
             + args

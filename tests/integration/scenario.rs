@@ -40,6 +40,10 @@ fn the_uber_chain_story_holds() {
         Some(0),
         "the story failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
+    // The captions, each once, as they pass.
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("] » ")).collect();
+    assert_eq!(said.len(), 7, "{stderr}");
+    assert!(said[1].contains("D fails every request"), "{said:?}");
     let r = read_json(&report);
     let es = r["expectations"].as_array().unwrap();
     assert!(es.len() >= 20, "{}", es.len());

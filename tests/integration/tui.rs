@@ -289,6 +289,94 @@ fn storm_then_ownership_in_a_real_terminal() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The story played in the dashboard: each caption on the banner at its
+/// time, `P` holds the timeline and `n` plays the next cue at once, the
+/// expectations turn ✓ as their windows close, and the verdict shows.
+#[test]
+fn the_story_plays_in_the_dashboard_with_its_captions_and_verdict() {
+    let _fleet = common::fleet_lock();
+    let t = Tmux::start();
+    t.wait_for("the shell", Duration::from_secs(10), |s| {
+        s.contains("test$")
+    });
+    let cmd = format!(
+        "{} {} --scenario {}",
+        env!("CARGO_BIN_EXE_chaoslab"),
+        common::root().join("topologies/uber-chain.yaml").display(),
+        common::root()
+            .join("scenarios/uber-chain-story.yaml")
+            .display(),
+    );
+    t.keys(&[&cmd, "Enter"]);
+    // The timeline's clock as the strip shows it: `▶   12.3s`.
+    let clock = |s: &str| -> Option<f64> {
+        let l = s
+            .lines()
+            .find(|l| l.contains(" step ") && l.contains("n next"))?;
+        let after = l.split_once('▶').or_else(|| l.split_once("HELD"))?.1;
+        after
+            .split_whitespace()
+            .next()?
+            .trim_end_matches('s')
+            .parse()
+            .ok()
+    };
+    // (caption, its time on the timeline: warm-up 2 s + `at`)
+    let captions = [
+        ("A healthy chain of seven", 0.0),
+        ("D fails every request", 6.0),
+        ("A retry budget caps retries", 10.0),
+        ("Capped, not confined", 11.0),
+        ("Error ownership. D claims", 14.0),
+        ("C loses its request context", 18.0),
+        ("D heals. Every service", 22.0),
+    ];
+    for (i, (words, at)) in captions.iter().enumerate() {
+        let s = t.wait_for(words, Duration::from_secs(12), |s| s.contains(words));
+        let now = clock(&s).unwrap_or_else(|| panic!("no strip:\n{s}"));
+        assert!(
+            now >= at - 0.01,
+            "`{words}` at {now} s, before its time {at} s:\n{s}"
+        );
+        if i == 1 {
+            assert!(
+                s.contains("✓"),
+                "the healthy window's expectations turned ✓:\n{s}"
+            );
+        }
+        if i == 2 {
+            // Hold: the next caption would come in a second; it does not.
+            t.keys(&["P"]);
+            t.wait_for("HELD", Duration::from_secs(3), |s| s.contains("⏸ HELD"));
+            std::thread::sleep(Duration::from_millis(1500));
+            let s = t.screen();
+            assert!(!s.contains("Capped, not confined"), "held:\n{s}");
+            assert!(s.contains(words), "{s}");
+            // `n`: the next cue now, held or not; then let it run.
+            t.keys(&["n"]);
+            t.wait_for(
+                "the next caption at once",
+                Duration::from_millis(1500),
+                |s| s.contains("Capped, not confined"),
+            );
+            t.keys(&["P"]);
+        }
+    }
+    let s = t.wait_for("the verdict", Duration::from_secs(15), |s| {
+        s.contains("PASS  all 23 expectations held") || s.contains("FAIL ")
+    });
+    assert!(s.contains("PASS  all 23 expectations held"), "{s}");
+    assert!(s.contains("✓23 ✗0"), "{s}");
+    assert!(
+        s.contains("▸ policy ownership"),
+        "scripted steps are marked:\n{s}"
+    );
+    t.keys(&["q"]);
+    t.wait_for("the shell", Duration::from_secs(10), |s| {
+        s.trim_end().ends_with("test$")
+    });
+}
+
 /// The dashboard over `--processes`: the keys reach every node, and
 /// quitting leaves no node running.
 #[test]

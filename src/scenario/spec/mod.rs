@@ -280,7 +280,11 @@ impl Scenario {
         self.captions
             .iter()
             .map(|(at, say)| {
-                let t = if at.is_zero() { Duration::ZERO } else { warmup + *at };
+                let t = if at.is_zero() {
+                    Duration::ZERO
+                } else {
+                    warmup + *at
+                };
                 (t, say.clone())
             })
             .collect()
@@ -556,6 +560,31 @@ expect:                                  # checked over a window of the run
         let plan = s.plan_steps(Duration::from_secs(2));
         assert_eq!(plan[0].0, Duration::ZERO);
         assert_eq!(plan[1].0, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn captions_ride_on_steps_or_alone_and_are_checked() {
+        let s = ok("steps:\n  - at: 0s\n    heal: D\n    say: Healthy.\n  - at: 3s\n    say: |\n      Two lines\n      become one.\n");
+        assert_eq!(s.steps.len(), 1, "a caption alone changes nothing");
+        assert_eq!(
+            s.plan_captions(Duration::from_secs(2)),
+            [
+                (Duration::ZERO, "Healthy.".to_string()),
+                (Duration::from_secs(5), "Two lines become one.".to_string())
+            ]
+        );
+        assert!(err("steps:\n  - at: 3s\n    say: \"  \"\n").contains("`say:` is empty"));
+        let long = "x".repeat(401);
+        assert!(
+            err(&format!("steps:\n  - at: 3s\n    say: {long}\n")).contains("a sentence or two")
+        );
+        assert!(err("steps:\n  - at: 3s\n").contains("or a caption (say:)"));
+        let t =
+            crate::topology::Topology::from_yaml("name: t\nservices:\n  A:\n", "t.yaml").unwrap();
+        let e = actions_from_json(br#"{"rps": 5, "say": "hi"}"#, "POST /actions", &t, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("an action sent to the API has none"), "{e}");
     }
 
     #[test]

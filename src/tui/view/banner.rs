@@ -31,11 +31,19 @@ pub fn lines(state: &State, s: &Snapshot, width: u16) -> Vec<Line<'static>> {
     };
     let clock = format!(" {:>5.1}s ", tl.now.as_secs_f64());
     let steps_played = tl.marks.iter().filter(|m| **m <= tl.now).count();
-    let tail = format!(
-        " {:.0}s · step {steps_played}/{} · ✓{ok} ✗{bad} · {open} to come · n next · P hold ",
-        end.as_secs_f64(),
-        tl.marks.len()
-    );
+    let tail = if w >= 120 {
+        format!(
+            " {:.0}s · step {steps_played}/{} · ✓{ok} ✗{bad} · {open} to come · n next · P hold ",
+            end.as_secs_f64(),
+            tl.marks.len()
+        )
+    } else {
+        format!(
+            " {:.0}s · {steps_played}/{} · ✓{ok} ✗{bad} ",
+            end.as_secs_f64(),
+            tl.marks.len()
+        )
+    };
     let head_w = 3 + clock.chars().count() + if tl.held { 5 } else { 0 };
     let bar_w = w.saturating_sub(head_w + tail.chars().count()).max(4);
     let at = |t: std::time::Duration| {
@@ -68,9 +76,16 @@ pub fn lines(state: &State, s: &Snapshot, width: u16) -> Vec<Line<'static>> {
                 .find(|j| j.passed == Some(false))
                 .map(|j| format!(": {} (observed {:.3})", j.what, j.observed))
                 .unwrap_or_default();
-            format!(" FAIL  {bad} of {} expectations failed{first} ", judged.len())
+            format!(
+                " FAIL  {bad} of {} expectations failed{first} ",
+                judged.len()
+            )
         };
-        let style = if bad == 0 { theme::good() } else { theme::alarm() };
+        let style = if bad == 0 {
+            theme::good()
+        } else {
+            theme::alarm()
+        };
         out.push(Line::from(Span::styled(
             text,
             style.add_modifier(Modifier::REVERSED | Modifier::BOLD),

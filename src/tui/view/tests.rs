@@ -95,6 +95,72 @@ fn the_wire_tap_shows_the_claim_headers_and_decisions_of_the_selected_service() 
     insta::assert_snapshot!("wire_tap_160x45", t.backend());
 }
 
+/// A scenario playing: the strip, the caption, the newest verdicts; and
+/// at its end the verdict.
+#[test]
+fn the_scenario_banner_shows_the_caption_the_steps_and_the_verdicts() {
+    use crate::session::timeline::TimelineView;
+    use crate::tui::play::Judged;
+    use std::time::Duration;
+    let secs = Duration::from_secs;
+    let mut s = fixtures::uber_chain_retry();
+    s.timeline = Some(TimelineView {
+        now: Duration::from_millis(8400),
+        marks: vec![
+            secs(0),
+            secs(0),
+            secs(6),
+            secs(10),
+            secs(14),
+            secs(18),
+            secs(22),
+        ],
+        played: 4,
+        total: 14,
+        next: Some(secs(10)),
+        held: false,
+        caption: Some((
+            secs(6),
+            "D fails every request. Each hop above retries, so D sees 8 times its load.".into(),
+        )),
+    });
+    let judged = |what: &str, closes: u64, passed: Option<bool>, observed: f64| Judged {
+        what: what.into(),
+        closes: secs(closes),
+        passed,
+        observed,
+    };
+    let mut st = select(&s, "D");
+    st.scenario_end = Some(secs(26));
+    st.verdicts = vec![
+        judged("root_availability >= 0.999", 6, Some(true), 1.0),
+        judged("D amplification ≈ 1 ± 5%", 6, Some(true), 1.0),
+        judged("D amplification ≈ 8 ± 5%", 10, None, 0.0),
+    ];
+    let t = screen(&st, &s, 160, 45);
+    let out = text(&t);
+    assert!(out.contains("» D fails every request"), "{out}");
+    assert!(out.contains("step 3/7 · ✓2 ✗0 · 1 to come"), "{out}");
+    assert!(out.contains("✓ D amplification ≈ 1 ± 5% (1.000)"), "{out}");
+    insta::assert_snapshot!("scenario_banner_160x45", t.backend());
+
+    // The end: every window judged.
+    if let Some(tl) = s.timeline.as_mut() {
+        tl.now = secs(26);
+        tl.held = true;
+    }
+    st.verdicts[2].passed = Some(false);
+    st.verdicts[2].observed = 6.25;
+    let t = screen(&st, &s, 80, 24);
+    let out = text(&t);
+    assert!(out.contains("HELD"), "{out}");
+    assert!(
+        out.contains("FAIL  1 of 3 expectations failed: D amplification ≈ 8 ± 5%"),
+        "{out}"
+    );
+    insta::assert_snapshot!("scenario_verdict_80x24", t.backend());
+}
+
 #[test]
 fn help_overlay() {
     let s = fixtures::uber_chain_retry();
