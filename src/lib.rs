@@ -28,6 +28,7 @@ pub mod session;
 pub mod signals;
 pub mod tap;
 pub mod topology;
+pub mod tour;
 pub mod tui;
 pub mod yaml;
 
@@ -50,5 +51,6 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Load(args) => node::load(args),
         Command::K8s(args) => k8s::run(args),
         Command::Tap(args) => tap::run(args),
+        Command::Tour(args) => tour::run(args),
     }
 }

@@ -63,6 +63,8 @@ pub enum Command {
     /// Run the fleet with load and print one service's exchanges as the
     /// wire carries them: status, claim header, what the caller did.
     Tap(TapArgs),
+    /// A guided tour of the post, one chapter per figure, live.
+    Tour(TourArgs),
 }
 
 /// `chaoslab run`.
@@ -411,6 +413,29 @@ pub struct LoadArgs {
     /// Prometheus metrics (the root requests) and the control API.
     #[command(flatten)]
     pub endpoints: EndpointArgs,
+}
+
+/// `chaoslab tour`.
+#[derive(Debug, Args, Clone)]
+pub struct TourArgs {
+    /// Start at this chapter (1 to 7).
+    pub chapter: Option<usize>,
+    /// List the chapters.
+    #[arg(long)]
+    pub list: bool,
+    /// Run every chapter without the dashboard and print each one's text,
+    /// captions and measured figures.
+    #[arg(long)]
+    pub headless: bool,
+    /// Write the chapters' topologies and scenarios into this folder.
+    #[arg(long, value_name = "DIR")]
+    pub export: Option<PathBuf>,
+    /// Dashboard frames per second.
+    #[arg(long, default_value_t = 10)]
+    pub fps: u32,
+    /// No colours (NO_COLOR is honoured too).
+    #[arg(long)]
+    pub no_color: bool,
 }
 
 /// `chaoslab tap`.

@@ -84,6 +84,8 @@ pub enum Msg {
     NextStep,
     /// Hold the scenario's timeline, or let it run again.
     ToggleHold,
+    /// The tour's next chapter.
+    NextChapter,
 }
 
 /// One line of help: a group, the keys as shown, what they do, and the
@@ -215,6 +217,7 @@ pub fn msg(k: KeyEvent) -> Option<Msg> {
         KeyCode::Char('t') => Msg::ToggleTap,
         KeyCode::Char('n') => Msg::NextStep,
         KeyCode::Char('P') => Msg::ToggleHold,
+        KeyCode::Enter => Msg::NextChapter,
         _ => return None,
     })
 }

@@ -49,7 +49,8 @@ use crate::cli::RunArgs;
 use crate::error::{write_output, RunError};
 use crate::report::Report;
 use crate::scenario::record;
-use crate::session::Session;
+use crate::scenario::spec::Expectation;
+use crate::session::{Session, Setup};
 use crate::topology::Topology;
 
 /// How to draw the dashboard.
@@ -66,6 +67,8 @@ pub struct Options {
     /// A scenario playing: where its run ends on the timeline's clock,
     /// and its expectations as judged.
     pub scenario: Option<(std::time::Duration, play::Verdicts)>,
+    /// A chapter of `chaoslab tour`: Enter ends it for the next one.
+    pub tour: bool,
 }
 
 impl Options {
@@ -92,43 +95,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     // A scenario plays live: `--scenario FILE`, else the topology's own.
     let scenario = crate::scenario::Scenario::for_run(args.scenario.as_deref(), path, &topology)
         .map_err(RunError::input)?;
-    let warmup = args.warmup(scenario.as_ref().and_then(|s| s.warmup));
-    let mut setup = match &scenario {
-        Some(sc) => {
-            let duration = args
-                .clock
-                .duration
-                .or(sc.duration)
-                .unwrap_or(crate::cli::DEFAULT_DURATION);
-            sc.check_duration(duration, args.clock.duration.is_some())
-                .map_err(RunError::input)?;
-            let mut setup = args
-                .setup(
-                    topology,
-                    sc.initial_actions(),
-                    sc.plan_steps(warmup),
-                    warmup,
-                    None,
-                )
-                .map_err(RunError::usage)?;
-            setup.captions = sc.plan_captions(warmup);
-            setup
-        }
-        None => args
-            .setup(topology, vec![], vec![], warmup, None)
-            .map_err(RunError::usage)?,
-    };
-    // The dashboard stays open after the timeline: the person quits.
-    setup.until = None;
-    let expectations = scenario.as_ref().map_or(vec![], |s| s.expectations.clone());
-    let end = scenario.as_ref().map(|sc| {
-        warmup
-            + args
-                .clock
-                .duration
-                .or(sc.duration)
-                .unwrap_or(crate::cli::DEFAULT_DURATION)
-    });
+    let (setup, expectations, end, warmup) = prepare(&args, topology, scenario.as_ref())?;
     let endpoints = crate::endpoints::Endpoints::parse(&args.endpoints)?;
     let session = Session::start(setup)?;
     let listening = endpoints.start(&session, expectations.clone())?;
@@ -139,6 +106,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         listening: listening.clone(),
         cast: args.cast.clone(),
         scenario: end.map(|e| (e, verdicts)),
+        tour: false,
     };
     let outcome = dashboard(&session, &opts);
     let record = session.finish()?;
@@ -184,9 +152,59 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     interrupted.map_or(Ok(()), Err)
 }
 
+/// The session a dashboard runs for `args` (and a scenario, if any): its
+/// setup, the scenario's expectations, where the scenario ends on the
+/// timeline's clock, and the warm-up. The dashboard stays open after the
+/// timeline: the person quits.
+pub fn prepare(
+    args: &RunArgs,
+    topology: Topology,
+    scenario: Option<&crate::scenario::Scenario>,
+) -> Result<(Setup, Vec<Expectation>, Option<Duration>, Duration), RunError> {
+    let warmup = args.warmup(scenario.and_then(|s| s.warmup));
+    let Some(sc) = scenario else {
+        let setup = args
+            .setup(topology, vec![], vec![], warmup, None)
+            .map_err(RunError::usage)?;
+        return Ok((setup, vec![], None, warmup));
+    };
+    let duration = args
+        .clock
+        .duration
+        .or(sc.duration)
+        .unwrap_or(crate::cli::DEFAULT_DURATION);
+    sc.check_duration(duration, args.clock.duration.is_some())
+        .map_err(RunError::input)?;
+    let mut setup = args
+        .setup(
+            topology,
+            sc.initial_actions(),
+            sc.plan_steps(warmup),
+            warmup,
+            None,
+        )
+        .map_err(RunError::usage)?;
+    setup.captions = sc.plan_captions(warmup);
+    Ok((
+        setup,
+        sc.expectations.clone(),
+        Some(warmup + duration),
+        warmup,
+    ))
+}
+
+/// How a dashboard ended without an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The person quit (`q`).
+    Quit,
+    /// The person asked for the tour's next chapter (Enter).
+    Next,
+}
+
 /// Runs the dashboard over a session until the user quits, a signal
 /// arrives or the run loop ends. The terminal is restored on return.
-pub fn dashboard(session: &Session, opts: &Options) -> Result<(), RunError> {
+pub fn dashboard(session: &Session, opts: &Options) -> Result<Ended, RunError> {
     // 0, or the exit status of the signal that came (130, 143, 129).
     let interrupted = Arc::new(AtomicU8::new(0));
     let ui_done = Arc::new(AtomicBool::new(false));
@@ -302,7 +320,7 @@ fn ui_loop(
     interrupted: &AtomicU8,
     opts: &Options,
     cast: Option<&cast::Shared>,
-) -> Result<(), RunError> {
+) -> Result<Ended, RunError> {
     let (fps, color) = (opts.fps.clamp(1, 60), opts.color());
     let mut snaps = session.snapshots();
     let actions = session.actions();
@@ -310,6 +328,7 @@ fn ui_loop(
     let mut state = state::State::new();
     state.listening = opts.listening.clone();
     state.scenario_end = opts.scenario.as_ref().map(|(e, _)| *e);
+    state.tour = opts.tour;
     let mut snap = snaps.borrow_and_update().clone();
     let mut next_draw = Instant::now();
     let mut dirty = true;
@@ -325,7 +344,8 @@ fn ui_loop(
             ));
         }
         match interrupted.load(Ordering::SeqCst) {
-            0 if state.quit => return Ok(()),
+            0 if state.quit && state.next_chapter => return Ok(Ended::Next),
+            0 if state.quit => return Ok(Ended::Quit),
             0 => {}
             code => {
                 return Err(RunError::Interrupted {
@@ -376,6 +396,10 @@ fn ui_loop(
                                 keys::Msg::ToggleHold if !state.help => {
                                     let held = snap.timeline.as_ref().is_some_and(|t| t.held);
                                     actions.hold(!held);
+                                }
+                                keys::Msg::NextChapter if opts.tour && !state.help => {
+                                    state.quit = true;
+                                    state.next_chapter = true;
                                 }
                                 _ => {}
                             }

@@ -142,6 +142,10 @@ pub struct State {
     /// A scenario is playing: where its run ends on the timeline's clock
     /// (warm-up included).
     pub scenario_end: Option<std::time::Duration>,
+    /// A chapter of the tour: Enter moves on.
+    pub tour: bool,
+    /// Enter was pressed in a tour: the next chapter, not the end.
+    pub next_chapter: bool,
 }
 
 impl Default for State {
@@ -160,6 +164,8 @@ impl Default for State {
             tap: false,
             verdicts: vec![],
             scenario_end: None,
+            tour: false,
+            next_chapter: false,
         }
     }
 }

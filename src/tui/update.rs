@@ -56,7 +56,7 @@ pub fn update(state: &mut State, snap: &Snapshot, msg: Msg) -> Option<Action> {
         }
         // The timeline's keys are the run loop's, not the lab's: the
         // dashboard's loop sends them (see `tui::ui_loop`).
-        Msg::NextStep | Msg::ToggleHold => None,
+        Msg::NextStep | Msg::ToggleHold | Msg::NextChapter => None,
         Msg::Escape => None,
         Msg::FocusNext => {
             state.focus = state.focus.next();

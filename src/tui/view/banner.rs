@@ -90,6 +90,12 @@ pub fn lines(state: &State, s: &Snapshot, width: u16) -> Vec<Line<'static>> {
             text,
             style.add_modifier(Modifier::REVERSED | Modifier::BOLD),
         )));
+        if state.tour {
+            out.push(Line::from(Span::styled(
+                " Enter: the next chapter · q: leave the tour ",
+                Style::new().add_modifier(Modifier::BOLD),
+            )));
+        }
     } else if let Some((_, say)) = &tl.caption {
         out.push(Line::from(Span::styled(
             format!(" » {say} "),

@@ -1,0 +1,289 @@
+//! `chaoslab tour`: the post's figures, one chapter each, live. A chapter
+//! is a shipped topology and a captioned scenario, both built into the
+//! binary (a `cargo install`ed chaoslab has them); the person reads the
+//! captions, watches the figure appear in the dashboard, and presses
+//! Enter for the next chapter or `q` to leave. `--headless` runs every
+//! chapter and prints its text, its captions and its measured figures: a
+//! printed lesson, which exits 1 when a chapter's expectations fail.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cli::{RunArgs, TourArgs, DEFAULT_DURATION};
+use crate::error::{write_output, RunError};
+use crate::scenario::Scenario;
+use crate::session::{Session, Setup};
+use crate::signals::Interrupts;
+use crate::topology::Topology;
+use crate::tui::{self, Ended, Options};
+
+/// One chapter: a figure of the post.
+#[derive(Debug, Clone, Copy)]
+pub struct Chapter {
+    /// Its title.
+    pub title: &'static str,
+    /// The file names it exports as.
+    pub slug: &'static str,
+    /// The topology's file name in `topologies/`, and its text.
+    pub topology: (&'static str, &'static str),
+    /// The scenario's text (its `description:` is the chapter's text).
+    pub scenario: &'static str,
+}
+
+macro_rules! chapter {
+    ($title:literal, $slug:literal, $topology:literal) => {
+        Chapter {
+            title: $title,
+            slug: $slug,
+            topology: (
+                $topology,
+                include_str!(concat!("../../topologies/", $topology)),
+            ),
+            scenario: include_str!(concat!("chapters/", $slug, ".yaml")),
+        }
+    };
+}
+
+/// Every chapter, in order.
+pub const CHAPTERS: [Chapter; 7] = [
+    chapter!(
+        "The storm, and two answers to it",
+        "1-storm",
+        "uber-chain.yaml"
+    ),
+    chapter!(
+        "Claim and unclaim, hop by hop",
+        "2-claims",
+        "three-node.yaml"
+    ),
+    chapter!("A dropped context", "3-context", "context-drop.yaml"),
+    chapter!("Coincidental errors", "4-coincidental", "coincidental.yaml"),
+    chapter!(
+        "At least one retry",
+        "5-at-least-once",
+        "at-least-once.yaml"
+    ),
+    chapter!(
+        "What a budget leaves of availability",
+        "6-availability",
+        "availability.yaml"
+    ),
+    chapter!(
+        "A storm that outlives its trigger",
+        "7-metastable",
+        "metastable.yaml"
+    ),
+];
+
+impl Chapter {
+    /// Its topology and scenario, parsed.
+    pub fn load(&self) -> Result<(Topology, Scenario), RunError> {
+        let t = Topology::from_yaml(self.topology.1, self.topology.0)?;
+        let origin = format!("tour/{}.yaml", self.slug);
+        let s = Scenario::from_yaml(self.scenario, &origin, &t).map_err(RunError::input)?;
+        Ok((t, s))
+    }
+
+    /// Its text: the scenario's description.
+    pub fn text(&self) -> String {
+        self.load()
+            .ok()
+            .and_then(|(_, s)| s.description)
+            .unwrap_or_default()
+    }
+}
+
+/// `chaoslab tour`.
+pub fn run(args: TourArgs) -> Result<(), RunError> {
+    if args.list {
+        for (i, c) in CHAPTERS.iter().enumerate() {
+            println!("{:>2}. {}  ({})", i + 1, c.title, c.topology.0);
+        }
+        return Ok(());
+    }
+    if let Some(dir) = &args.export {
+        return export(dir);
+    }
+    let first = match args.chapter {
+        None => 0,
+        Some(n) if (1..=CHAPTERS.len()).contains(&n) => n - 1,
+        Some(n) => {
+            return Err(RunError::Usage(format!(
+                "tour {n}: there are chapters 1 to {} (chaoslab tour --list)",
+                CHAPTERS.len()
+            )))
+        }
+    };
+    if args.headless {
+        return headless(first);
+    }
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(RunError::Usage(
+            "the tour needs a terminal; for scripts and CI run `chaoslab tour --headless`".into(),
+        ));
+    }
+    for (i, c) in CHAPTERS.iter().enumerate().skip(first) {
+        let (t, scenario) = c.load()?;
+        let run = RunArgs {
+            fps: args.fps,
+            no_color: args.no_color,
+            ..RunArgs::default()
+        };
+        let (setup, expectations, end, warmup) = tui::prepare(&run, t, Some(&scenario))?;
+        let session = Session::start(setup)?;
+        let verdicts = tui::play::judge(&session, expectations, warmup);
+        let opts = Options {
+            fps: args.fps,
+            no_color: args.no_color,
+            listening: vec![],
+            cast: None,
+            scenario: end.map(|e| (e, verdicts.clone())),
+            tour: true,
+        };
+        let ended = tui::dashboard(&session, &opts);
+        session.finish()?;
+        let judged = verdicts.now();
+        let held = judged.iter().filter(|j| j.passed == Some(true)).count();
+        println!(
+            "chapter {} of {}: {} · {held} of {} expectations held",
+            i + 1,
+            CHAPTERS.len(),
+            c.title,
+            judged.len()
+        );
+        match ended? {
+            Ended::Next => continue,
+            Ended::Quit => break,
+        }
+    }
+    Ok(())
+}
+
+/// Every chapter from `first`, headless: its text, its captions as they
+/// pass, its table and its expectations.
+fn headless(first: usize) -> Result<(), RunError> {
+    let interrupts = Interrupts::watch();
+    let mut failed = vec![];
+    for (i, c) in CHAPTERS.iter().enumerate().skip(first) {
+        let (t, scenario) = c.load()?;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "\n=== Chapter {} of {}: {} ===",
+            i + 1,
+            CHAPTERS.len(),
+            c.title
+        );
+        let _ = writeln!(out, "{}\n", wrap(&c.text(), 76));
+        let _ = out.flush();
+        drop(out);
+        let warmup = scenario.warmup.unwrap_or(Duration::from_secs(2));
+        let duration = scenario.duration.unwrap_or(DEFAULT_DURATION);
+        let session = Session::start(Setup {
+            initial: scenario.initial_actions(),
+            steps: scenario.plan_steps(warmup),
+            captions: scenario.plan_captions(warmup),
+            warmup,
+            until: Some(warmup + duration),
+            ..Setup::new(t)
+        })?;
+        interrupts.attach(&session);
+        let mut snaps = session.snapshots();
+        session.block_on(async {
+            let mut said = None;
+            while snaps.changed().await.is_ok() {
+                let s = snaps.borrow_and_update().clone();
+                if let Some(c) = s.timeline.as_ref().and_then(|tl| tl.caption.clone()) {
+                    if said.as_ref() != Some(&c) {
+                        let mut out = std::io::stdout().lock();
+                        let _ = writeln!(out, "  [{:>4.1}s] » {}", s.t.as_secs_f64(), c.1);
+                        let _ = out.flush();
+                        said = Some(c);
+                    }
+                }
+            }
+        });
+        let record = session.wait()?;
+        let report = crate::headless::report(&record, &scenario);
+        print!("\n{}", report.table());
+        if report.expectations.iter().any(|e| !e.passed) {
+            failed.push(format!("chapter {} ({})", i + 1, c.title));
+        }
+        interrupts.outcome()?;
+    }
+    if failed.is_empty() {
+        println!("\nEvery chapter's expectations held.");
+        Ok(())
+    } else {
+        Err(RunError::ExpectationFailed(format!(
+            "expectations failed in {}",
+            failed.join(", ")
+        )))
+    }
+}
+
+/// Writes each chapter's topology and scenario into `dir`, to edit and
+/// run: `chaoslab run DIR/1-storm.topology.yaml --scenario DIR/1-storm.scenario.yaml`.
+fn export(dir: &Path) -> Result<(), RunError> {
+    if dir.is_file() {
+        return Err(RunError::Usage(format!(
+            "--export {}: is a file; give a folder (it is created if missing)",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|source| RunError::Output {
+        what: "tour folder",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for c in &CHAPTERS {
+        let t = dir.join(format!("{}.topology.yaml", c.slug));
+        let s = dir.join(format!("{}.scenario.yaml", c.slug));
+        write_output(&t, c.topology.1, "chapter topology")?;
+        write_output(&s, c.scenario, "chapter scenario")?;
+        println!(
+            "chaoslab run {} --scenario {}    # {}",
+            t.display(),
+            s.display(),
+            c.title
+        );
+    }
+    Ok(())
+}
+
+/// `text` in lines of at most `w` columns.
+fn wrap(text: &str, w: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        let n = word.chars().count();
+        if line > 0 && line + 1 + n > w {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += n;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_chapter_loads_and_fits_its_duration() {
+        for c in &CHAPTERS {
+            let (_, s) = c.load().unwrap_or_else(|e| panic!("{}: {e}", c.slug));
+            assert!(!c.text().is_empty(), "{}", c.slug);
+            assert!(!s.captions.is_empty(), "{} has captions", c.slug);
+            assert!(!s.expectations.is_empty(), "{} checks its figure", c.slug);
+            let d = s.duration.unwrap() + s.warmup.unwrap();
+            assert!(d <= Duration::from_secs(15), "{}: {d:?}", c.slug);
+        }
+    }
+}
