@@ -12,6 +12,8 @@ use crate::session::figures::Figure;
 use crate::session::{apply, Action, LabState, Snapshot};
 use crate::topology::ServiceId;
 
+use super::view::theme::Theme;
+
 /// How long a key's effect is trusted over the snapshots that follow it:
 /// the runner applies an action at once, but publishes it with its next
 /// tick (every 250 ms), so two ticks later every snapshot shows it.
@@ -136,6 +138,10 @@ pub struct State {
     pub listening: Vec<String>,
     /// The wire tap is shown in place of the event log.
     pub tap: bool,
+    /// `--big`: the layout for the back of the room (see [`super::view::big`]).
+    pub big: bool,
+    /// `--theme`: how the colours are rendered.
+    pub theme: Theme,
 }
 
 impl Default for State {
@@ -152,6 +158,8 @@ impl Default for State {
             pending: None,
             listening: vec![],
             tap: false,
+            big: false,
+            theme: Theme::Dark,
         }
     }
 }
