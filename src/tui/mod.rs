@@ -62,6 +62,11 @@ pub struct Options {
     pub listening: Vec<String>,
     /// `--cast FILE`: record the session as an asciicast v2 file.
     pub cast: Option<PathBuf>,
+    /// `--big`: the layout for a projector.
+    pub big: bool,
+    /// `--theme`: how the colours are rendered (`--no-color` and
+    /// `NO_COLOR` win over it).
+    pub theme: view::theme::Theme,
 }
 
 impl Options {
@@ -97,6 +102,8 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         no_color: args.no_color,
         listening: listening.clone(),
         cast: args.cast.clone(),
+        big: args.big,
+        theme: args.theme,
     };
     let outcome = dashboard(&session, &opts);
     let record = session.finish()?;
@@ -267,6 +274,8 @@ fn ui_loop(
     let frame = Duration::from_secs(1) / fps;
     let mut state = state::State::new();
     state.listening = opts.listening.clone();
+    state.big = opts.big;
+    state.theme = opts.theme;
     let mut snap = snaps.borrow_and_update().clone();
     let mut next_draw = Instant::now();
     let mut dirty = true;
