@@ -12,6 +12,7 @@ pub use peers::{names as service_names, PeerArgs, Peers};
 use crate::fleet::Placement;
 use crate::session::{Action, NodeControls, Setup};
 use crate::topology::{PolicyFields, Preset, Topology};
+use crate::tui::view::theme::Theme;
 
 /// A terminal lab for retry storms: real services, real numbers.
 #[derive(Debug, Parser)]
@@ -103,9 +104,17 @@ pub struct RunArgs {
     /// Dashboard frames per second.
     #[arg(long, default_value_t = 10)]
     pub fps: u32,
-    /// No colours (NO_COLOR is honoured too).
+    /// No colours (NO_COLOR is honoured too; either wins over --theme).
     #[arg(long)]
     pub no_color: bool,
+    /// The dashboard for a projector: fewer columns, each service a box
+    /// with its amplification in big glyphs.
+    #[arg(long)]
+    pub big: bool,
+    /// The dashboard's colours: dark (the terminal's own 16 colours) or
+    /// light (dark shades on a light page, for light-background projectors).
+    #[arg(long, value_name = "dark|light", default_value = "dark", value_parser = parse_theme)]
+    pub theme: Theme,
     /// Save the run's actions (keys, control API, timeline) as a scenario
     /// file when it ends.
     #[arg(long)]
@@ -436,6 +445,12 @@ pub struct TourArgs {
     /// No colours (NO_COLOR is honoured too).
     #[arg(long)]
     pub no_color: bool,
+    /// The layout for a projector (as `run --big`).
+    #[arg(long)]
+    pub big: bool,
+    /// Colours for a dark or a light background (as `run --theme`).
+    #[arg(long, value_parser = parse_theme, default_value = "dark")]
+    pub theme: crate::tui::view::theme::Theme,
 }
 
 /// `chaoslab tap`.
@@ -613,6 +628,14 @@ pub fn parse_attribution(s: &str) -> Result<crate::ownership::Attribution, Strin
     .ok_or_else(|| format!("`{s}` is not an attribution mode (simple, declared, learned)"))
 }
 
+/// Parses a dashboard theme: `dark` or `light`.
+pub fn parse_theme(s: &str) -> Result<Theme, String> {
+    Theme::ALL
+        .into_iter()
+        .find(|t| t.name() == s)
+        .ok_or_else(|| format!("`{s}` is not a theme (dark, light)"))
+}
+
 /// Parses `on`/`off` (also `true`/`false`).
 pub fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {
@@ -695,7 +718,20 @@ mod tests {
         assert_eq!(r.clock.duration, Some(Duration::from_secs(3)));
         let r = run_args(&["chaoslab", "run", "t.yaml", "--headless"]);
         assert!(r.headless);
+        assert!(!r.big && r.theme == Theme::Dark, "the full layout, dark");
         assert_eq!(run_args(&["chaoslab"]).topology, None);
+    }
+
+    #[test]
+    fn the_projector_flags_reach_the_run() {
+        let r = run_args(&["chaoslab", "t.yaml", "--big", "--theme", "light"]);
+        assert!(r.big && r.theme == Theme::Light);
+        let r = run_args(&["chaoslab", "run", "t.yaml", "--theme", "dark"]);
+        assert_eq!(r.theme, Theme::Dark);
+        let e = Opts::try_parse_from(["chaoslab", "t.yaml", "--theme", "sepia"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`sepia` is not a theme (dark, light)"), "{e}");
     }
 
     #[test]

@@ -140,6 +140,8 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
             cast: None,
             scenario: end.map(|e| (e, verdicts.clone())),
             tour: true,
+            big: args.big,
+            theme: args.theme,
         };
         let ended = tui::dashboard(&session, &opts);
         session.finish()?;

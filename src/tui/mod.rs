@@ -69,6 +69,11 @@ pub struct Options {
     pub scenario: Option<(std::time::Duration, play::Verdicts)>,
     /// A chapter of `chaoslab tour`: Enter ends it for the next one.
     pub tour: bool,
+    /// `--big`: the layout for a projector.
+    pub big: bool,
+    /// `--theme`: how the colours are rendered (`--no-color` and
+    /// `NO_COLOR` win over it).
+    pub theme: view::theme::Theme,
 }
 
 impl Options {
@@ -107,6 +112,8 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         cast: args.cast.clone(),
         scenario: end.map(|e| (e, verdicts)),
         tour: false,
+        big: args.big,
+        theme: args.theme,
     };
     let outcome = dashboard(&session, &opts);
     let record = session.finish()?;
@@ -329,6 +336,8 @@ fn ui_loop(
     state.listening = opts.listening.clone();
     state.scenario_end = opts.scenario.as_ref().map(|(e, _)| *e);
     state.tour = opts.tour;
+    state.big = opts.big;
+    state.theme = opts.theme;
     let mut snap = snaps.borrow_and_update().clone();
     let mut next_draw = Instant::now();
     let mut dirty = true;

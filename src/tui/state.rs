@@ -12,6 +12,8 @@ use crate::session::figures::Figure;
 use crate::session::{apply, Action, LabState, Snapshot};
 use crate::topology::ServiceId;
 
+use super::view::theme::Theme;
+
 /// How long a key's effect is trusted over the snapshots that follow it:
 /// the runner applies an action at once, but publishes it with its next
 /// tick (every 250 ms), so two ticks later every snapshot shows it.
@@ -146,6 +148,10 @@ pub struct State {
     pub tour: bool,
     /// Enter was pressed in a tour: the next chapter, not the end.
     pub next_chapter: bool,
+    /// `--big`: the layout for the back of the room (see [`super::view::big`]).
+    pub big: bool,
+    /// `--theme`: how the colours are rendered.
+    pub theme: Theme,
 }
 
 impl Default for State {
@@ -166,6 +172,8 @@ impl Default for State {
             scenario_end: None,
             tour: false,
             next_chapter: false,
+            big: false,
+            theme: Theme::Dark,
         }
     }
 }

@@ -6,9 +6,11 @@
 //! the event log; footer. Each panel asks for the lines it needs and the
 //! charts take what is left; on a small terminal the topology turns
 //! compact and scrolls, the table scrolls, and the charts shrink to
-//! sparklines before anything is cut.
+//! sparklines before anything is cut. `--big` swaps this for [`big`]'s
+//! layout, and `--theme` renders the colours of either ([`theme::Theme`]).
 
 pub mod banner;
+pub mod big;
 pub mod capacity;
 pub mod charts;
 pub mod footer;
@@ -34,20 +36,27 @@ use crate::session::Snapshot;
 /// Lines the charts and log want at least, when there is room.
 const BOTTOM_MIN: u16 = 9;
 
-/// Draws one frame. With `color` off, every cell loses its colours but
-/// keeps its glyphs and its bold / reverse / dim attributes.
+/// Draws one frame, its colours rendered in the state's theme. With
+/// `color` off, every cell loses its colours but keeps its glyphs and its
+/// bold / reverse / dim attributes, whatever the theme.
 pub fn draw(state: &State, s: &Snapshot, frame: &mut Frame, color: bool) {
     let area = frame.area();
     render(state, s, area, frame.buffer_mut());
-    if !color {
+    if color {
+        state.theme.paint(frame.buffer_mut(), area);
+    } else {
         strip_colors(frame.buffer_mut(), area);
     }
 }
 
-/// Draws the whole screen into `buf`.
+/// Draws the whole screen into `buf`: the big layout when the state asks
+/// for it and the terminal can hold it, else the full one.
 pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     if area.width < 20 || area.height < 6 {
         Paragraph::new("chaoslab: the terminal is too small (q quits)").render(area, buf);
+        return;
+    }
+    if state.big && big::render(state, s, area, buf) {
         return;
     }
     let controls = state.controls(s);

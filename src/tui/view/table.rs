@@ -103,9 +103,15 @@ fn util_cell(r: &RowData<'_>) -> (String, Style) {
 }
 
 fn amp_cell(r: &RowData<'_>) -> (String, Style) {
-    let amp = r.v.amplification();
+    amp_text(r.v)
+}
+
+/// A service's amplification as the table writes it: bold, or marked `*`
+/// and coloured when it disagrees with the model by over 5%.
+pub(super) fn amp_text(v: &ServiceView) -> (String, Style) {
+    let amp = v.amplification();
     let a = format::amp(amp);
-    if theme::disagrees(amp, r.v.live[Figure::ModelAmplification]) {
+    if theme::disagrees(amp, v.live[Figure::ModelAmplification]) {
         (format!("{a}*"), theme::warn())
     } else {
         (format!("{a} "), theme::figure())

@@ -7,6 +7,7 @@ use ratatui::style::{Color, Modifier};
 use ratatui::Terminal;
 
 use super::draw;
+use super::theme::Theme;
 use crate::session::Snapshot;
 use crate::tui::fixtures;
 use crate::tui::keys::Msg;
@@ -301,23 +302,195 @@ fn a_saturated_service_is_red_and_reads_without_colour() {
     assert_eq!(buf[(x, y)].fg, Color::Red);
 }
 
+/// Every look the dashboard has: the full layout and `--big`, each dark
+/// and light.
+fn looks(st: &State) -> Vec<State> {
+    let mut out = vec![];
+    for big in [false, true] {
+        for theme in Theme::ALL {
+            out.push(State {
+                big,
+                theme,
+                ..st.clone()
+            });
+        }
+    }
+    out
+}
+
 #[test]
 fn tiny_terminals_do_not_panic() {
-    let s = fixtures::deep_chain();
-    for (w, h) in [(1, 1), (10, 3), (20, 6), (40, 10), (60, 15), (200, 60)] {
-        let _ = screen(&select(&s, "S13"), &s, w, h);
-    }
-    let s = fixtures::metastable_storm();
-    for (w, h) in [
+    const SIZES: [(u16, u16); 12] = [
         (1, 1),
         (10, 3),
         (20, 6),
+        (25, 12),
         (30, 8),
+        (31, 14),
         (40, 10),
         (60, 15),
+        (80, 24),
+        (100, 30),
+        (120, 40),
         (200, 60),
-    ] {
-        let _ = screen(&select(&s, "DB"), &s, w, h);
+    ];
+    let cases = [
+        (fixtures::deep_chain(), "S13"),
+        (fixtures::metastable_storm(), "DB"),
+        (fixtures::uber_chain_retry(), "G"),
+        (fixtures::fanout(), "shard2"),
+    ];
+    for (s, name) in &cases {
+        for st in looks(&select(s, name)) {
+            for (w, h) in SIZES {
+                let _ = screen(&st, s, w, h);
+                let mut help = st.clone();
+                update(&mut help, s, Msg::Help);
+                let _ = screen(&help, s, w, h);
+            }
+        }
+    }
+}
+
+fn big(st: State) -> State {
+    State { big: true, ..st }
+}
+
+#[test]
+fn big_storm_under_retry_160x45() {
+    let s = fixtures::uber_chain_retry();
+    let t = screen(&big(select(&s, "D")), &s, 160, 45);
+    let out = text(&t);
+    // The amplifications in block glyphs: 8.00× is `█▀█` over `█▀█`.
+    assert!(out.contains("█▀█   █▀█ █▀█ ▄ ▄"), "{out}");
+    // The policy too: RETRY's R, E, T, R, Y.
+    assert!(out.contains("█▀▄ █▀▀ ▀█▀ █▀▄ █ █"), "{out}");
+    for fig in ["storm radius", "8.00×", "failing, claims its errors"] {
+        assert!(out.contains(fig), "{fig} missing\n{out}");
+    }
+    assert!(!out.contains("events"), "no event log");
+    assert!(!out.contains("returned t/f/-"), "the table is cut down");
+    insta::assert_snapshot!("big_uber_chain_retry_160x45", t.backend());
+}
+
+#[test]
+fn big_storm_under_retry_80x24() {
+    let s = fixtures::uber_chain_retry();
+    let t = screen(&big(select(&s, "D")), &s, 80, 24);
+    let out = text(&t);
+    for name in ["A", "B", "C", "D", "E", "F", "G"] {
+        assert!(out.contains(&format!("{name} ")), "{name} missing\n{out}");
+    }
+    assert!(
+        out.contains("RETRY") && out.contains("storm radius 3"),
+        "{out}"
+    );
+    insta::assert_snapshot!("big_uber_chain_retry_80x24", t.backend());
+}
+
+#[test]
+fn big_scrolls_to_the_selected_service() {
+    let s = fixtures::uber_chain_retry();
+    let top = text(&screen(&big(select(&s, "A")), &s, 80, 24));
+    let bottom = text(&screen(&big(select(&s, "G")), &s, 80, 24));
+    assert!(top.contains("1–4 of 7 in depth order"), "{top}");
+    assert!(bottom.contains("5–7 of 7 in depth order"), "{bottom}");
+}
+
+#[test]
+fn big_writes_long_names_small_and_shows_callers_an_arrow_cannot() {
+    let s = fixtures::fanout();
+    let out = text(&screen(&big(select(&s, "shard2")), &s, 160, 45));
+    for v in &s.services {
+        assert!(out.contains(&v.name), "{} missing\n{out}", v.name);
+    }
+    assert!(out.contains("← "), "{out}");
+}
+
+fn light(st: State) -> State {
+    State {
+        theme: Theme::Light,
+        ..st
+    }
+}
+
+#[test]
+fn light_storm_under_retry_160x45() {
+    let s = fixtures::uber_chain_retry();
+    let st = select(&s, "D");
+    let t = screen(&light(st.clone()), &s, 160, 45);
+    assert_eq!(
+        text(&t),
+        text(&screen(&st, &s, 160, 45)),
+        "a theme changes colours, never text"
+    );
+    insta::assert_snapshot!("light_uber_chain_retry_160x45", t.backend());
+}
+
+#[test]
+fn the_light_theme_draws_dark_on_light() {
+    let s = fixtures::uber_chain_retry();
+    let st = select(&s, "A");
+    let dark = screen(&st, &s, 160, 45);
+    let lit = screen(&light(st.clone()), &s, 160, 45);
+    let (d, l) = (dark.backend().buffer(), lit.backend().buffer());
+    // Plain text (the topology's name in the header): dark ink on the
+    // light page, where the dark theme leaves the terminal's own.
+    let (x, y) = find(l, "uber-chain").expect("the header");
+    assert_eq!((d[(x, y)].fg, d[(x, y)].bg), (Color::Reset, Color::Reset));
+    let (ink, page) = (l[(x, y)].fg, l[(x, y)].bg);
+    assert!(![Color::Reset, Color::White, Color::Gray].contains(&ink));
+    assert_eq!(ink, Color::Indexed(234));
+    assert_eq!(page, Color::Indexed(255));
+    // Every cell has the page or a fill behind it, and no white text
+    // outside a fill.
+    assert!(l.content().iter().all(|c| c.bg != Color::Reset));
+    assert!(l
+        .content()
+        .iter()
+        .filter(|c| c.bg == page)
+        .all(|c| c.fg != Color::White && c.fg != Color::Indexed(231)));
+    // The alarm (A's retries, `↻200/s`): a dark red, not the ANSI red.
+    let (x, y) = find(d, "↻200/s").expect("A's retries");
+    assert_eq!(d[(x, y)].fg, Color::Red);
+    assert_eq!(l[(x, y)].fg, Color::Indexed(124));
+    // Labels: a firm grey instead of the dim attribute.
+    let (x, y) = find(l, "policy").expect("the policy label");
+    assert!(d[(x, y)].modifier.contains(Modifier::DIM));
+    assert!(!l[(x, y)].modifier.contains(Modifier::DIM));
+    assert_eq!(l[(x, y)].fg, Color::Indexed(240));
+    // D's pill keeps a red fill and white text; C's yellow one turns a
+    // yellow fill with black text; the warning colour as text is brown.
+    let (x, y) = find(l, "✗ D").expect("D's pill");
+    assert_eq!(
+        (l[(x, y)].bg, l[(x, y)].fg),
+        (Color::Indexed(160), Color::Indexed(231))
+    );
+    let (x, y) = find(l, "↑ C").expect("C's pill");
+    assert_eq!(
+        (l[(x, y)].bg, l[(x, y)].fg),
+        (Color::Indexed(220), Color::Indexed(16))
+    );
+}
+
+#[test]
+fn no_color_wins_over_the_light_theme() {
+    let s = fixtures::uber_chain_retry();
+    for st in looks(&select(&s, "D")) {
+        let mut t = Terminal::new(TestBackend::new(160, 45)).unwrap();
+        t.draw(|f| draw(&st, &s, f, false)).unwrap();
+        let buf = t.backend().buffer();
+        assert!(
+            buf.content()
+                .iter()
+                .all(|c| c.fg == Color::Reset && c.bg == Color::Reset),
+            "{:?} big {}",
+            st.theme,
+            st.big
+        );
+        // The labels keep their dim attribute: stripped, not repainted.
+        let (x, y) = find(buf, "storm radius").expect("the radius");
+        assert!(buf[(x, y)].modifier.contains(Modifier::DIM));
     }
 }
 

@@ -3,11 +3,124 @@
 //! colour-blind viewer. Colours are the 16 ANSI ones, which terminals
 //! adapt to their dark or light theme; text on a coloured background is
 //! black or white, chosen for contrast with that background.
+//!
+//! A projector washes out a dark page and a terminal's own light theme
+//! often leaves yellow on white unreadable, so `--theme light` repaints
+//! the drawn frame on a light page of its own ([`Theme::paint`]): each of
+//! the 16 ANSI names the panels use becomes a fixed dark shade of itself
+//! from the 256-colour palette (yellow turns brown, white text black, the
+//! dim grey of labels a firm darker grey). The panels keep naming colours
+//! by meaning; the theme only decides how those names are rendered, so
+//! every panel, chart and pill follows it and none needs to know.
 
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
 use crate::session::snapshot::ServiceState;
 use crate::topology::Policy;
+
+/// How the frame's colours are rendered: `--theme`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Theme {
+    /// The 16 ANSI colours on the terminal's own background.
+    #[default]
+    Dark,
+    /// Dark shades on a light page of the dashboard's own, for
+    /// projectors and light terminals.
+    Light,
+}
+
+/// The light page.
+const PAPER: Color = Color::Indexed(255);
+/// The light theme's default text.
+const INK: Color = Color::Indexed(234);
+/// The light theme's labels, where the dark theme dims the text.
+const PENCIL: Color = Color::Indexed(240);
+
+impl Theme {
+    /// Every theme, as `--theme` names them.
+    pub const ALL: [Theme; 2] = [Theme::Dark, Theme::Light];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Theme::Dark => "dark",
+            Theme::Light => "light",
+        }
+    }
+
+    /// Renders the colours of a drawn `area` in this theme. The dark
+    /// theme leaves them as drawn; the light one gives every cell the
+    /// light page (or a light-page shade of its fill), dark text, and a
+    /// grey in place of the dim attribute, which a light page would fade.
+    pub fn paint(self, buf: &mut Buffer, area: Rect) {
+        if self == Theme::Dark {
+            return;
+        }
+        let area = area.intersection(buf.area);
+        for y in area.top()..area.bottom() {
+            for x in area.left()..area.right() {
+                let Some(c) = buf.cell_mut((x, y)) else {
+                    continue;
+                };
+                let filled = c.bg != Color::Reset;
+                let dim = c.modifier.contains(Modifier::DIM);
+                c.fg = match c.fg {
+                    Color::Reset if dim => PENCIL,
+                    Color::Reset => INK,
+                    fg if filled => on_fill(fg),
+                    fg => on_paper(fg),
+                };
+                c.bg = if filled { fill(c.bg) } else { PAPER };
+                c.modifier.remove(Modifier::DIM);
+            }
+        }
+    }
+}
+
+/// An ANSI colour as text on the light page: a shade dark enough to read
+/// from the back of a room.
+fn on_paper(c: Color) -> Color {
+    match c {
+        Color::Black | Color::White => INK,
+        Color::Red | Color::LightRed => Color::Indexed(124),
+        Color::Green | Color::LightGreen => Color::Indexed(28),
+        Color::Yellow | Color::LightYellow => Color::Indexed(94),
+        Color::Blue | Color::LightBlue => Color::Indexed(25),
+        Color::Magenta | Color::LightMagenta => Color::Indexed(90),
+        Color::Cyan | Color::LightCyan => Color::Indexed(30),
+        Color::Gray => Color::Indexed(238),
+        Color::DarkGray => PENCIL,
+        other => other,
+    }
+}
+
+/// An ANSI colour as a fill (a pill's background) on the light page.
+fn fill(c: Color) -> Color {
+    match c {
+        Color::Black => INK,
+        Color::White | Color::Gray => Color::Indexed(250),
+        Color::Red | Color::LightRed => Color::Indexed(160),
+        Color::Green | Color::LightGreen => Color::Indexed(40),
+        Color::Yellow | Color::LightYellow => Color::Indexed(220),
+        Color::Blue | Color::LightBlue => Color::Indexed(25),
+        Color::Magenta | Color::LightMagenta => Color::Indexed(127),
+        Color::Cyan | Color::LightCyan => Color::Indexed(44),
+        Color::DarkGray => PENCIL,
+        other => other,
+    }
+}
+
+/// Text on a fill: black and white stay black and white (the pills chose
+/// them for contrast with their fill), other colours as on the page.
+fn on_fill(c: Color) -> Color {
+    match c {
+        Color::Black => Color::Indexed(16),
+        Color::White => Color::Indexed(231),
+        other => on_paper(other),
+    }
+}
 
 /// The glyph that marks a state.
 pub fn glyph(s: ServiceState) -> &'static str {
