@@ -25,5 +25,6 @@ mod signals;
 mod tables;
 mod telemetry;
 mod topology_errors;
+mod tour;
 mod tui;
 mod wire;
