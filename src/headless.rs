@@ -70,16 +70,12 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         while snaps.changed().await.is_ok() {
             let s = snaps.borrow_and_update().clone();
             // The captions as they pass, each once.
-            if let Some(c) = s.timeline.as_ref().and_then(|tl| tl.caption.clone()) {
-                if said.as_ref() != Some(&c) {
-                    let _ = writeln!(
-                        std::io::stderr().lock(),
-                        "[{:>5.1}s] » {}",
-                        s.t.as_secs_f64(),
-                        c.1
-                    );
-                    said = Some(c);
-                }
+            if let Some(say) = new_caption(&s, &mut said) {
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "[{:>5.1}s] » {say}",
+                    s.t.as_secs_f64()
+                );
             }
             if s.t >= next {
                 next += Duration::from_secs(1);
@@ -105,6 +101,18 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     }
     interrupts.outcome()?;
     verdict(&report)
+}
+
+/// The caption `s` shows, if it is not `said` (the one shown last), which
+/// it then becomes: each caption once, as it passes.
+pub fn new_caption(s: &Snapshot, said: &mut Option<(Duration, String)>) -> Option<String> {
+    let c = s.timeline.as_ref()?.caption.clone()?;
+    if said.as_ref() == Some(&c) {
+        return None;
+    }
+    let text = c.1.clone();
+    *said = Some(c);
+    Some(text)
 }
 
 /// The report of a finished headless run: from the warm-up's end to the

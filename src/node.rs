@@ -171,7 +171,7 @@ pub fn load(args: LoadArgs) -> Result<(), RunError> {
 }
 
 /// The service `--service` names.
-fn service_named(t: &Topology, name: &str) -> Result<ServiceId, UsageError> {
+pub(crate) fn service_named(t: &Topology, name: &str) -> Result<ServiceId, UsageError> {
     t.service_id(name.trim()).ok_or_else(|| {
         UsageError(format!(
             "--service {name}: there is no service `{name}` in topology {} (services: {})",

@@ -13,7 +13,7 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use crate::cli::{service_names, TapArgs};
+use crate::cli::TapArgs;
 use crate::endpoints::Endpoints;
 use crate::error::RunError;
 use crate::session::{Session, Setup};
@@ -26,15 +26,7 @@ const DEFAULT: Duration = Duration::from_secs(10);
 /// `chaoslab tap`.
 pub fn run(args: TapArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
-    let id = t.service_id(args.service.trim()).ok_or_else(|| {
-        RunError::Usage(format!(
-            "--service {}: there is no service `{}` in topology {} (services: {})",
-            args.service,
-            args.service,
-            t.name,
-            service_names(&t)
-        ))
-    })?;
+    let id = crate::node::service_named(&t, &args.service).map_err(RunError::usage)?;
     let mut initial = args.start.actions(&t).map_err(RunError::usage)?;
     initial.extend(args.load.actions().map_err(RunError::usage)?);
     let endpoints = Endpoints::parse(&args.endpoints)?;

@@ -196,13 +196,10 @@ fn headless(first: usize) -> Result<(), RunError> {
             let mut said = None;
             while snaps.changed().await.is_ok() {
                 let s = snaps.borrow_and_update().clone();
-                if let Some(c) = s.timeline.as_ref().and_then(|tl| tl.caption.clone()) {
-                    if said.as_ref() != Some(&c) {
-                        let mut out = std::io::stdout().lock();
-                        let _ = writeln!(out, "  [{:>4.1}s] » {}", s.t.as_secs_f64(), c.1);
-                        let _ = out.flush();
-                        said = Some(c);
-                    }
+                if let Some(say) = crate::headless::new_caption(&s, &mut said) {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "  [{:>4.1}s] » {say}", s.t.as_secs_f64());
+                    let _ = out.flush();
                 }
             }
         });

@@ -48,6 +48,44 @@ pub(super) fn wrap(text: &str, w: usize) -> Vec<String> {
     out
 }
 
+/// Timed entries as a panel's lines, the newest at the bottom: each
+/// wrapped under its text after a `time_w`-wide time, newest first until
+/// `inner_h` lines are full, then put in order.
+pub(super) fn newest_lines(
+    entries: impl DoubleEndedIterator<Item = (std::time::Duration, String, Style)>,
+    time_w: usize,
+    inner_w: usize,
+    inner_h: usize,
+) -> Vec<Line<'static>> {
+    let mut rev: Vec<Line> = vec![];
+    for (t, text, style) in entries.rev() {
+        let parts = wrap(&text, inner_w.saturating_sub(time_w));
+        let mut block: Vec<Line> = parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, part)| {
+                let time = if i == 0 {
+                    format!("{:>w$.1}s ", t.as_secs_f64(), w = time_w - 2)
+                } else {
+                    " ".repeat(time_w)
+                };
+                Line::from(vec![
+                    Span::styled(time, theme::label()),
+                    Span::styled(part, style),
+                ])
+            })
+            .collect();
+        block.reverse();
+        rev.extend(block);
+        if rev.len() >= inner_h {
+            break;
+        }
+    }
+    rev.truncate(inner_h.max(1));
+    rev.reverse();
+    rev
+}
+
 /// Draws the log: the newest events at the bottom, long ones wrapped
 /// under their text (never cut at the panel's edge).
 pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
@@ -75,41 +113,17 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             theme::label(),
         ))]
     } else {
-        // Newest first, until the panel is full; then put them in order.
-        let mut rev: Vec<Line> = vec![];
-        for e in s.events[..n - scroll].iter().rev() {
-            // With a scenario playing: what was scripted, what was not.
+        // With a scenario playing: what was scripted, what was not.
+        let entries = s.events[..n - scroll].iter().map(|e| {
             let text = match (&s.timeline, e.origin) {
                 (None, _) => e.text.clone(),
                 (Some(_), Origin::Timeline) => format!("▸ {}", e.text),
                 (Some(_), Origin::Api) => format!("⇄ {}", e.text),
                 (Some(_), Origin::Operator) => format!("✎ {}", e.text),
             };
-            let parts = wrap(&text, inner_w.saturating_sub(TIME_W));
-            let mut block: Vec<Line> = parts
-                .into_iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let time = if i == 0 {
-                        format!("{:>7.1}s ", e.t.as_secs_f64())
-                    } else {
-                        " ".repeat(TIME_W)
-                    };
-                    Line::from(vec![
-                        Span::styled(time, theme::label()),
-                        Span::styled(t, style(&e.action)),
-                    ])
-                })
-                .collect();
-            block.reverse();
-            rev.extend(block);
-            if rev.len() >= inner_h {
-                break;
-            }
-        }
-        rev.truncate(inner_h.max(1));
-        rev.reverse();
-        rev
+            (e.t, text, style(&e.action))
+        });
+        newest_lines(entries, TIME_W, inner_w, inner_h)
     };
     Paragraph::new(lines)
         .block(

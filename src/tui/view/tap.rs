@@ -53,35 +53,8 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             theme::label(),
         ))]
     } else {
-        // Newest first until the panel is full, each wrapped under its
-        // text; then in order.
-        let mut rev: Vec<Line> = vec![];
-        for l in mine.iter().rev() {
-            let parts = super::log::wrap(&l.text(), inner_w.saturating_sub(TIME_W));
-            let mut block: Vec<Line> = parts
-                .into_iter()
-                .enumerate()
-                .map(|(i, part)| {
-                    let time = if i == 0 {
-                        format!("{:>5.1}s ", l.t.as_secs_f64())
-                    } else {
-                        " ".repeat(TIME_W)
-                    };
-                    Line::from(vec![
-                        Span::styled(time, theme::label()),
-                        Span::styled(part, style(l)),
-                    ])
-                })
-                .collect();
-            block.reverse();
-            rev.extend(block);
-            if rev.len() >= inner_h {
-                break;
-            }
-        }
-        rev.truncate(inner_h.max(1));
-        rev.reverse();
-        rev
+        let entries = mine.iter().map(|l| (l.t, l.text(), style(l)));
+        super::log::newest_lines(entries, TIME_W, inner_w, inner_h)
     };
     Paragraph::new(lines)
         .block(
