@@ -264,7 +264,7 @@ impl Metrics {
     /// Counters for a fleet of `services` services and these edges
     /// (caller, callee), in topology order.
     pub fn new(services: usize, edges: Vec<(usize, usize)>) -> Metrics {
-        let callee_count = edges.len();
+        let edge_count = edges.len();
         Metrics {
             services: (0..services).map(|_| ServiceCounters::default()).collect(),
             edges: edges.iter().map(|_| EdgeCounters::default()).collect(),
@@ -282,7 +282,7 @@ impl Metrics {
             fd_errors: AtomicU64::new(0),
             interval_latency: Mutex::new(new_histogram()),
             journal: None,
-            tap: Tap::new(callee_count),
+            tap: Tap::new(edge_count),
             remote: Mutex::new(None),
         }
     }

@@ -62,12 +62,13 @@ impl Tap {
     }
 
     /// Offers an exchange; kept if its edge has had no sample for
-    /// [`SAMPLE_EVERY`].
+    /// [`SAMPLE_EVERY`] (on the attempts' send times).
     pub fn offer(&self, e: &Exchanged) {
         let Some(last) = self.last.get(e.edge) else {
             return;
         };
-        let t = self.started.elapsed();
+        // The attempt's own send time: no clock read on the request path.
+        let t = e.sent.saturating_duration_since(self.started);
         let now = u64::try_from(t.as_micros()).unwrap_or(u64::MAX - 1) + 1;
         let before = last.load(Ordering::Relaxed);
         let every = SAMPLE_EVERY.as_micros() as u64;
@@ -115,6 +116,7 @@ mod tests {
             status: Some(status),
             claim: Some(WireValue::of(b"true")),
             then: Then::Retried,
+            sent: Instant::now(),
         }
     }
 

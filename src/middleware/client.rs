@@ -528,6 +528,7 @@ impl RetryClient {
                     Next::Stop(o) => o.stop_reason().map_or(Then::Done, Then::Stopped),
                     _ => Then::Retried,
                 },
+                sent,
             });
             let delay = match next {
                 Next::Stop(outcome) => break outcome,

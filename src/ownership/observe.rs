@@ -90,6 +90,8 @@ pub struct Exchanged {
     pub claim: Option<WireValue>,
     /// What the caller did next.
     pub then: Then,
+    /// When the attempt was sent (read once for the attempt already).
+    pub sent: tokio::time::Instant,
 }
 
 /// A header value kept inline, without allocating: its first
