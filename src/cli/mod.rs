@@ -12,7 +12,6 @@ pub use peers::{names as service_names, PeerArgs, Peers};
 use crate::fleet::Placement;
 use crate::session::{Action, NodeControls, Setup};
 use crate::topology::{PolicyFields, Preset, Topology};
-use crate::tui::view::theme::Theme;
 
 /// A terminal lab for retry storms: real services, real numbers.
 #[derive(Debug, Parser)]
@@ -450,7 +449,7 @@ pub struct TourArgs {
     pub big: bool,
     /// Colours for a dark or a light background (as `run --theme`).
     #[arg(long, value_parser = parse_theme, default_value = "dark")]
-    pub theme: crate::tui::view::theme::Theme,
+    pub theme: Theme,
 }
 
 /// `chaoslab tap`.
@@ -626,6 +625,30 @@ pub fn parse_attribution(s: &str) -> Result<crate::ownership::Attribution, Strin
     .into_iter()
     .find(|a| a.name() == s)
     .ok_or_else(|| format!("`{s}` is not an attribution mode (simple, declared, learned)"))
+}
+
+/// How the frame's colours are rendered: `--theme`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Theme {
+    /// The 16 ANSI colours on the terminal's own background.
+    #[default]
+    Dark,
+    /// Dark shades on a light page of the dashboard's own, for
+    /// projectors and light terminals.
+    Light,
+}
+
+impl Theme {
+    /// Every theme, as `--theme` names them.
+    pub const ALL: [Theme; 2] = [Theme::Dark, Theme::Light];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Theme::Dark => "dark",
+            Theme::Light => "light",
+        }
+    }
 }
 
 /// Parses a dashboard theme: `dark` or `light`.

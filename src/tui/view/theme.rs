@@ -20,16 +20,7 @@ use ratatui::style::{Color, Modifier, Style};
 use crate::session::snapshot::ServiceState;
 use crate::topology::Policy;
 
-/// How the frame's colours are rendered: `--theme`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Theme {
-    /// The 16 ANSI colours on the terminal's own background.
-    #[default]
-    Dark,
-    /// Dark shades on a light page of the dashboard's own, for
-    /// projectors and light terminals.
-    Light,
-}
+pub use crate::cli::Theme;
 
 /// The light page.
 const PAPER: Color = Color::Indexed(255);
@@ -39,17 +30,6 @@ const INK: Color = Color::Indexed(234);
 const PENCIL: Color = Color::Indexed(240);
 
 impl Theme {
-    /// Every theme, as `--theme` names them.
-    pub const ALL: [Theme; 2] = [Theme::Dark, Theme::Light];
-
-    /// Its name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Theme::Dark => "dark",
-            Theme::Light => "light",
-        }
-    }
-
     /// Renders the colours of a drawn `area` in this theme. The dark
     /// theme leaves them as drawn; the light one gives every cell the
     /// light page (or a light-page shade of its fill), dark text, and a
