@@ -450,6 +450,10 @@ pub struct TourArgs {
     /// Colours for a dark or a light background (as `run --theme`).
     #[arg(long, value_parser = parse_theme, default_value = "dark")]
     pub theme: Theme,
+    /// Record the chapters played, one after the other, as one asciicast
+    /// v2 file (as `run --cast`).
+    #[arg(long, value_name = "FILE")]
+    pub cast: Option<PathBuf>,
 }
 
 /// `chaoslab tap`.

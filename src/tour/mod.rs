@@ -115,6 +115,14 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
             )))
         }
     };
+    if let Some(path) = &args.cast {
+        if args.headless {
+            return Err(RunError::Usage(
+                "--cast records the dashboard; a headless tour has none".into(),
+            ));
+        }
+        crate::error::check_outputs(&[("--cast", path.as_path())], &[])?;
+    }
     if args.headless {
         return headless(first);
     }
@@ -123,6 +131,11 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
             "the tour needs a terminal; for scripts and CI run `chaoslab tour --headless`".into(),
         ));
     }
+    let cast = args
+        .cast
+        .as_deref()
+        .map(|p| tui::cast::Cast::open(p, "chaoslab tour"))
+        .transpose()?;
     for (i, c) in CHAPTERS.iter().enumerate().skip(first) {
         let (t, scenario) = c.load()?;
         let run = RunArgs {
@@ -137,7 +150,7 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
             fps: args.fps,
             no_color: args.no_color,
             listening: vec![],
-            cast: None,
+            cast: cast.clone(),
             scenario: end.map(|e| (e, verdicts.clone())),
             tour: true,
             big: args.big,

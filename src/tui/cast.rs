@@ -13,11 +13,13 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Stdout, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use tokio::time::Instant;
+
+use crate::error::RunError;
 
 /// The terminal the dashboard draws on, recorded when casting.
 #[derive(Debug)]
@@ -32,6 +34,7 @@ pub type Shared = Arc<Mutex<Cast>>;
 /// An asciicast being written.
 #[derive(Debug)]
 pub struct Cast {
+    path: PathBuf,
     file: BufWriter<File>,
     started: Instant,
     /// Bytes written since the last frame (a frame ends at a flush).
@@ -41,6 +44,18 @@ pub struct Cast {
 }
 
 impl Cast {
+    /// Creates `path` for the terminal's present size, to record one
+    /// dashboard or several in turn (the tour's chapters).
+    pub fn open(path: &Path, title: &str) -> Result<Shared, RunError> {
+        let (w, h) = ratatui::crossterm::terminal::size().map_err(RunError::Terminal)?;
+        let c = Cast::create(path, w, h, title).map_err(|source| RunError::Output {
+            what: "asciicast",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Arc::new(Mutex::new(c)))
+    }
+
     /// Creates `path` and writes the header for a `width`×`height`
     /// terminal.
     pub fn create(path: &Path, width: u16, height: u16, title: &str) -> io::Result<Cast> {
@@ -58,6 +73,7 @@ impl Cast {
         });
         writeln!(file, "{header}")?;
         Ok(Cast {
+            path: path.to_path_buf(),
             file,
             started: Instant::now(),
             pending: Vec::new(),
@@ -99,13 +115,19 @@ impl Cast {
         self.event("r", &format!("{width}x{height}"));
     }
 
-    /// Writes what is left and says whether every event reached the file.
-    pub fn finish(&mut self) -> io::Result<()> {
+    /// Writes what is left and says whether every event reached the
+    /// file; the cast can go on recording after.
+    pub fn finish(&mut self) -> Result<(), RunError> {
         self.frame();
-        if let Some(e) = self.failed.take() {
-            return Err(e);
-        }
-        self.file.flush()
+        let written = match self.failed.take() {
+            Some(e) => Err(e),
+            None => self.file.flush(),
+        };
+        written.map_err(|source| RunError::Output {
+            what: "asciicast",
+            path: self.path.clone(),
+            source,
+        })
     }
 }
 

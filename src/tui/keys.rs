@@ -134,6 +134,7 @@ pub const HELP: &[KeyHelp] = &[
     KeyHelp { group: "Load", keys: "r", what: "reset counters and charts", short: "reset", rank: 5 },
     KeyHelp { group: "Scenario (--scenario)", keys: "n", what: "the next step now (the rest of the timeline comes that much sooner)", short: "", rank: 9 },
     KeyHelp { group: "Scenario (--scenario)", keys: "P", what: "hold the timeline (the load keeps running) / let it run", short: "", rank: 9 },
+    KeyHelp { group: "Scenario (--scenario)", keys: "Enter", what: "in `chaoslab tour`: the next chapter now", short: "", rank: 9 },
     KeyHelp { group: "Dashboard", keys: "t", what: "wire tap: the selected service's exchanges, status and claim header as sent, and what the caller did (in place of the events)", short: "tap", rank: 7 },
     KeyHelp { group: "Dashboard", keys: "?", what: "this help", short: "help", rank: 0 },
     KeyHelp { group: "Dashboard", keys: "Esc", what: "close the help", short: "", rank: 9 },

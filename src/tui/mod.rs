@@ -30,7 +30,6 @@ pub mod view;
 mod fixtures;
 
 use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -63,7 +62,7 @@ pub struct Options {
     /// Where `--metrics` and `--control` listen, shown in the help.
     pub listening: Vec<String>,
     /// `--cast FILE`: record the session as an asciicast v2 file.
-    pub cast: Option<PathBuf>,
+    pub cast: Option<cast::Shared>,
     /// A scenario playing: where its run ends on the timeline's clock,
     /// and its expectations as judged.
     pub scenario: Option<(std::time::Duration, play::Verdicts)>,
@@ -100,8 +99,14 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     // A scenario plays live: `--scenario FILE`, else the topology's own.
     let scenario = crate::scenario::Scenario::for_run(args.scenario.as_deref(), path, &topology)
         .map_err(RunError::input)?;
+    let title = format!("chaoslab {}", topology.name);
     let (setup, expectations, end, warmup) = prepare(&args, topology, scenario.as_ref())?;
     let endpoints = crate::endpoints::Endpoints::parse(&args.endpoints)?;
+    let cast = args
+        .cast
+        .as_deref()
+        .map(|p| cast::Cast::open(p, &title))
+        .transpose()?;
     let session = Session::start(setup)?;
     let listening = endpoints.start(&session, expectations.clone())?;
     let verdicts = play::judge(&session, expectations, warmup);
@@ -109,7 +114,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         fps: args.fps,
         no_color: args.no_color,
         listening: listening.clone(),
-        cast: args.cast.clone(),
+        cast,
         scenario: end.map(|e| (e, verdicts)),
         tour: false,
         big: args.big,
@@ -218,20 +223,7 @@ pub fn dashboard(session: &Session, opts: &Options) -> Result<Ended, RunError> {
     session
         .handle()
         .spawn(watch_signals(interrupted.clone(), ui_done.clone()));
-    let cast_error = |source| RunError::Output {
-        what: "asciicast",
-        path: opts.cast.clone().unwrap_or_default(),
-        source,
-    };
-    let cast = match &opts.cast {
-        Some(path) => {
-            let (w, h) = ratatui::crossterm::terminal::size().map_err(RunError::Terminal)?;
-            let title = format!("chaoslab {}", session.topology().name);
-            let c = cast::Cast::create(path, w, h, &title).map_err(cast_error)?;
-            Some(Arc::new(std::sync::Mutex::new(c)))
-        }
-        None => None,
-    };
+    let cast = opts.cast.clone();
     let outcome = match Guard::enter(cast.clone()) {
         Ok(mut guard) => ui_loop(
             &mut guard.terminal,
@@ -245,7 +237,7 @@ pub fn dashboard(session: &Session, opts: &Options) -> Result<Ended, RunError> {
     // The guard is gone: the terminal is restored from here on.
     ui_done.store(true, Ordering::SeqCst);
     if let Some(c) = &cast {
-        cast::lock(c).finish().map_err(cast_error)?;
+        cast::lock(c).finish()?;
     }
     outcome
 }

@@ -255,7 +255,8 @@ fn breakers_spare_the_callee_and_their_caller_owns_the_fast_failure() {
         num(&a["claims_returned"], "true") >= 0.9 * requests,
         "A owns its fast failures: {a}"
     );
-    assert_eq!(edge(&r, "A", "B")["breaker"], "open");
+    let state = &edge(&r, "A", "B")["breaker"];
+    assert!(state == "open" || state == "half-open", "{state}");
     assert!(num(node(&r, "D"), "model_amplification") < 1e-9);
 
     std::fs::write(&file, chain("0.1")).unwrap();

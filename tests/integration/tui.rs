@@ -414,16 +414,24 @@ fn the_dashboard_drives_node_processes_and_leaves_none() {
     });
     crate::processes::assert_no_node_left(Duration::from_secs(1), "after q");
 
-    // The session as asciicast v2: a header line, then timed events.
-    let text = std::fs::read_to_string(&cast).expect("the cast is written on quit");
-    let _ = std::fs::remove_file(&cast);
-    let mut lines = text.lines();
-    let header: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
-    assert_eq!(header["version"], 2, "{header}");
+    let (header, shown, frames, last) = read_cast(&cast);
     assert_eq!(
         (header["width"].as_u64(), header["height"].as_u64()),
         (Some(160), Some(45))
     );
+    assert!(frames >= 8, "{frames} frames");
+    assert!(last > 1.0, "the cast spans the session: {last} s");
+    assert!(shown.contains("uber-chain") && shown.contains("OWNERSHIP"));
+}
+
+/// An asciicast v2 file, checked line by line and removed: its header,
+/// the text its events drew, how many there were and the last one's time.
+fn read_cast(path: &std::path::Path) -> (serde_json::Value, String, usize, f64) {
+    let text = std::fs::read_to_string(path).expect("the cast is written on quit");
+    let _ = std::fs::remove_file(path);
+    let mut lines = text.lines();
+    let header: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(header["version"], 2, "{header}");
     let mut last = 0.0;
     let mut shown = String::new();
     let mut frames = 0;
@@ -436,9 +444,48 @@ fn the_dashboard_drives_node_processes_and_leaves_none() {
         shown.push_str(e[2].as_str().expect("the data as text"));
         frames += 1;
     }
+    (header, shown, frames, last)
+}
+
+/// The tour as a person takes it: a chapter plays with its caption,
+/// Enter opens the next one before the first has ended, `q` leaves and
+/// prints how each chapter went, and `--cast` records both chapters in
+/// one file.
+#[test]
+fn the_tour_goes_on_with_enter_and_records_both_chapters() {
+    let _fleet = common::fleet_lock();
+    let t = Tmux::start();
+    t.wait_for("the shell", Duration::from_secs(10), |s| {
+        s.contains("test$")
+    });
+    let cast = std::env::temp_dir().join(format!("chaoslab-tour-{}.cast", std::process::id()));
+    let _ = std::fs::remove_file(&cast);
+    let cmd = format!(
+        "{} tour 6 --cast {}",
+        env!("CARGO_BIN_EXE_chaoslab"),
+        cast.display()
+    );
+    t.keys(&[&cmd, "Enter"]);
+    let s = t.wait_for("chapter 6 with a caption", Duration::from_secs(15), |s| {
+        s.contains("availability") && s.contains(" » ")
+    });
+    assert!(!s.contains("PASS"), "the chapter has not ended yet:\n{s}");
+    t.keys(&["Enter"]);
+    t.wait_for("chapter 7", Duration::from_secs(15), |s| {
+        s.contains("metastable") && s.contains("step ")
+    });
+    t.keys(&["q"]);
+    let s = t.wait_for("the shell", Duration::from_secs(10), |s| {
+        s.contains("test$") && s.contains("chapter 7 of 7") && t.alternate_on() == "0"
+    });
+    assert!(s.contains("chapter 6 of 7: What a budget leaves"), "{s}");
+    let (header, shown, frames, _) = read_cast(&cast);
+    assert_eq!(header["title"], "chaoslab tour", "{header}");
     assert!(frames >= 8, "{frames} frames");
-    assert!(last > 1.0, "the cast spans the session: {last} s");
-    assert!(shown.contains("uber-chain") && shown.contains("OWNERSHIP"));
+    assert!(
+        shown.contains("availability") && shown.contains("metastable"),
+        "both chapters are in the cast"
+    );
 }
 
 #[test]

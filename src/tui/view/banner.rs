@@ -31,19 +31,21 @@ pub fn lines(state: &State, s: &Snapshot, width: u16) -> Vec<Line<'static>> {
     };
     let clock = format!(" {:>5.1}s ", tl.now.as_secs_f64());
     let steps_played = tl.marks.iter().filter(|m| **m <= tl.now).count();
-    let tail = if w >= 120 {
-        format!(
-            " {:.0}s · step {steps_played}/{} · ✓{ok} ✗{bad} · {open} to come · n next · P hold ",
+    let tail =
+        if w >= 120 {
+            format!(
+            " {:.0}s · step {steps_played}/{} · ✓{ok} ✗{bad} · {open} to come · n next · P hold{} ",
             end.as_secs_f64(),
-            tl.marks.len()
+            tl.marks.len(),
+            if state.tour { " · Enter next chapter" } else { "" }
         )
-    } else {
-        format!(
-            " {:.0}s · {steps_played}/{} · ✓{ok} ✗{bad} ",
-            end.as_secs_f64(),
-            tl.marks.len()
-        )
-    };
+        } else {
+            format!(
+                " {:.0}s · {steps_played}/{} · ✓{ok} ✗{bad} ",
+                end.as_secs_f64(),
+                tl.marks.len()
+            )
+        };
     let head_w = 3 + clock.chars().count() + if tl.held { 5 } else { 0 };
     let bar_w = w.saturating_sub(head_w + tail.chars().count()).max(4);
     let at = |t: std::time::Duration| {
