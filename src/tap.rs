@@ -8,7 +8,9 @@
 //!   1.3s  B → C  500  x-error-claim: false  (not retried: unclaimed)
 //! ```
 //!
-//! Sampled: at most one exchange per call edge every 100 ms.
+//! Sampled: at most one exchange per call edge every 100 ms. Under
+//! `--processes` each node samples its own calls and the session reads
+//! them (times are when the lines arrived, within 100 ms of the call).
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -35,6 +37,7 @@ pub fn run(args: TapArgs) -> Result<(), RunError> {
         initial,
         seed: args.load.seed.unwrap_or(1),
         until: Some(args.duration.unwrap_or(DEFAULT)),
+        processes: args.processes.then(|| args.topology.clone()),
         ..Setup::new(t)
     })?;
     interrupts.attach(&session);

@@ -477,6 +477,10 @@ pub struct TapArgs {
     /// Prometheus metrics and the control API (to drive it meanwhile).
     #[command(flatten)]
     pub endpoints: EndpointArgs,
+    /// Each service an OS process of its own, as `run --processes`:
+    /// the lines are read from the nodes' taps.
+    #[arg(long)]
+    pub processes: bool,
 }
 
 /// `chaoslab k8s`.

@@ -17,7 +17,10 @@
 //!   drives a fleet of nodes reads them ([`WireCounts`]);
 //! - `GET /retries?after=N` on a node, the retries it sent and the roots
 //!   it completed since record `N` ([`Page`]): what the distributed storm
-//!   radius is measured from.
+//!   radius is measured from;
+//! - `GET /tap?after=N` the wire tap's samples since sample `N`
+//!   ([`crate::metrics::tap::Page`]): how the session over a fleet of
+//!   nodes shows every node's exchanges.
 //!
 //! Every answer is built from what the session publishes or sends back;
 //! the API holds no state of its own.
@@ -36,7 +39,6 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::error::RunError;
-use crate::metrics::journal::Page;
 use crate::metrics::{Metrics, WireCounts};
 use crate::report::{expect, Report, TimeSeries};
 use crate::scenario::spec::{actions_from_json, Expectation};
@@ -90,6 +92,7 @@ async fn index(State(api): Shared) -> String {
          GET  /healthz   200 ok while the lab runs (a readiness probe)\n\
          GET  /counts    every counter of this process, as JSON\n\
          GET  /retries?after=N  a node's retry records after record N\n\
+         GET  /tap?after=N      the wire tap's sampled exchanges after sample N\n\
          \n\
          curl -s http://{a}/state\n\
          curl -s -X POST http://{a}/actions -d '{{\"policy\": \"ownership\"}}'\n\
@@ -174,15 +177,12 @@ async fn report(State(api): Shared) -> Response {
 
 /// Every counter of this process.
 async fn counts(State(api): Shared) -> Response {
-    let c = WireCounts::from(&api.metrics.local_counts());
-    match serde_json::to_value(&c) {
-        Ok(v) => json_response(StatusCode::OK, &v),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
+    json_ok(WireCounts::from(&api.metrics.local_counts()))
 }
 
-/// The node's retry records after `?after=N` (0 when not given).
-async fn retries(State(api): Shared, uri: http::Uri) -> Response {
+/// The `N` of `?after=N` (0 when not given), or a 400 that says what is
+/// wrong with the query.
+fn after_param(uri: &http::Uri, what: &str) -> Result<u64, Box<Response>> {
     let mut after = 0;
     for pair in uri
         .query()
@@ -194,32 +194,51 @@ async fn retries(State(api): Shared, uri: http::Uri) -> Response {
             Some(("after", v)) => match v.parse::<u64>() {
                 Ok(n) => after = n,
                 Err(_) => {
-                    return error(
+                    return Err(Box::new(error(
                         StatusCode::BAD_REQUEST,
-                        format!(
-                            "GET /retries: after={v}: expected a record number such as after=0"
-                        ),
-                    )
+                        format!("GET {what}: after={v}: expected a record number such as after=0"),
+                    )))
                 }
             },
             _ => {
-                return error(
+                return Err(Box::new(error(
                     StatusCode::BAD_REQUEST,
-                    format!("GET /retries: unknown parameter `{pair}`: the one taken is after=N"),
-                )
+                    format!("GET {what}: unknown parameter `{pair}`: the one taken is after=N"),
+                )))
             }
         }
     }
+    Ok(after)
+}
+
+/// `value` as a 200 JSON answer.
+fn json_ok(value: impl serde::Serialize) -> Response {
+    match serde_json::to_value(&value) {
+        Ok(v) => json_response(StatusCode::OK, &v),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// The node's retry records after `?after=N` (0 when not given).
+async fn retries(State(api): Shared, uri: http::Uri) -> Response {
+    let after = match after_param(&uri, "/retries") {
+        Ok(n) => n,
+        Err(r) => return *r,
+    };
     let Some(journal) = api.metrics.journal() else {
         return error(
             StatusCode::NOT_FOUND,
             "GET /retries: this lab keeps no retry records; a `chaoslab node` does".into(),
         );
     };
-    let page: Page = journal.after(after);
-    match serde_json::to_value(&page) {
-        Ok(v) => json_response(StatusCode::OK, &v),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    json_ok(journal.after(after))
+}
+
+/// The wire tap's samples after `?after=N` (0 when not given).
+async fn tap(State(api): Shared, uri: http::Uri) -> Response {
+    match after_param(&uri, "/tap") {
+        Ok(after) => json_ok(api.metrics.tap().after(after)),
+        Err(r) => *r,
     }
 }
 
@@ -231,7 +250,7 @@ async fn healthz() -> &'static str {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such endpoint: GET / lists them (GET /state, POST /actions, GET /report, GET /healthz, GET /counts, GET /retries)"
+        "no such endpoint: GET / lists them (GET /state, POST /actions, GET /report, GET /healthz, GET /counts, GET /retries, GET /tap)"
             .into(),
     )
 }
@@ -261,6 +280,7 @@ pub fn serve(
         .route("/healthz", get(healthz))
         .route("/counts", get(counts))
         .route("/retries", get(retries))
+        .route("/tap", get(tap))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(api);

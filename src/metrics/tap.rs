@@ -6,6 +6,10 @@
 //! ring of the newest [`TAP_LINES`]. Taking a sample costs one clock read
 //! and one compare-and-swap per attempt; the ring's lock is taken only
 //! for a sample.
+//!
+//! A `chaoslab node` serves its samples (`GET /tap?after=N`, [`Page`]);
+//! the session over a fleet of nodes adds each node's to its own ring
+//! ([`Tap::add`]), so the panel shows every edge's exchanges.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +26,7 @@ pub const TAP_LINES: usize = 64;
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// One sampled exchange.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tapped {
     /// Its number, counting from 1: a reader skips what it has shown.
     pub seq: u64,
@@ -81,13 +85,8 @@ impl Tap {
         {
             return;
         }
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
-        if ring.len() == TAP_LINES {
-            ring.pop_front();
-        }
-        ring.push_back(Tapped {
-            seq,
+        self.keep(Tapped {
+            seq: 0,
             t,
             edge: e.edge,
             attempt: e.attempt,
@@ -97,11 +96,51 @@ impl Tap {
         });
     }
 
+    /// Adds a sample another process took (a node's), numbered and timed
+    /// as this tap's: when it arrived, within a read period of when it
+    /// was taken.
+    pub fn add(&self, x: Tapped) {
+        self.keep(Tapped {
+            t: self.started.elapsed(),
+            ..x
+        });
+    }
+
+    fn keep(&self, x: Tapped) {
+        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        if ring.len() == TAP_LINES {
+            ring.pop_front();
+        }
+        ring.push_back(Tapped { seq, ..x });
+    }
+
     /// The newest samples, oldest first.
     pub fn recent(&self) -> Vec<Tapped> {
         let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         ring.iter().copied().collect()
     }
+
+    /// The samples numbered after `after` still in the ring, and the
+    /// number to ask after next.
+    pub fn after(&self, after: u64) -> Page {
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let tapped: Vec<Tapped> = ring.iter().filter(|x| x.seq > after).copied().collect();
+        Page {
+            next: tapped.last().map_or(after, |x| x.seq),
+            tapped,
+        }
+    }
+}
+
+/// A node's samples since a reader's last read (`GET /tap?after=N`): at
+/// most [`TAP_LINES`]; older ones are gone.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Page {
+    /// Ask after this next time.
+    pub next: u64,
+    /// The samples, oldest first.
+    pub tapped: Vec<Tapped>,
 }
 
 #[cfg(test)]

@@ -96,7 +96,7 @@ pub struct Exchanged {
 
 /// A header value kept inline, without allocating: its first
 /// [`WireValue::MAX`] bytes and whether there were more.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WireValue {
     bytes: [u8; WireValue::MAX],
     len: u8,
@@ -130,7 +130,7 @@ impl WireValue {
 }
 
 /// What a caller did after an attempt's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Then {
     /// The call succeeded.
     Done,

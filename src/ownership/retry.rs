@@ -41,7 +41,7 @@ pub fn decide(outcome: Classified, ownership: bool) -> RetryVerdict {
 }
 
 /// Why a logical call (all its attempts) stopped retrying after a failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StopReason {
     /// The callee's error came back unclaimed under ownership.
     Suppressed,

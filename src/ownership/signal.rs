@@ -141,7 +141,7 @@ pub enum Advice {
 
 /// Why a signal forbade a retry; the reason a suppressed retry is counted
 /// under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum DontRetry {
     /// `ownership`: the callee disowned its error (claim `false`).
     Unclaimed,

@@ -17,6 +17,10 @@
 //!   root is done, its retries are already in the other nodes' journals,
 //!   read next. The records are replayed into the session's own tracker,
 //!   which measures each root's radius as the in-process fleet does.
+//! - **The wire tap.** Each node samples the exchanges on the edges it
+//!   calls on; the session reads the samples since its last read
+//!   (`GET /tap?after=N`) into its own tap, so the panel and `chaoslab
+//!   tap` show every edge's header lines.
 //! - **Drive.** Every action the session applies is sent, in order, to
 //!   every node's `POST /actions` in the scenario step syntax, so every
 //!   node folds the same state (and the same model) as the session.
@@ -32,6 +36,7 @@ use tokio::task::JoinHandle;
 use super::step::as_step;
 use super::Action;
 use crate::metrics::journal::Page;
+use crate::metrics::tap;
 use crate::metrics::{Counts, Metrics, WireCounts};
 use crate::topology::Topology;
 
@@ -98,6 +103,8 @@ struct Node {
     url: String,
     /// The next journal record to read.
     next: u64,
+    /// The last tap sample read.
+    tapped: u64,
     /// Its rows as last read.
     last: Option<Counts>,
 }
@@ -125,6 +132,7 @@ impl Nodes {
                     service,
                     url: u.trim_end_matches('/').to_string(),
                     next: 0,
+                    tapped: 0,
                     last: None,
                 })
             })
@@ -301,13 +309,21 @@ impl Reader {
             rest.iter()
                 .map(|n| get_json::<Page>(client, format!("{}/retries?after={}", n.url, n.next))),
         );
-        let reads = join_all(
-            first
-                .iter()
-                .chain(rest.iter())
-                .map(|n| get_json::<WireCounts>(client, format!("{}/counts", n.url))),
-        );
-        let (journals, reads) = tokio::join!(journals, reads);
+        let all = || first.iter().chain(rest.iter());
+        let reads =
+            join_all(all().map(|n| get_json::<WireCounts>(client, format!("{}/counts", n.url))));
+        let taps =
+            join_all(all().map(|n| {
+                get_json::<tap::Page>(client, format!("{}/tap?after={}", n.url, n.tapped))
+            }));
+        let (journals, reads, taps) = tokio::join!(journals, reads, taps);
+        for (n, page) in self.nodes.iter_mut().zip(taps) {
+            let Some(p) = page else { continue };
+            n.tapped = p.next;
+            for x in p.tapped {
+                self.metrics.tap().add(x);
+            }
+        }
         let storm = self.metrics.storm();
         let mut done = vec![];
         let pages = std::iter::once(entry_page).chain(journals);

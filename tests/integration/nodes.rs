@@ -401,6 +401,30 @@ fn run_remote_reads_and_drives_nodes_already_running() {
     assert!(body.contains("after=x"), "{body}");
     let (status, body) = get(&nodes.node("C").control, "/counts");
     assert_eq!(status, 200, "{body}");
+    // Its wire tap: C's calls to D, D claiming; numbered, so a reader
+    // asks for what came after.
+    let (status, body) = get(&nodes.node("C").control, "/tap?after=0");
+    assert_eq!(status, 200, "{body}");
+    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let tapped = page["tapped"].as_array().unwrap();
+    assert!(!tapped.is_empty(), "{body}");
+    assert!(tapped.iter().all(|x| x["status"] == 500), "{body}");
+    let next = page["next"].as_u64().unwrap();
+    assert_eq!(tapped.last().unwrap()["seq"].as_u64(), Some(next));
+    let (status, body) = get(&nodes.node("C").control, &format!("/tap?after={next}"));
+    assert_eq!(status, 200, "{body}");
+    let later: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        later["tapped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["seq"].as_u64() > Some(next)),
+        "{body}"
+    );
+    let (status, body) = get(&nodes.node("C").control, "/tap?since=3");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("since=3"), "{body}");
 }
 
 #[test]

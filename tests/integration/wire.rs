@@ -64,6 +64,20 @@ fn successes_carry_no_claim_header() {
 /// claim header line that the tap shows for B → C.
 #[test]
 fn the_wire_tap_shows_what_a_plain_client_reads() {
+    tap_against_a_plain_client(&[]);
+}
+
+/// The same with each service a node process of its own: the lines come
+/// from C's and B's nodes, read by the session, and the plain client
+/// calls C's node.
+#[test]
+fn the_wire_tap_reads_every_node_under_processes() {
+    crate::processes::assert_no_node_left(std::time::Duration::ZERO, "before the test");
+    tap_against_a_plain_client(&["--processes"]);
+    crate::processes::assert_no_node_left(std::time::Duration::from_secs(1), "after the tap");
+}
+
+fn tap_against_a_plain_client(extra: &[&str]) {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
 
@@ -72,6 +86,7 @@ fn the_wire_tap_shows_what_a_plain_client_reads() {
         Command::new(env!("CARGO_BIN_EXE_chaoslab"))
             .args(["tap", "topologies/uber-chain.yaml", "--service", "C"])
             .args(["--fail", "D", "--policy", "ownership", "--duration", "3s"])
+            .args(extra)
             .current_dir(root())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
