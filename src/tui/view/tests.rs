@@ -388,6 +388,19 @@ fn big_storm_under_retry_80x24() {
     insta::assert_snapshot!("big_uber_chain_retry_80x24", t.backend());
 }
 
+/// On a fleet with workers the figure that matters is how busy each
+/// service is: under its box and in the cut table.
+#[test]
+fn big_metastable_shows_how_busy_and_how_queued() {
+    let s = fixtures::metastable_storm();
+    let t = screen(&big(select(&s, "DB")), &s, 120, 34);
+    let out = text(&t);
+    for fig in ["100% busy · q 1000▲", "util", "queue"] {
+        assert!(out.contains(fig), "{fig} missing:\n{out}");
+    }
+    insta::assert_snapshot!("big_metastable_120x34", t.backend());
+}
+
 #[test]
 fn big_scrolls_to_the_selected_service() {
     let s = fixtures::uber_chain_retry();

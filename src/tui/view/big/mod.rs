@@ -9,8 +9,11 @@
 //!   with its state's colour, its name and its amplification (`8.00×`) in
 //!   block glyphs, an arrow from the box before when that one calls it
 //!   (red while it retries), and the callers the arrows cannot show under
-//!   it; the rows scroll to keep the selected service in sight;
-//! - the service table cut to name, amplification, model and state;
+//!   it; the rows scroll to keep the selected service in sight; a service
+//!   with workers adds how busy it is and its queue under its box
+//!   (` 100% busy · q 812▲ `), in the colours of the full layout's bar;
+//! - the service table cut to name, amplification, model and state, plus
+//!   utilisation and queue when some service has workers;
 //! - the charts across the whole width when lines are left, no event log.
 //!
 //! The keys, the footer and the help are those of the full layout. When a
@@ -28,7 +31,7 @@ use ratatui::widgets::{
     Widget,
 };
 
-use super::{charts, footer, format, has_workers, header, help, table, theme};
+use super::{capacity, charts, footer, format, has_workers, header, help, table, theme};
 use crate::session::figures::Figure;
 use crate::session::{LabState, Snapshot};
 use crate::tui::state::{Focus, State};
@@ -385,6 +388,20 @@ impl Boxes {
         if !callers.is_empty() {
             block = block.title_bottom(format!(" ← {} ", callers.join(", ")));
         }
+        if let Some(w) = s.state.resources.get(id).and_then(|r| r.workers) {
+            let busy = format!(
+                " {} busy · {} ",
+                capacity::percent(v).trim_start(),
+                capacity::queue(v, w).trim_end()
+            );
+            block = block.title_bottom(
+                Line::from(Span::styled(
+                    busy,
+                    capacity::style(v, w).add_modifier(Modifier::REVERSED),
+                ))
+                .right_aligned(),
+            );
+        }
         let inner = block.inner(r);
         block.render(r, buf);
         let bold = fill.add_modifier(Modifier::BOLD);
@@ -407,8 +424,10 @@ impl Boxes {
 }
 
 /// The service table cut to what a room reads: name, amplification,
-/// model and state, in the table's order and selection.
+/// model and state (and utilisation and queue on a fleet with workers),
+/// in the table's order and selection.
 fn draw_table(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
+    let workers = has_workers(s);
     let order = state.order(s);
     let head = |t: &'static str| {
         Line::from(Span::styled(
@@ -416,16 +435,21 @@ fn draw_table(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
         ))
     };
-    let header = Row::new([
+    let mut heads = vec![
         Cell::from(head("service")),
         Cell::from(head("amp").right_aligned()),
         Cell::from(head("model").right_aligned()),
-        Cell::from(head("state")),
-    ]);
+    ];
+    if workers {
+        heads.push(Cell::from(head("util")));
+        heads.push(Cell::from(head("queue").right_aligned()));
+    }
+    heads.push(Cell::from(head("state")));
+    let header = Row::new(heads);
     let rows = order.iter().map(|&id| {
         let v = &s.services[id];
         let (amp, amp_style) = table::amp_text(v);
-        Row::new([
+        let mut cells = vec![
             Cell::from(Span::styled(
                 format!("{} {}", theme::glyph(v.state), v.name),
                 theme::text(v.state),
@@ -438,8 +462,30 @@ fn draw_table(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
                 ))
                 .right_aligned(),
             ),
-            Cell::from(Span::styled(theme::meaning(v.state), theme::text(v.state))),
-        ])
+        ];
+        if workers {
+            let (util, queue) = match s.state.resources.get(id).and_then(|r| r.workers) {
+                Some(w) => {
+                    let style = capacity::style(v, w);
+                    let bar = capacity::bar(v.live[Figure::Utilisation], 4);
+                    (
+                        Span::styled(format!("{bar}{}", capacity::percent(v)), style),
+                        Span::styled(capacity::depth(v, w), style),
+                    )
+                }
+                None => (
+                    Span::styled("–", theme::label()),
+                    Span::styled("–", theme::label()),
+                ),
+            };
+            cells.push(Cell::from(util));
+            cells.push(Cell::from(Line::from(queue).right_aligned()));
+        }
+        cells.push(Cell::from(Span::styled(
+            theme::meaning(v.state),
+            theme::text(v.state),
+        )));
+        Row::new(cells)
     });
     let name_w = s
         .services
@@ -448,32 +494,33 @@ fn draw_table(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         .max()
         .unwrap_or(0)
         .max(7) as u16;
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(name_w),
-            Constraint::Length(7),
-            Constraint::Length(7),
-            Constraint::Fill(1),
-        ],
-    )
-    .header(header)
-    .column_spacing(3)
-    .block(
-        Block::bordered()
-            .border_type(BorderType::Rounded)
-            .border_style(theme::border(state.focus == Focus::Table))
-            .title(Line::from(vec![
-                Span::styled(" services ", Style::new().add_modifier(Modifier::BOLD)),
-                Span::styled(
-                    format!("· sorted by {} (s) ", state.sort.name()),
-                    theme::label(),
-                ),
-            ])),
-    )
-    .row_highlight_style(theme::selected())
-    .highlight_symbol("▶ ")
-    .highlight_spacing(HighlightSpacing::Always);
+    let mut widths = vec![
+        Constraint::Length(name_w),
+        Constraint::Length(7),
+        Constraint::Length(7),
+    ];
+    if workers {
+        widths.extend([Constraint::Length(10), Constraint::Length(6)]);
+    }
+    widths.push(Constraint::Fill(1));
+    let table = Table::new(rows, widths)
+        .header(header)
+        .column_spacing(3)
+        .block(
+            Block::bordered()
+                .border_type(BorderType::Rounded)
+                .border_style(theme::border(state.focus == Focus::Table))
+                .title(Line::from(vec![
+                    Span::styled(" services ", Style::new().add_modifier(Modifier::BOLD)),
+                    Span::styled(
+                        format!("· sorted by {} (s) ", state.sort.name()),
+                        theme::label(),
+                    ),
+                ])),
+        )
+        .row_highlight_style(theme::selected())
+        .highlight_symbol("▶ ")
+        .highlight_spacing(HighlightSpacing::Always);
     let mut ts = TableState::default();
     ts.select(order.iter().position(|&i| i == state.selected));
     StatefulWidget::render(table, area, buf, &mut ts);
