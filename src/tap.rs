@@ -10,7 +10,8 @@
 //!
 //! Sampled: at most one exchange per call edge every 100 ms. Under
 //! `--processes` each node samples its own calls and the session reads
-//! them (times are when the lines arrived, within 100 ms of the call).
+//! them (times are when the lines arrived, about a read round of 100 ms
+//! after the call).
 
 use std::io::Write as _;
 use std::time::Duration;

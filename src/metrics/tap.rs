@@ -122,9 +122,15 @@ impl Tap {
     }
 
     /// The samples numbered after `after` still in the ring, and the
-    /// number to ask after next.
+    /// number to ask after next. A reader ahead of this tap (it read a
+    /// node that has since restarted) gets the whole ring.
     pub fn after(&self, after: u64) -> Page {
         let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let after = if after > self.seq.load(Ordering::Relaxed) {
+            0
+        } else {
+            after
+        };
         let tapped: Vec<Tapped> = ring.iter().filter(|x| x.seq > after).copied().collect();
         Page {
             next: tapped.last().map_or(after, |x| x.seq),
@@ -182,5 +188,34 @@ mod tests {
         assert_eq!(r.len(), TAP_LINES);
         assert!(r.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
         assert_eq!(r.last().unwrap().seq, 3 + 2 * TAP_LINES as u64);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reader_gets_what_came_after_and_adds_it_renumbered() {
+        let node = Tap::new(2);
+        node.offer(&ex(0, 500));
+        node.offer(&ex(1, 503));
+        let p = node.after(0);
+        assert_eq!((p.next, p.tapped.len()), (2, 2));
+        assert!(node.after(2).tapped.is_empty());
+        assert_eq!(node.after(2).next, 2);
+        // Ahead of the node (it restarted): the whole ring again.
+        assert_eq!(node.after(900).tapped.len(), 2);
+        // Across the wire and into the session's tap, numbered there.
+        let json = serde_json::to_string(&p).unwrap();
+        let back: Page = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, p);
+        let session = Tap::new(1);
+        session.offer(&ex(0, 502));
+        for x in back.tapped {
+            session.add(x);
+        }
+        let r = session.recent();
+        assert_eq!(r.iter().map(|x| x.seq).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(r[2].status, Some(503));
+        assert_eq!(r[2].claim.unwrap().text(), "true");
+        // A claim longer than the tap keeps is refused, not sliced.
+        let long = json.replacen("[116,114,117,101]", &format!("{:?}", [b'x'; 30]), 1);
+        assert!(serde_json::from_str::<Page>(&long).is_err(), "{long}");
     }
 }

@@ -95,12 +95,49 @@ pub struct Exchanged {
 }
 
 /// A header value kept inline, without allocating: its first
-/// [`WireValue::MAX`] bytes and whether there were more.
+/// [`WireValue::MAX`] bytes and whether there were more. Between
+/// processes (a node's wire tap) it travels as its bytes and the cut
+/// mark, and more than [`WireValue::MAX`] bytes are refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "WireBytes", try_from = "WireBytes")]
 pub struct WireValue {
     bytes: [u8; WireValue::MAX],
     len: u8,
     cut: bool,
+}
+
+/// A [`WireValue`] as JSON.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct WireBytes {
+    bytes: Vec<u8>,
+    cut: bool,
+}
+
+impl From<WireValue> for WireBytes {
+    fn from(v: WireValue) -> WireBytes {
+        WireBytes {
+            bytes: v.bytes[..usize::from(v.len)].to_vec(),
+            cut: v.cut,
+        }
+    }
+}
+
+impl TryFrom<WireBytes> for WireValue {
+    type Error = String;
+
+    fn try_from(w: WireBytes) -> Result<WireValue, String> {
+        if w.bytes.len() > WireValue::MAX {
+            return Err(format!(
+                "a header value of {} bytes: at most {} are kept",
+                w.bytes.len(),
+                WireValue::MAX
+            ));
+        }
+        Ok(WireValue {
+            cut: w.cut,
+            ..WireValue::of(&w.bytes)
+        })
+    }
 }
 
 impl WireValue {
