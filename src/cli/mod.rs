@@ -452,7 +452,7 @@ pub struct TourArgs {
     pub theme: Theme,
     /// Record the chapters played, one after the other, as one asciicast
     /// v2 file (as `run --cast`).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["list", "export", "headless"])]
     pub cast: Option<PathBuf>,
 }
 

@@ -116,11 +116,6 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
         }
     };
     if let Some(path) = &args.cast {
-        if args.headless {
-            return Err(RunError::Usage(
-                "--cast records the dashboard; a headless tour has none".into(),
-            ));
-        }
         crate::error::check_outputs(&[("--cast", path.as_path())], &[])?;
     }
     if args.headless {

@@ -102,13 +102,15 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     let title = format!("chaoslab {}", topology.name);
     let (setup, expectations, end, warmup) = prepare(&args, topology, scenario.as_ref())?;
     let endpoints = crate::endpoints::Endpoints::parse(&args.endpoints)?;
+    let session = Session::start(setup)?;
+    let listening = endpoints.start(&session, expectations.clone())?;
+    // Created once the lab is up: a lab that fails to start leaves an
+    // earlier recording of that name as it was.
     let cast = args
         .cast
         .as_deref()
         .map(|p| cast::Cast::open(p, &title))
         .transpose()?;
-    let session = Session::start(setup)?;
-    let listening = endpoints.start(&session, expectations.clone())?;
     let verdicts = play::judge(&session, expectations, warmup);
     let opts = Options {
         fps: args.fps,
@@ -236,10 +238,10 @@ pub fn dashboard(session: &Session, opts: &Options) -> Result<Ended, RunError> {
     };
     // The guard is gone: the terminal is restored from here on.
     ui_done.store(true, Ordering::SeqCst);
-    if let Some(c) = &cast {
-        cast::lock(c).finish()?;
-    }
-    outcome
+    // The outcome first: a signal's exit status is not lost to a cast
+    // that could not be written.
+    let written = cast.as_ref().map_or(Ok(()), |c| cast::lock(c).finish());
+    outcome.and_then(|ended| written.map(|()| ended))
 }
 
 /// The summary printed to the normal screen on quit: the report's table,

@@ -56,6 +56,10 @@ fn the_tour_lists_exports_and_refuses_a_missing_chapter() {
     let text_of = std::fs::read_to_string(&scen).unwrap();
     assert!(text_of.contains("say:"), "{text_of}");
     let _ = std::fs::remove_dir_all(&dir);
+    let out = chaoslab(&["tour", "--headless", "--cast", "t.cast"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--cast"), "{stderr}");
     let out = chaoslab(&["tour", "9"]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");

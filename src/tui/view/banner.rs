@@ -31,21 +31,20 @@ pub fn lines(state: &State, s: &Snapshot, width: u16) -> Vec<Line<'static>> {
     };
     let clock = format!(" {:>5.1}s ", tl.now.as_secs_f64());
     let steps_played = tl.marks.iter().filter(|m| **m <= tl.now).count();
-    let tail =
-        if w >= 120 {
-            format!(
-            " {:.0}s · step {steps_played}/{} · ✓{ok} ✗{bad} · {open} to come · n next · P hold{} ",
-            end.as_secs_f64(),
-            tl.marks.len(),
-            if state.tour { " · Enter next chapter" } else { "" }
-        )
+    let (end_s, marks) = (end.as_secs_f64(), tl.marks.len());
+    let tail = if w >= 120 {
+        let enter = if state.tour {
+            " · Enter next chapter"
         } else {
-            format!(
-                " {:.0}s · {steps_played}/{} · ✓{ok} ✗{bad} ",
-                end.as_secs_f64(),
-                tl.marks.len()
-            )
+            ""
         };
+        format!(
+            " {end_s:.0}s · step {steps_played}/{marks} · ✓{ok} ✗{bad} · {open} to come · n next · P hold{enter} "
+        )
+    } else {
+        let enter = if state.tour { " · Enter ▶" } else { "" };
+        format!(" {end_s:.0}s · {steps_played}/{marks} · ✓{ok} ✗{bad}{enter} ")
+    };
     let head_w = 3 + clock.chars().count() + if tl.held { 5 } else { 0 };
     let bar_w = w.saturating_sub(head_w + tail.chars().count()).max(4);
     let at = |t: std::time::Duration| {
