@@ -8,6 +8,18 @@ use ratatui::style::{Color, Modifier, Style};
 use super::format;
 use crate::session::figures::Figure;
 use crate::session::snapshot::ServiceView;
+use crate::session::Snapshot;
+
+/// The workers of service `id`, if it has any.
+pub fn workers(s: &Snapshot, id: usize) -> Option<u32> {
+    s.state.resources.get(id).and_then(|r| r.workers)
+}
+
+/// A four-cell utilisation bar and its percentage, as the table writes
+/// it: `▕████▏100%`.
+pub fn util(v: &ServiceView) -> String {
+    format!("{}{}", bar(v.live[Figure::Utilisation], 4), percent(v))
+}
 
 /// Utilisation at and above which a service is saturated.
 pub const SATURATED: f64 = 0.9;

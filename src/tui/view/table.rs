@@ -93,13 +93,7 @@ fn latency(ms: f64) -> String {
 }
 
 fn util_cell(r: &RowData<'_>) -> (String, Style) {
-    with_workers(r, |v, w| {
-        let u = v.live[Figure::Utilisation];
-        (
-            format!("{}{}", capacity::bar(u, 4), capacity::percent(v)),
-            capacity::style(v, w),
-        )
-    })
+    with_workers(r, |v, w| (capacity::util(v), capacity::style(v, w)))
 }
 
 fn amp_cell(r: &RowData<'_>) -> (String, Style) {
@@ -123,7 +117,7 @@ fn row(s: &Snapshot, id: usize) -> RowData<'_> {
         v: &s.services[id],
         fault: &s.state.faults[id],
         dropped: s.state.context_dropped[id],
-        workers: s.state.resources.get(id).and_then(|r| r.workers),
+        workers: capacity::workers(s, id),
     }
 }
 

@@ -386,21 +386,28 @@ impl Boxes {
             .style(fill)
             .title(Span::styled(title, fill.add_modifier(Modifier::BOLD)));
         if !callers.is_empty() {
-            block = block.title_bottom(format!(" ← {} ", callers.join(", ")));
+            block = block.title_bottom(callers_title(&callers));
         }
-        if let Some(w) = s.state.resources.get(id).and_then(|r| r.workers) {
-            let busy = format!(
-                " {} busy · {} ",
-                capacity::percent(v).trim_start(),
-                capacity::queue(v, w).trim_end()
-            );
-            block = block.title_bottom(
-                Line::from(Span::styled(
-                    busy,
-                    capacity::style(v, w).add_modifier(Modifier::REVERSED),
-                ))
-                .right_aligned(),
-            );
+        if let Some(w) = capacity::workers(s, id) {
+            // The long form where it fits beside the callers, else the
+            // short one, else none (the table has it).
+            let room = usize::from(r.width.saturating_sub(2))
+                .saturating_sub(callers_w(&callers))
+                .saturating_sub(1);
+            let (pct, q) = (capacity::percent(v), capacity::depth(v, w));
+            let (pct, q) = (pct.trim_start(), q.trim_end());
+            let busy = [format!(" {pct} busy · q {q} "), format!(" {pct} q{q} ")]
+                .into_iter()
+                .find(|l| l.chars().count() <= room);
+            if let Some(busy) = busy {
+                block = block.title_bottom(
+                    Line::from(Span::styled(
+                        busy,
+                        capacity::style(v, w).add_modifier(Modifier::REVERSED),
+                    ))
+                    .right_aligned(),
+                );
+            }
         }
         let inner = block.inner(r);
         block.render(r, buf);
@@ -420,6 +427,20 @@ impl Boxes {
                     .render(a, buf);
             }
         }
+    }
+}
+
+/// The callers an arrow does not show, as a box's bottom title.
+fn callers_title(callers: &[&str]) -> String {
+    format!(" ← {} ", callers.join(", "))
+}
+
+/// Columns [`callers_title`] takes (none without callers).
+fn callers_w(callers: &[&str]) -> usize {
+    if callers.is_empty() {
+        0
+    } else {
+        callers_title(callers).chars().count()
     }
 }
 
@@ -464,12 +485,11 @@ fn draw_table(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             ),
         ];
         if workers {
-            let (util, queue) = match s.state.resources.get(id).and_then(|r| r.workers) {
+            let (util, queue) = match capacity::workers(s, id) {
                 Some(w) => {
                     let style = capacity::style(v, w);
-                    let bar = capacity::bar(v.live[Figure::Utilisation], 4);
                     (
-                        Span::styled(format!("{bar}{}", capacity::percent(v)), style),
+                        Span::styled(capacity::util(v), style),
                         Span::styled(capacity::depth(v, w), style),
                     )
                 }

@@ -59,7 +59,7 @@ impl Plan {
     /// (`▕█████▏100% q 1000▲`), as two lines under it when tall (a bar the
     /// node's width, then `100%  q 1000▲`).
     fn draw_capacity(&self, s: &Snapshot, id: usize, x: u16, y: u16, c: &mut Canvas) {
-        let Some(workers) = s.state.resources.get(id).and_then(|r| r.workers) else {
+        let Some(workers) = capacity::workers(s, id) else {
             return;
         };
         let v = &s.services[id];
