@@ -316,10 +316,11 @@ fn a_peer_that_never_answers_counts_timeouts() {
     assert_eq!(num(x, "errors"), 0.0, "{x}");
     assert!(near(num(x, "timeouts"), 2.0 * requests), "{x}");
     assert_eq!(num(x, "requests"), num(x, "timeouts"), "{x}");
-    // Its latency is the caller's patience.
+    // Its latency is the caller's patience, to the histogram's bucket (a
+    // quarter of a power of two) either side.
     let p50 = num(&x["latency_ms"], "p50");
     assert!(
-        (p50 - TIMEOUT_MS as f64).abs() <= 0.15 * TIMEOUT_MS as f64,
+        (p50 - TIMEOUT_MS as f64).abs() <= 0.25 * TIMEOUT_MS as f64,
         "{x}"
     );
 }

@@ -249,9 +249,13 @@ fn measure(policy: &str) -> Result<Vec<(String, f64)>, String> {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no count in {line}"));
     assert!(sent >= 1300.0, "7 s at 200 rps: {line}");
+    // The load's count stops at its last sample; A's goes on while the
+    // stop travels to the load task: 1% (70 ms at 200 rps) covers that
+    // hand-off and still catches a lost or doubled request stream.
+    let served = requests(&nodes.node("A").metrics, "A");
     assert!(
-        (requests(&nodes.node("A").metrics, "A") - sent).abs() <= 2.0,
-        "A served what the load sent"
+        (served - sent).abs() <= 0.01 * sent,
+        "A served {served}, the load sent {sent}"
     );
 
     let t = Topology::load(&root().join(CHAIN)).unwrap();

@@ -101,9 +101,11 @@ fn finite_workers_serve_their_capacity_and_shed_the_rest() {
         &["--duration", "4s", "--warmup", "1s"],
     );
     let db = node(&r, "DB");
+    // The latency histogram reports a bucket's middle, four buckets to a
+    // power of two: one bucket's width (a quarter) on either side.
     let p50 = num(&db["latency_ms"], "p50");
     assert!(
-        (p50 - 25.0).abs() <= 2.0,
+        (p50 - 25.0).abs() <= 0.25 * 25.0,
         "p50 {p50} ms against 25 ms of work"
     );
     assert_eq!(num(db, "shed"), 0.0);
@@ -205,9 +207,16 @@ fn the_end_user_gives_up_after_load_timeout() {
         (avail - 0.5).abs() <= 0.12,
         "availability {avail}, 0.5 expected"
     );
-    // Nobody waits longer than the user's patience (a timer's slack aside).
+    // Nobody waits longer than the user's patience, a timer's slack
+    // aside: about half the roots end on the 300 ms timer, so the p99 is
+    // that timer as late as it fired. The histogram's 1% precision, and
+    // 20 ms or four times the fleet's own measured event-loop lag.
     let p99 = num(&root["latency_ms"], "p99");
-    assert!(p99 <= 320.0, "root p99 {p99} ms with a 300 ms timeout");
+    let lag = num(&r["lab"], "lag_ms");
+    assert!(
+        p99 <= 300.0 * 1.01 + (4.0 * lag).max(20.0),
+        "root p99 {p99} ms with a 300 ms timeout (event loop {lag} ms late)"
+    );
 
     // The same fleet, with a user who waits: the retried roots succeed.
     let r = headless_report(&topology_file("user-waits", &yaml("")), &args);

@@ -59,7 +59,9 @@ fn the_uber_chain_story_holds() {
         let m = &e["figures"]["measured_s"];
         for k in 0..2 {
             let (asked, got) = (w[k].as_f64().unwrap(), m[k].as_f64().unwrap());
-            assert!((asked - got).abs() <= 0.2, "{e}");
+            // Samples come every 250 ms: a window's edge falls within
+            // half a tick of one, and a late tick adds up to one more.
+            assert!((asked - got).abs() <= 0.375, "{e}");
         }
     }
     // Under retry D sees 8×, and the figures say so next to the verdict.
