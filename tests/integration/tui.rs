@@ -55,6 +55,9 @@ impl Tmux {
             "env -u NO_COLOR PS1='test$ ' bash --norc --noprofile",
         ]);
         assert!(o.status.success(), "tmux new-session: {o:?}");
+        t.wait_for("the shell", Duration::from_secs(10), |s| {
+            s.contains("test$")
+        });
         t
     }
 
@@ -176,9 +179,6 @@ fn storm_then_ownership_in_a_real_terminal() {
     let _ = std::fs::remove_file(&recording);
 
     let t = Tmux::start();
-    t.wait_for("the shell", Duration::from_secs(10), |s| {
-        s.contains("test$")
-    });
     let cmd = format!(
         "{} {} --policy retry --report {} --record {}",
         env!("CARGO_BIN_EXE_chaoslab"),
@@ -296,9 +296,6 @@ fn storm_then_ownership_in_a_real_terminal() {
 fn the_story_plays_in_the_dashboard_with_its_captions_and_verdict() {
     let _fleet = common::fleet_lock();
     let t = Tmux::start();
-    t.wait_for("the shell", Duration::from_secs(10), |s| {
-        s.contains("test$")
-    });
     let cmd = format!(
         "{} {} --scenario {}",
         env!("CARGO_BIN_EXE_chaoslab"),
@@ -391,11 +388,7 @@ fn the_dashboard_drives_node_processes_and_leaves_none() {
     let _fleet = common::fleet_lock();
     crate::processes::assert_no_node_left(Duration::ZERO, "before the test");
     let t = Tmux::start();
-    t.wait_for("the shell", Duration::from_secs(10), |s| {
-        s.contains("test$")
-    });
-    let cast = std::env::temp_dir().join(format!("chaoslab-tui-{}.cast", std::process::id()));
-    let _ = std::fs::remove_file(&cast);
+    let cast = fresh_cast("tui");
     let cmd = format!(
         "{} {} --processes --fail D --policy retry --cast {}",
         env!("CARGO_BIN_EXE_chaoslab"),
@@ -431,6 +424,13 @@ fn the_dashboard_drives_node_processes_and_leaves_none() {
     assert!(shown.contains("uber-chain") && shown.contains("OWNERSHIP"));
 }
 
+/// A path for a test's cast, with no file there yet.
+fn fresh_cast(name: &str) -> std::path::PathBuf {
+    let cast = std::env::temp_dir().join(format!("chaoslab-{name}-{}.cast", std::process::id()));
+    let _ = std::fs::remove_file(&cast);
+    cast
+}
+
 /// An asciicast v2 file, checked line by line and removed: its header,
 /// the text its events drew, how many there were and the last one's time.
 fn read_cast(path: &std::path::Path) -> (serde_json::Value, String, usize, f64) {
@@ -462,11 +462,7 @@ fn read_cast(path: &std::path::Path) -> (serde_json::Value, String, usize, f64) 
 fn the_tour_goes_on_with_enter_and_records_both_chapters() {
     let _fleet = common::fleet_lock();
     let t = Tmux::start();
-    t.wait_for("the shell", Duration::from_secs(10), |s| {
-        s.contains("test$")
-    });
-    let cast = std::env::temp_dir().join(format!("chaoslab-tour-{}.cast", std::process::id()));
-    let _ = std::fs::remove_file(&cast);
+    let cast = fresh_cast("tour");
     let cmd = format!(
         "{} tour 6 --cast {}",
         env!("CARGO_BIN_EXE_chaoslab"),
@@ -506,9 +502,6 @@ fn at_the_machines_limit_the_dashboard_stays_responsive() {
     std::fs::create_dir_all(&dir).unwrap();
     let ended = dir.join("ended");
     let t = Tmux::start();
-    t.wait_for("the shell", Duration::from_secs(10), |s| {
-        s.contains("test$")
-    });
     // Naive retries on the uber-chain at 4,000 rps ask D..G for 32,000
     // requests a second each: far past two cores.
     let cmd = format!(
