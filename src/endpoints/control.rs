@@ -169,10 +169,7 @@ async fn report(State(api): Shared) -> Response {
         record.warmup,
         Duration::MAX,
     ));
-    match serde_json::to_value(&report) {
-        Ok(v) => json_response(StatusCode::OK, &v),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
+    json_ok(report)
 }
 
 /// Every counter of this process.

@@ -85,7 +85,7 @@ impl Tap {
         {
             return;
         }
-        self.keep(Tapped {
+        self.keep(Some(Tapped {
             seq: 0,
             t,
             edge: e.edge,
@@ -93,26 +93,27 @@ impl Tap {
             status: e.status,
             claim: e.claim,
             then: e.then,
-        });
+        }));
     }
 
-    /// Adds a sample another process took (a node's), numbered and timed
-    /// as this tap's: when it arrived, within a read period of when it
-    /// was taken.
-    pub fn add(&self, x: Tapped) {
-        self.keep(Tapped {
-            t: self.started.elapsed(),
-            ..x
-        });
+    /// Adds samples another process took (a node's), numbered and timed
+    /// as this tap's: when they arrived, within a read period of when
+    /// they were taken.
+    pub fn add(&self, xs: impl IntoIterator<Item = Tapped>) {
+        let t = self.started.elapsed();
+        self.keep(xs.into_iter().map(|x| Tapped { t, ..x }));
     }
 
-    fn keep(&self, x: Tapped) {
+    /// Numbers `xs` and puts them in the ring, under one lock.
+    fn keep(&self, xs: impl IntoIterator<Item = Tapped>) {
         let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
-        if ring.len() == TAP_LINES {
-            ring.pop_front();
+        for x in xs {
+            let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+            if ring.len() == TAP_LINES {
+                ring.pop_front();
+            }
+            ring.push_back(Tapped { seq, ..x });
         }
-        ring.push_back(Tapped { seq, ..x });
     }
 
     /// The newest samples, oldest first.
@@ -207,9 +208,7 @@ mod tests {
         assert_eq!(back, p);
         let session = Tap::new(1);
         session.offer(&ex(0, 502));
-        for x in back.tapped {
-            session.add(x);
-        }
+        session.add(back.tapped);
         let r = session.recent();
         assert_eq!(r.iter().map(|x| x.seq).collect::<Vec<_>>(), [1, 2, 3]);
         assert_eq!(r[2].status, Some(503));

@@ -320,9 +320,7 @@ impl Reader {
         for (n, page) in self.nodes.iter_mut().zip(taps) {
             let Some(p) = page else { continue };
             n.tapped = p.next;
-            for x in p.tapped {
-                self.metrics.tap().add(x);
-            }
+            self.metrics.tap().add(p.tapped);
         }
         let storm = self.metrics.storm();
         let mut done = vec![];

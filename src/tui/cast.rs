@@ -48,11 +48,7 @@ impl Cast {
     /// dashboard or several in turn (the tour's chapters).
     pub fn open(path: &Path, title: &str) -> Result<Shared, RunError> {
         let (w, h) = ratatui::crossterm::terminal::size().map_err(RunError::Terminal)?;
-        let c = Cast::create(path, w, h, title).map_err(|source| RunError::Output {
-            what: "asciicast",
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let c = Cast::create(path, w, h, title).map_err(|e| failed(path, e))?;
         Ok(Arc::new(Mutex::new(c)))
     }
 
@@ -123,11 +119,16 @@ impl Cast {
             Some(e) => Err(e),
             None => self.file.flush(),
         };
-        written.map_err(|source| RunError::Output {
-            what: "asciicast",
-            path: self.path.clone(),
-            source,
-        })
+        written.map_err(|e| failed(&self.path, e))
+    }
+}
+
+/// Writing the cast at `path` failed.
+fn failed(path: &Path, source: io::Error) -> RunError {
+    RunError::Output {
+        what: "asciicast",
+        path: path.to_path_buf(),
+        source,
     }
 }
 

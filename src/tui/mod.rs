@@ -225,22 +225,18 @@ pub fn dashboard(session: &Session, opts: &Options) -> Result<Ended, RunError> {
     session
         .handle()
         .spawn(watch_signals(interrupted.clone(), ui_done.clone()));
-    let cast = opts.cast.clone();
-    let outcome = match Guard::enter(cast.clone()) {
-        Ok(mut guard) => ui_loop(
-            &mut guard.terminal,
-            session,
-            &interrupted,
-            opts,
-            cast.as_ref(),
-        ),
+    let outcome = match Guard::enter(opts.cast.clone()) {
+        Ok(mut guard) => ui_loop(&mut guard.terminal, session, &interrupted, opts),
         Err(e) => Err(RunError::Terminal(e)),
     };
     // The guard is gone: the terminal is restored from here on.
     ui_done.store(true, Ordering::SeqCst);
     // The outcome first: a signal's exit status is not lost to a cast
     // that could not be written.
-    let written = cast.as_ref().map_or(Ok(()), |c| cast::lock(c).finish());
+    let written = opts
+        .cast
+        .as_ref()
+        .map_or(Ok(()), |c| cast::lock(c).finish());
     outcome.and_then(|ended| written.map(|()| ended))
 }
 
@@ -320,7 +316,6 @@ fn ui_loop(
     session: &Session,
     interrupted: &AtomicU8,
     opts: &Options,
-    cast: Option<&cast::Shared>,
 ) -> Result<Ended, RunError> {
     let (fps, color) = (opts.fps.clamp(1, 60), opts.color());
     let mut snaps = session.snapshots();
@@ -413,7 +408,7 @@ fn ui_loop(
                         }
                     }
                     TermEvent::Resize(w, h) => {
-                        if let Some(c) = cast {
+                        if let Some(c) = &opts.cast {
                             cast::lock(c).resized(w, h);
                         }
                         terminal.autoresize().map_err(io_err)?;

@@ -15,10 +15,25 @@ pub fn workers(s: &Snapshot, id: usize) -> Option<u32> {
     s.state.resources.get(id).and_then(|r| r.workers)
 }
 
-/// A four-cell utilisation bar and its percentage, as the table writes
-/// it: `▕████▏100%`.
-pub fn util(v: &ServiceView) -> String {
-    format!("{}{}", bar(v.live[Figure::Utilisation], 4), percent(v))
+/// The table's `util` cell: a four-cell bar and its percentage
+/// (`▕████▏100%`), `–` for a service without workers.
+pub fn util_cell(v: &ServiceView, workers: Option<u32>) -> (String, Style) {
+    match workers {
+        Some(w) => (
+            format!("{}{}", bar(v.live[Figure::Utilisation], 4), percent(v)),
+            style(v, w),
+        ),
+        None => ("–".into(), super::theme::label()),
+    }
+}
+
+/// The table's `queue` cell (`1000▲`), `–` for a service without
+/// workers.
+pub fn queue_cell(v: &ServiceView, workers: Option<u32>) -> (String, Style) {
+    match workers {
+        Some(w) => (depth(v, w), style(v, w)),
+        None => ("–".into(), super::theme::label()),
+    }
 }
 
 /// Utilisation at and above which a service is saturated.

@@ -62,24 +62,13 @@ const COLS: &[Col] = &[
     Col { title: "denied", right: true, rank: 4, capacity: false, cell: |r| plain(format::count(r.v.total.count(Figure::BudgetDenied))) },
     Col { title: "fault", right: false, rank: 4, capacity: false, cell: |r| (format::fault(r.fault), if r.fault.is_active() { theme::alarm() } else { theme::label() }) },
     Col { title: "context", right: false, rank: 5, capacity: false, cell: |r| if r.dropped { ("dropped".into(), theme::text(ServiceState::ContextDropped)) } else { ("kept".into(), theme::label()) } },
-    Col { title: "util", right: false, rank: 8, capacity: true, cell: util_cell },
-    Col { title: "queue", right: true, rank: 8, capacity: true, cell: |r| with_workers(r, |v, w| (capacity::depth(v, w), capacity::style(v, w))) },
+    Col { title: "util", right: false, rank: 8, capacity: true, cell: |r| capacity::util_cell(r.v, r.workers) },
+    Col { title: "queue", right: true, rank: 8, capacity: true, cell: |r| capacity::queue_cell(r.v, r.workers) },
     Col { title: "p99 ms", right: true, rank: 8, capacity: true, cell: |r| plain(latency(r.v.live[Figure::LatencyMsP99])) },
     Col { title: "timeouts", right: true, rank: 9, capacity: true, cell: |r| plain(format::count(r.v.total.count(Figure::Timeouts))) },
     Col { title: "shed", right: true, rank: 9, capacity: true, cell: |r| plain(format::count(r.v.total.count(Figure::Shed))) },
     Col { title: "wasted", right: true, rank: 9, capacity: true, cell: |r| plain(format::count(r.v.total.count(Figure::WorkWasted))) },
 ];
-
-/// A cell only a service with workers has (`–` for the others).
-fn with_workers(
-    r: &RowData<'_>,
-    f: impl Fn(&ServiceView, u32) -> (String, Style),
-) -> (String, Style) {
-    match r.workers {
-        Some(w) => f(r.v, w),
-        None => ("–".into(), theme::label()),
-    }
-}
 
 /// Milliseconds: one decimal below 100, whole above.
 fn latency(ms: f64) -> String {
@@ -90,10 +79,6 @@ fn latency(ms: f64) -> String {
     } else {
         format!("{ms:.0}")
     }
-}
-
-fn util_cell(r: &RowData<'_>) -> (String, Style) {
-    with_workers(r, |v, w| (capacity::util(v), capacity::style(v, w)))
 }
 
 fn amp_cell(r: &RowData<'_>) -> (String, Style) {

@@ -377,6 +377,7 @@ impl Boxes {
             .filter(|e| e.to == id && Some(e.from) != prev)
             .map(|e| s.services[e.from].name.as_str())
             .collect();
+        let callers = (!callers.is_empty()).then(|| format!(" ← {} ", callers.join(", ")));
         let mut block = Block::bordered()
             .border_type(if selected {
                 BorderType::Thick
@@ -385,14 +386,14 @@ impl Boxes {
             })
             .style(fill)
             .title(Span::styled(title, fill.add_modifier(Modifier::BOLD)));
-        if !callers.is_empty() {
-            block = block.title_bottom(callers_title(&callers));
+        if let Some(c) = &callers {
+            block = block.title_bottom(c.clone());
         }
         if let Some(w) = capacity::workers(s, id) {
             // The long form where it fits beside the callers, else the
             // short one, else none (the table has it).
             let room = usize::from(r.width.saturating_sub(2))
-                .saturating_sub(callers_w(&callers))
+                .saturating_sub(callers.as_ref().map_or(0, |c| c.chars().count()))
                 .saturating_sub(1);
             let (pct, q) = (capacity::percent(v), capacity::depth(v, w));
             let (pct, q) = (pct.trim_start(), q.trim_end());
@@ -427,20 +428,6 @@ impl Boxes {
                     .render(a, buf);
             }
         }
-    }
-}
-
-/// The callers an arrow does not show, as a box's bottom title.
-fn callers_title(callers: &[&str]) -> String {
-    format!(" ← {} ", callers.join(", "))
-}
-
-/// Columns [`callers_title`] takes (none without callers).
-fn callers_w(callers: &[&str]) -> usize {
-    if callers.is_empty() {
-        0
-    } else {
-        callers_title(callers).chars().count()
     }
 }
 
@@ -485,21 +472,13 @@ fn draw_table(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             ),
         ];
         if workers {
-            let (util, queue) = match capacity::workers(s, id) {
-                Some(w) => {
-                    let style = capacity::style(v, w);
-                    (
-                        Span::styled(capacity::util(v), style),
-                        Span::styled(capacity::depth(v, w), style),
-                    )
-                }
-                None => (
-                    Span::styled("–", theme::label()),
-                    Span::styled("–", theme::label()),
-                ),
-            };
-            cells.push(Cell::from(util));
-            cells.push(Cell::from(Line::from(queue).right_aligned()));
+            let w = capacity::workers(s, id);
+            let (util, util_style) = capacity::util_cell(v, w);
+            let (queue, queue_style) = capacity::queue_cell(v, w);
+            cells.push(Cell::from(Span::styled(util, util_style)));
+            cells.push(Cell::from(
+                Line::from(Span::styled(queue, queue_style)).right_aligned(),
+            ));
         }
         cells.push(Cell::from(Span::styled(
             theme::meaning(v.state),
