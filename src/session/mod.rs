@@ -203,6 +203,17 @@ impl Session {
             .enable_all()
             .build()
             .map_err(SessionError::Runtime)?;
+        // The run loop on a thread of its own: at the machine's limit the
+        // fleet's threads hold thousands of ready tasks, and a run loop
+        // queued behind them would starve the dashboard of snapshots and
+        // a quit of its answer. Built before any traffic: a fleet short
+        // of file descriptors would leave none for its event loop.
+        let clock = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("chaoslab-run-loop")
+            .enable_all()
+            .build()
+            .map_err(SessionError::Runtime)?;
         let mut topology = setup.topology;
         let (processes, placement, nodes) = match &setup.processes {
             Some(path) => {
@@ -237,16 +248,6 @@ impl Session {
             steps: setup.steps.clone(),
             captions: setup.captions.clone(),
         };
-        // The run loop on a thread of its own: at the machine's limit the
-        // fleet's threads hold thousands of ready tasks, and a run loop
-        // queued behind them would starve the dashboard of snapshots and
-        // a quit of its answer.
-        let clock = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("chaoslab-run-loop")
-            .enable_all()
-            .build()
-            .map_err(SessionError::Runtime)?;
         rt.spawn(runner::probe_lag(metrics.clone(), lab.tick_period()));
         let driver = clock.spawn(drive(lab, plan, commands_rx, snaps_tx, stop_rx));
         Ok(Session {

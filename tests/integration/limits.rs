@@ -83,8 +83,9 @@ fn running_out_of_files_mid_run_marks_the_run_saturated() {
     let _ = std::fs::remove_file(&file);
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let written = std::fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("no report ({e}), exit {:?}:\n{out}\n{err}", o.status));
+    let r: serde_json::Value = serde_json::from_str(&written).unwrap();
     let _ = std::fs::remove_file(&report);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert_eq!(r["saturated"], true, "{}", r["saturation"]);
