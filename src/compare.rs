@@ -18,11 +18,12 @@ use serde::Serialize;
 use crate::cli::{fail_actions, parse_policy, CompareArgs};
 use crate::endpoints::metrics;
 use crate::error::{write_output, RunError};
+use crate::lab::figures::Figure;
+use crate::lab::{Action, Record};
 use crate::ownership::breaker::BreakerConfig;
 use crate::report::{Report, TimeSeries};
 use crate::scenario::Scenario;
-use crate::session::figures::Figure;
-use crate::session::{Action, Record, Session, Setup};
+use crate::session::{Session, Setup};
 use crate::signals::Interrupts;
 use crate::topology::model::{self, capacity::Trigger};
 use crate::topology::{BreakerSetting, PolicyFields, Preset, Topology};
@@ -237,7 +238,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
             processes: args.processes.then(|| args.topology.clone()),
             ..Setup::new(base.clone())
         })?;
-        interrupts.attach(&session);
+        interrupts.attach(session.stopper());
         if let Some((_, current)) = &metrics {
             current.store(Some(Arc::new(metrics::Source::of(
                 &session,
@@ -269,7 +270,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         let json = serde_json::to_string_pretty(&cmp).expect("a comparison serialises");
         write_output(p, &json, "report")?;
     }
-    interrupts.outcome()
+    interrupts.outcome().map_err(RunError::from)
 }
 
 /// The share of the offered rate goodput must keep to count as recovered.

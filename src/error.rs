@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::session::SessionError;
+use crate::signals::Interrupted;
 use crate::topology::TopologyError;
 
 /// Exit status: an expectation failed.
@@ -25,6 +25,10 @@ pub const EXIT_ENVIRONMENT: u8 = 3;
 /// | [`EXIT_BAD_INPUT`] (2) | [`RunError::Usage`], [`RunError::Topology`], [`RunError::Input`], [`RunError::Output`] |
 /// | [`EXIT_ENVIRONMENT`] (3) | [`RunError::Session`] when the machine refused what the fleet needs (see [`crate::fleet::FleetError::is_environment`]): a port could not be bound, an HTTP client could not be built |
 /// | 1 (failure) | any other [`RunError::Session`], [`RunError::Terminal`], [`RunError::Dashboard`] |
+///
+/// A session's error says which of these it is itself
+/// ([`crate::session::SessionError::exit_status`]): it is converted with
+/// its status, so this module needs nothing of the session.
 /// | 130, 143 | [`RunError::Interrupted`]: SIGINT, SIGTERM (128 + the signal's number) |
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -52,9 +56,15 @@ pub enum RunError {
     /// One or more expectations failed (already reported).
     #[error("{0}")]
     ExpectationFailed(String),
-    /// The session could not start or finish.
-    #[error(transparent)]
-    Session(#[from] SessionError),
+    /// The session could not start or finish ([`crate::session::SessionError`],
+    /// converted with the exit status it calls for).
+    #[error("{source}")]
+    Session {
+        /// The exit status the error calls for.
+        status: u8,
+        /// What went wrong.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The terminal failed under the dashboard.
     #[error("the terminal failed: {0}")]
     Terminal(#[source] std::io::Error),
@@ -63,13 +73,8 @@ pub enum RunError {
     Dashboard(&'static str),
     /// A signal ended the run early; what ran is printed and written,
     /// marked interrupted.
-    #[error("interrupted by {signal}: the table and reports cover the part that ran")]
-    Interrupted {
-        /// `SIGINT` or `SIGTERM`.
-        signal: &'static str,
-        /// The exit status: 130 (SIGINT) or 143 (SIGTERM).
-        code: u8,
-    },
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
 }
 
 impl RunError {
@@ -81,19 +86,9 @@ impl RunError {
             | RunError::Input(_)
             | RunError::Output { .. } => ExitCode::from(EXIT_BAD_INPUT),
             RunError::ExpectationFailed(_) => ExitCode::from(EXIT_EXPECTATION),
-            RunError::Session(SessionError::Fleet(e)) if e.is_too_big() => {
-                ExitCode::from(EXIT_BAD_INPUT)
-            }
-            RunError::Session(SessionError::Fleet(e)) if e.is_environment() => {
-                ExitCode::from(EXIT_ENVIRONMENT)
-            }
-            RunError::Session(
-                SessionError::Load(_) | SessionError::Processes(_) | SessionError::Nodes(_),
-            ) => ExitCode::from(EXIT_ENVIRONMENT),
-            RunError::Session(_) | RunError::Terminal(_) | RunError::Dashboard(_) => {
-                ExitCode::FAILURE
-            }
-            RunError::Interrupted { code, .. } => ExitCode::from(*code),
+            RunError::Session { status, .. } => ExitCode::from(*status),
+            RunError::Terminal(_) | RunError::Dashboard(_) => ExitCode::FAILURE,
+            RunError::Interrupted(i) => ExitCode::from(i.code),
         }
     }
 }
@@ -205,8 +200,6 @@ pub fn check_outputs(outputs: &[(&str, &Path)], inputs: &[&Path]) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::FleetError;
-    use crate::middleware::server::BadHeaderName;
 
     #[test]
     fn outputs_are_checked_before_the_run() {
@@ -239,18 +232,5 @@ mod tests {
             "{e}"
         );
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn a_fleet_the_machine_refuses_exits_3() {
-        let emfile = FleetError::bind("z4066", std::io::Error::from_raw_os_error(24));
-        let e = RunError::from(SessionError::from(emfile));
-        assert_eq!(e.exit_code(), ExitCode::from(EXIT_ENVIRONMENT));
-        assert!(e.to_string().contains("service `z4066`"), "{e}");
-        let header = RunError::from(SessionError::from(FleetError::ClaimHeader {
-            service: "A".into(),
-            source: BadHeaderName("x bad".into()),
-        }));
-        assert_eq!(header.exit_code(), ExitCode::FAILURE);
     }
 }

@@ -9,12 +9,13 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use crate::cli::{RunArgs, DEFAULT_DURATION};
+use crate::cli::{Prepared, RunArgs};
 use crate::endpoints::Endpoints;
 use crate::error::{check_outputs, write_output, RunError};
-use crate::report::{expect, junit, Report, TimeSeries};
+use crate::lab::Snapshot;
+use crate::report::{junit, Report};
 use crate::scenario::Scenario;
-use crate::session::{Record, Session, Snapshot};
+use crate::session::Session;
 use crate::signals::Interrupts;
 use crate::topology::Topology;
 
@@ -33,30 +34,17 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     let scenario = Scenario::for_run(args.scenario.as_deref(), path, &topology)
         .map_err(RunError::input)?
         .unwrap_or_default();
-    let duration = args
-        .clock
-        .duration
-        .or(scenario.duration)
-        .unwrap_or(DEFAULT_DURATION);
-    scenario
-        .check_duration(duration, args.clock.duration.is_some())
-        .map_err(RunError::input)?;
-    let warmup = args.warmup(scenario.warmup);
-    let mut setup = args
-        .setup(
-            topology,
-            scenario.initial_actions(),
-            scenario.plan_steps(warmup),
-            warmup,
-            Some(duration),
-        )
-        .map_err(RunError::usage)?;
-    setup.captions = scenario.plan_captions(warmup);
-    let endpoints = Endpoints::parse(&args.endpoints)?;
+    let Prepared {
+        setup,
+        expectations,
+        warmup,
+        ..
+    } = args.prepare(topology, Some(&scenario), true)?;
+    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control)?;
     let interrupts = Interrupts::watch();
     let session = Session::start(setup)?;
-    interrupts.attach(&session);
-    for line in endpoints.start(&session, scenario.expectations.clone())? {
+    interrupts.attach(session.stopper());
+    for line in endpoints.start(&session, expectations)? {
         let _ = writeln!(std::io::stderr().lock(), "{line}");
     }
     for node in session.nodes() {
@@ -70,7 +58,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         while snaps.changed().await.is_ok() {
             let s = snaps.borrow_and_update().clone();
             // The captions as they pass, each once.
-            if let Some(say) = new_caption(&s, &mut said) {
+            if let Some(say) = s.new_caption(&mut said) {
                 let _ = writeln!(
                     std::io::stderr().lock(),
                     "[{:>5.1}s] » {say}",
@@ -79,16 +67,27 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
             }
             if s.t >= next {
                 next += Duration::from_secs(1);
-                let _ = writeln!(std::io::stderr().lock(), "{}", progress_line(&s, warmup));
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "{}",
+                    progress_line(&s, warmup, args.all)
+                );
             }
         }
     });
     let record = session.wait()?;
-    let mut report = report(&record, &scenario);
+    let mut report = Report::of_run(&record, &scenario.expectations);
     if interrupts.interrupted() {
         report.mark_interrupted();
     }
-    print!("{}", report.table());
+    print!(
+        "{}",
+        if args.all {
+            report.table_all()
+        } else {
+            report.table()
+        }
+    );
     if let Some(p) = &args.report {
         write_output(p, &report.to_json(), "report")?;
     }
@@ -101,33 +100,6 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     }
     interrupts.outcome()?;
     verdict(&report)
-}
-
-/// The caption `s` shows, if it is not `said` (the one shown last), which
-/// it then becomes: each caption once, as it passes.
-pub fn new_caption(s: &Snapshot, said: &mut Option<(Duration, String)>) -> Option<String> {
-    let c = s.timeline.as_ref()?.caption.clone()?;
-    if said.as_ref() == Some(&c) {
-        return None;
-    }
-    let text = c.1.clone();
-    *said = Some(c);
-    Some(text)
-}
-
-/// The report of a finished headless run: from the warm-up's end to the
-/// newest sample (the run ends on the first tick past its end), with the
-/// scenario's expectations judged and the per-second series attached.
-pub fn report(record: &Record, scenario: &Scenario) -> Report {
-    let mut report = Report::measure(record, record.warmup, Duration::MAX);
-    report.set_expectations(expect::evaluate(record, &scenario.expectations));
-    report.series = Some(TimeSeries::from_series(
-        &record.series,
-        &record.topology,
-        record.warmup,
-        Duration::MAX,
-    ));
-    report
 }
 
 /// Exit status 1, with each failure, when an expectation failed.
@@ -161,20 +133,43 @@ fn verdict(report: &Report) -> Result<(), RunError> {
     )))
 }
 
-/// One line of headless progress.
-pub fn progress_line(s: &Snapshot, warmup: Duration) -> String {
-    let amps: Vec<String> = s
+/// The most services a progress line names unless asked for all: a
+/// larger fleet shows those with the highest amplification.
+pub const PROGRESS_SERVICES: usize = 8;
+
+/// One line of headless progress: the entry's figures, then each
+/// service's amplification (on a fleet of more than
+/// [`PROGRESS_SERVICES`], unless `all`, the highest few and how many are
+/// left out).
+pub fn progress_line(s: &Snapshot, warmup: Duration, all: bool) -> String {
+    let mut shown: Vec<(usize, Option<f64>)> = s
         .services
         .iter()
-        .map(|v| {
+        .enumerate()
+        .map(|(i, v)| (i, v.amplification()))
+        .collect();
+    let left = if all || shown.len() <= PROGRESS_SERVICES {
+        0
+    } else {
+        let top = PROGRESS_SERVICES - 2;
+        shown.sort_by(|a, b| b.1.unwrap_or(0.0).total_cmp(&a.1.unwrap_or(0.0)));
+        let left = shown.len() - top;
+        shown.truncate(top);
+        left
+    };
+    let mut amps: Vec<String> = shown
+        .iter()
+        .map(|&(i, a)| {
             format!(
                 "{} {}",
-                v.name,
-                v.amplification()
-                    .map_or_else(|| "-".into(), |a| format!("{a:.2}x"))
+                s.services[i].name,
+                a.map_or_else(|| "-".into(), |a| format!("{a:.2}x"))
             )
         })
         .collect();
+    if left > 0 {
+        amps.push(format!("(+{left} more)"));
+    }
     format!(
         "[{:>5.1}s{}] {} of {} rps, avail {:.1}%, radius {} · {}{}",
         s.t.as_secs_f64(),

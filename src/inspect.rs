@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use crate::cli::{CheckArgs, ModelArgs};
 use crate::error::RunError;
+use crate::lab::{fold, LabState};
 use crate::ownership::edge_budget::BudgetModel;
-use crate::session::{fold, LabState};
 use crate::topology::{model, Topology};
 
 /// `chaoslab check`.

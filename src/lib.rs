@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod compare;
+pub mod dashboard;
 pub mod endpoints;
 pub mod error;
 pub mod fleet;
@@ -16,6 +17,7 @@ pub mod fuzzing;
 pub mod headless;
 pub mod inspect;
 pub mod k8s;
+pub mod lab;
 pub mod load;
 pub mod metrics;
 pub mod middleware;
@@ -27,6 +29,7 @@ pub mod serve;
 pub mod session;
 pub mod signals;
 pub mod tap;
+pub mod theme;
 pub mod topology;
 pub mod tour;
 pub mod tui;
@@ -44,7 +47,7 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Check(args) => inspect::check(args),
         Command::Model(args) => inspect::model(args),
         Command::Run(args) if args.headless => headless::run(args),
-        Command::Run(args) => tui::run(args),
+        Command::Run(args) => dashboard::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Node(args) => node::serve(args),

@@ -15,14 +15,14 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use crate::cli::{parse_fail, service_names, LoadArgs, NodeArgs, UsageError};
+use crate::cli::{parse_fail, service_named, LoadArgs, NodeArgs};
 use crate::endpoints::{listen, Endpoints};
 use crate::error::RunError;
 use crate::fleet::Placement;
 use crate::report::Report;
 use crate::session::{Session, Setup};
 use crate::signals::Interrupts;
-use crate::topology::{ServiceId, Topology};
+use crate::topology::Topology;
 
 /// `chaoslab node`: serves one service until SIGINT or SIGTERM, then
 /// prints the rows of what it measured (itself and its callees).
@@ -45,7 +45,7 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
         }
     }
     let initial = args.start.actions(&t).map_err(RunError::usage)?;
-    let endpoints = Endpoints::parse(&args.endpoints)?;
+    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control)?;
     let interrupts = Interrupts::watch();
     let session = Session::start(Setup {
         initial,
@@ -58,7 +58,7 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
         }),
         ..Setup::new(t)
     })?;
-    interrupts.attach(&session);
+    interrupts.attach(session.stopper());
     if args.exit_with_stdin {
         let stop = session.stopper();
         // Ends at EOF: the parent closed the pipe, exited or was killed.
@@ -91,7 +91,7 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
     let report = Report::measure(&record, Duration::ZERO, Duration::MAX);
     let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
     print!("{}", report.rows_of(&shown));
-    interrupts.outcome()
+    interrupts.outcome().map_err(RunError::from)
 }
 
 /// `chaoslab load`: root requests into the entry where the peers say it
@@ -107,7 +107,7 @@ pub fn load(args: LoadArgs) -> Result<(), RunError> {
     }
     let mut initial = args.start.actions(&t).map_err(RunError::usage)?;
     initial.extend(args.load.actions().map_err(RunError::usage)?);
-    let endpoints = Endpoints::parse(&args.endpoints)?;
+    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control)?;
     let interrupts = Interrupts::watch();
     let session = Session::start(Setup {
         initial,
@@ -120,7 +120,7 @@ pub fn load(args: LoadArgs) -> Result<(), RunError> {
         }),
         ..Setup::new(t)
     })?;
-    interrupts.attach(&session);
+    interrupts.attach(session.stopper());
     {
         let mut err = std::io::stderr().lock();
         for line in endpoints.start(&session, vec![])? {
@@ -167,16 +167,5 @@ pub fn load(args: LoadArgs) -> Result<(), RunError> {
         report.mark_interrupted();
     }
     print!("{}", report.entry_lines());
-    interrupts.outcome()
-}
-
-/// The service `--service` names.
-pub(crate) fn service_named(t: &Topology, name: &str) -> Result<ServiceId, UsageError> {
-    t.service_id(name.trim()).ok_or_else(|| {
-        UsageError(format!(
-            "--service {name}: there is no service `{name}` in topology {} (services: {})",
-            t.name,
-            service_names(t)
-        ))
-    })
+    interrupts.outcome().map_err(RunError::from)
 }

@@ -23,7 +23,7 @@ pub fn run(args: ServeArgs) -> Result<(), RunError> {
     check_outputs(&outputs, &[&args.topology])?;
     let t = Topology::load(&args.topology)?;
     let initial = args.start.actions(&t).map_err(RunError::usage)?;
-    let endpoints = Endpoints::parse(&args.endpoints)?;
+    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control)?;
     let interrupts = Interrupts::watch();
     let session = Session::start(Setup {
         initial,
@@ -32,7 +32,7 @@ pub fn run(args: ServeArgs) -> Result<(), RunError> {
         until: args.duration,
         ..Setup::new(t)
     })?;
-    interrupts.attach(&session);
+    interrupts.attach(session.stopper());
     let listening = endpoints.start(&session, vec![])?;
     {
         let t = session.topology();
@@ -66,5 +66,5 @@ pub fn run(args: ServeArgs) -> Result<(), RunError> {
     if let Some(p) = &args.report {
         write_output(p, &report.to_json(), "report")?;
     }
-    interrupts.outcome()
+    interrupts.outcome().map_err(RunError::from)
 }

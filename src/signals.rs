@@ -13,9 +13,6 @@ use std::sync::{Arc, Mutex};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use tokio::sync::watch;
 
-use crate::error::RunError;
-use crate::session::Session;
-
 /// The process's interrupt state: which signal came first, if any, and
 /// the session it stops.
 #[derive(Debug, Clone)]
@@ -72,10 +69,10 @@ impl Interrupts {
         i
     }
 
-    /// Makes the first signal stop `session` (replacing the session
-    /// attached before); a signal that came already stops it now.
-    pub fn attach(&self, session: &Session) {
-        let stopper = session.stopper();
+    /// Makes the first signal stop the session whose stop switch is
+    /// `stopper` (replacing the one attached before); a signal that came
+    /// already stops it now.
+    pub fn attach(&self, stopper: watch::Sender<bool>) {
         if self.interrupted() {
             let _ = stopper.send(true);
         }
@@ -87,15 +84,36 @@ impl Interrupts {
         self.code.load(Ordering::SeqCst) != 0
     }
 
-    /// `Err` with the exit status of the signal that came, if one did
-    /// (the results are already printed and written).
-    pub fn outcome(&self) -> Result<(), RunError> {
+    /// `Err` with the signal that came, if one did (the results are
+    /// already printed and written).
+    pub fn outcome(&self) -> Result<(), Interrupted> {
         match self.code.load(Ordering::SeqCst) {
             0 => Ok(()),
-            code => Err(RunError::Interrupted {
-                signal: if code == 143 { "SIGTERM" } else { "SIGINT" },
-                code,
-            }),
+            code => Err(Interrupted::by_code(code)),
         }
+    }
+}
+
+/// A signal ended the run early; what ran is printed and written, marked
+/// interrupted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted by {signal}: the table and reports cover the part that ran")]
+pub struct Interrupted {
+    /// `SIGINT` or `SIGTERM` (`SIGHUP` when a dashboard's terminal hung up).
+    pub signal: &'static str,
+    /// The exit status: 128 + the signal's number (130, 143, 129).
+    pub code: u8,
+}
+
+impl Interrupted {
+    /// The signal whose exit status is `code` (130 SIGINT, 143 SIGTERM,
+    /// 129 SIGHUP).
+    pub fn by_code(code: u8) -> Interrupted {
+        let signal = match code {
+            143 => "SIGTERM",
+            129 => "SIGHUP",
+            _ => "SIGINT",
+        };
+        Interrupted { signal, code }
     }
 }

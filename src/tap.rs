@@ -29,10 +29,10 @@ const DEFAULT: Duration = Duration::from_secs(10);
 /// `chaoslab tap`.
 pub fn run(args: TapArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
-    let id = crate::node::service_named(&t, &args.service).map_err(RunError::usage)?;
+    let id = crate::cli::service_named(&t, &args.service).map_err(RunError::usage)?;
     let mut initial = args.start.actions(&t).map_err(RunError::usage)?;
     initial.extend(args.load.actions().map_err(RunError::usage)?);
-    let endpoints = Endpoints::parse(&args.endpoints)?;
+    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control)?;
     let interrupts = Interrupts::watch();
     let session = Session::start(Setup {
         initial,
@@ -41,7 +41,7 @@ pub fn run(args: TapArgs) -> Result<(), RunError> {
         processes: args.processes.then(|| args.topology.clone()),
         ..Setup::new(t)
     })?;
-    interrupts.attach(&session);
+    interrupts.attach(session.stopper());
     {
         let mut err = std::io::stderr().lock();
         for line in endpoints.start(&session, vec![])? {
@@ -67,5 +67,5 @@ pub fn run(args: TapArgs) -> Result<(), RunError> {
         }
     });
     session.wait()?;
-    interrupts.outcome()
+    interrupts.outcome().map_err(RunError::from)
 }

@@ -1,6 +1,7 @@
 //! The command line (SPEC section 4).
 
 mod peers;
+mod prepare;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -8,10 +9,13 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 pub use peers::{names as service_names, PeerArgs, Peers};
+pub use prepare::Prepared;
 
 use crate::fleet::Placement;
-use crate::session::{Action, NodeControls, Setup};
-use crate::topology::{PolicyFields, Preset, Topology};
+use crate::lab::Action;
+use crate::session::{NodeControls, Setup};
+use crate::theme::Theme;
+use crate::topology::{PolicyFields, Preset, ServiceId, Topology};
 
 /// A terminal lab for retry storms: real services, real numbers.
 #[derive(Debug, Parser)]
@@ -118,6 +122,11 @@ pub struct RunArgs {
     /// file when it ends.
     #[arg(long)]
     pub record: Option<PathBuf>,
+    /// List every service in the headless table and progress line (by
+    /// default a fleet of more than 20 services shows its roots and the
+    /// services with the highest amplification).
+    #[arg(long)]
+    pub all: bool,
     /// Record the dashboard as an asciicast v2 file (`asciinema play
     /// FILE`): every frame, with its time.
     #[arg(long, value_name = "FILE")]
@@ -281,6 +290,17 @@ impl RunArgs {
         };
         Ok((Some(placement), Some(NodeControls(c))))
     }
+}
+
+/// The service `--service` names.
+pub fn service_named(t: &Topology, name: &str) -> Result<ServiceId, UsageError> {
+    t.service_id(name.trim()).ok_or_else(|| {
+        UsageError(format!(
+            "--service {name}: there is no service `{name}` in topology {} (services: {})",
+            t.name,
+            service_names(t)
+        ))
+    })
 }
 
 /// A flag that does not make sense, in words.
@@ -633,30 +653,6 @@ pub fn parse_attribution(s: &str) -> Result<crate::ownership::Attribution, Strin
     .into_iter()
     .find(|a| a.name() == s)
     .ok_or_else(|| format!("`{s}` is not an attribution mode (simple, declared, learned)"))
-}
-
-/// How the frame's colours are rendered: `--theme`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Theme {
-    /// The 16 ANSI colours on the terminal's own background.
-    #[default]
-    Dark,
-    /// Dark shades on a light page of the dashboard's own, for
-    /// projectors and light terminals.
-    Light,
-}
-
-impl Theme {
-    /// Every theme, as `--theme` names them.
-    pub const ALL: [Theme; 2] = [Theme::Dark, Theme::Light];
-
-    /// Its name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Theme::Dark => "dark",
-            Theme::Light => "light",
-        }
-    }
 }
 
 /// Parses a dashboard theme: `dark` or `light`.

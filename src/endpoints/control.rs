@@ -39,10 +39,11 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::error::RunError;
+use crate::lab::{apply, Origin, Snapshot};
 use crate::metrics::{Metrics, WireCounts};
 use crate::report::{expect, Report, TimeSeries};
-use crate::scenario::spec::{actions_from_json, Expectation};
-use crate::session::{apply, Actions, Origin, Session, Snapshot};
+use crate::scenario::{actions_from_json, Expectation};
+use crate::session::{Actions, Session};
 use crate::topology::Topology;
 
 use super::listen::bind;

@@ -30,10 +30,11 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 
 use crate::error::RunError;
+use crate::lab::figures::Figure;
+use crate::lab::Snapshot;
 use crate::metrics::latency::{latency_bucket_upper_us, LATENCY_BUCKETS};
 use crate::metrics::{Counts, Metrics};
-use crate::session::figures::Figure;
-use crate::session::{Session, Snapshot};
+use crate::session::Session;
 
 use super::listen::bind;
 

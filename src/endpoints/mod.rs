@@ -10,9 +10,8 @@ pub mod metrics;
 
 use std::net::SocketAddr;
 
-use crate::cli::EndpointArgs;
 use crate::error::RunError;
-use crate::scenario::spec::Expectation;
+use crate::lab::expect::Expectation;
 use crate::session::Session;
 
 /// The addresses the flags name, read before anything starts so a bad
@@ -25,15 +24,18 @@ pub struct Endpoints {
 
 impl Endpoints {
     /// Reads `--metrics` and `--control`.
-    pub fn parse(args: &EndpointArgs) -> Result<Endpoints, RunError> {
+    pub fn parse(
+        metrics: &Option<String>,
+        control: &Option<String>,
+    ) -> Result<Endpoints, RunError> {
         let read = |flag: &str, a: &Option<String>| {
             a.as_deref()
                 .map(|a| listen::parse_addr(flag, a))
                 .transpose()
         };
         Ok(Endpoints {
-            metrics: read("--metrics", &args.metrics)?,
-            control: read("--control", &args.control)?,
+            metrics: read("--metrics", metrics)?,
+            control: read("--control", control)?,
         })
     }
 

@@ -23,13 +23,13 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::lab::state::{apply, LabState};
 use crate::middleware::context::{
     deadline_from_headers, deadline_header_value, Trace, TraceHeader as _, DEADLINE, TRACE,
 };
 use crate::ownership::signal::{Advice, Signal};
 use crate::ownership::{one_value, Claim};
-use crate::scenario::spec::{actions_from_json, Scenario};
-use crate::session::state::{apply, LabState};
+use crate::scenario::{actions_from_json, Scenario};
 use crate::topology::{check::render_check, model, Topology, MAX_QUEUE, MAX_WORKERS};
 
 #[cfg(test)]

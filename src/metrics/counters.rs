@@ -5,12 +5,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
-use super::counts::{Counts, RootCounts};
+use super::counts::{with_service_counters, Counts, EdgeCounts, RootCounts, ServiceCounts};
 use super::journal::Journal;
-pub use super::latency::LatencyCounts;
-use super::latency::{latency_bucket, LatencyCounters};
+use super::latency::{latency_bucket, LatencyCounters, LatencyCounts};
 use super::storm::StormTracker;
 use super::tap::Tap;
 use crate::ownership::breaker::BreakerState;
@@ -22,9 +20,9 @@ use crate::ownership::observe::{
 use crate::ownership::retry::StopReason;
 use crate::ownership::{Claim, Classified};
 
-/// One list makes a service's live counters ([`ServiceCounters`],
-/// atomics), their copy ([`ServiceCounts`]), the copy's difference and the
-/// load of one from the other: a counter is added in one line.
+/// A service's live counters ([`ServiceCounters`], atomics) and the
+/// load of their copy ([`ServiceCounts`]), from the one list of
+/// [`super::counts::with_service_counters`].
 macro_rules! service_counters {
     (
         counts { $($(#[doc = $d:literal])* $c:ident,)* }
@@ -38,31 +36,6 @@ macro_rules! service_counters {
             $($t: [AtomicU64; 3],)*
             $($g: AtomicU64,)*
             latency: LatencyCounters,
-        }
-
-        /// A copy of one service's counters.
-        #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-        pub struct ServiceCounts {
-            $($(#[doc = $d])* pub $c: u64,)*
-            $($(#[doc = $td])* pub $t: [u64; 3],)*
-            $($(#[doc = $gd])* pub $g: u64,)*
-            /// Time from each request's arrival to its answer.
-            #[serde(skip)]
-            pub latency: LatencyCounts,
-        }
-
-        impl ServiceCounts {
-            /// `self - earlier`, field by field (saturating); a gauge
-            /// keeps its later value.
-            pub fn since(&self, earlier: &ServiceCounts) -> ServiceCounts {
-                let d3 = |a: [u64; 3], b: [u64; 3]| std::array::from_fn(|k| a[k].saturating_sub(b[k]));
-                ServiceCounts {
-                    $($c: self.$c.saturating_sub(earlier.$c),)*
-                    $($t: d3(self.$t, earlier.$t),)*
-                    $($g: self.$g,)*
-                    latency: self.latency.since(&earlier.latency),
-                }
-            }
         }
 
         impl ServiceCounters {
@@ -82,60 +55,7 @@ macro_rules! service_counters {
     };
 }
 
-service_counters! {
-    counts {
-        /// Requests answered.
-        requests,
-        /// Error responses.
-        errors,
-        /// Root requests it opened (the entry's count of end-user requests).
-        roots,
-        /// Retries it sent.
-        retries_sent,
-        /// Retries it did not send because the callee disowned the error.
-        retries_suppressed,
-        /// Retries its budget refused.
-        budget_denied,
-        /// Errors its own fault caused (ground truth).
-        own_errors,
-        /// Own errors it nevertheless unclaimed.
-        wrongly_unclaimed,
-        /// Errors caused below that it claimed (rule 5 claims excluded).
-        wrongly_claimed,
-        /// Claims made by the at-least-once rule.
-        at_least_once_claims,
-        /// Requests whose caller went away before the answer.
-        timeouts,
-        /// Requests refused at once because the queue was full.
-        shed,
-        /// Jobs that ran to the end after their caller had gone.
-        work_wasted,
-        /// Jobs skipped on reaching a worker because their caller had gone
-        /// (`cancel: true`) or their deadline had passed.
-        skipped,
-        /// Microseconds its workers spent on jobs (counted as each ends).
-        busy_us,
-        /// Microseconds from arrival to answer, summed over the requests
-        /// answered (the sum of the latency histogram).
-        latency_us,
-        /// Outbound attempts still in flight after their call's deadline.
-        late_attempts,
-    }
-    triples {
-        /// Claims written on its error responses: true, false, missing.
-        claims_returned,
-        /// Claims read on failed outbound attempts: true, false, missing.
-        claims_seen,
-    }
-    gauges {
-        /// Jobs waiting for a worker now.
-        queue_depth,
-        /// The deepest the queue got since the previous copy.
-        queue_peak,
-        /// Jobs on a worker now.
-        in_service,
-    }
-}
+with_service_counters!(service_counters);
 
 /// One edge's live counters.
 #[derive(Debug, Default)]
@@ -153,76 +73,6 @@ pub struct EdgeCounters {
     /// The budget's level and limit, in thousandths (gauges).
     budget_level: AtomicU64,
     budget_limit: AtomicU64,
-}
-
-/// A copy of one edge's counters.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EdgeCounts {
-    /// Attempts sent, retries included.
-    pub attempts: u64,
-    /// Retries sent.
-    pub retries: u64,
-    /// Retries suppressed.
-    pub suppressed: u64,
-    /// Retries the budget refused.
-    pub budget_denied: u64,
-    /// Retries the callee's don't-retry signal forbade (counted in
-    /// `suppressed` too).
-    pub refused: u64,
-    /// Logical calls that failed after all attempts.
-    pub failed_calls: u64,
-    /// Time its attempts took, all together, µs.
-    pub attempt_us: u64,
-    /// Calls its open circuit breaker failed fast.
-    pub short_circuited: u64,
-    /// Gauge: its circuit breaker's state (0 closed or none, 1 half-open,
-    /// 2 open).
-    pub breaker: u64,
-    /// Gauge: what the edge's budget holds, in thousandths (tokens, quota
-    /// left, or retries in flight); 0 on an edge without a budget.
-    pub budget_level_milli: u64,
-    /// Gauge: the budget's limit, in thousandths (a full bucket or quota,
-    /// or the retries allowed in flight); 0 on an edge without a budget.
-    pub budget_limit_milli: u64,
-}
-
-impl EdgeCounts {
-    /// How long one attempt took on average, seconds (0 with none).
-    pub fn attempt_latency_s(&self) -> f64 {
-        if self.attempts == 0 {
-            0.0
-        } else {
-            self.attempt_us as f64 / self.attempts as f64 / 1e6
-        }
-    }
-
-    /// The budget's level and limit, if the edge has a budget.
-    pub fn budget_level(&self) -> Option<(f64, f64)> {
-        (self.budget_limit_milli > 0 || self.budget_level_milli > 0).then(|| {
-            (
-                self.budget_level_milli as f64 / 1000.0,
-                self.budget_limit_milli as f64 / 1000.0,
-            )
-        })
-    }
-
-    /// `self - earlier`.
-    pub fn since(&self, e: &EdgeCounts) -> EdgeCounts {
-        EdgeCounts {
-            attempts: self.attempts.saturating_sub(e.attempts),
-            retries: self.retries.saturating_sub(e.retries),
-            suppressed: self.suppressed.saturating_sub(e.suppressed),
-            budget_denied: self.budget_denied.saturating_sub(e.budget_denied),
-            refused: self.refused.saturating_sub(e.refused),
-            failed_calls: self.failed_calls.saturating_sub(e.failed_calls),
-            attempt_us: self.attempt_us.saturating_sub(e.attempt_us),
-            short_circuited: self.short_circuited.saturating_sub(e.short_circuited),
-            // Gauges: the later value.
-            breaker: self.breaker,
-            budget_level_milli: self.budget_level_milli,
-            budget_limit_milli: self.budget_limit_milli,
-        }
-    }
 }
 
 /// Latency histogram bounds: 1 µs to 60 s, two significant digits.

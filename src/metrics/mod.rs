@@ -11,8 +11,8 @@ pub mod tap;
 
 use std::time::Duration;
 
-pub use counters::{EdgeCounts, Metrics, ServiceCounts};
-pub use counts::{Counts, RootCounts, WireCounts};
+pub use counters::Metrics;
+pub use counts::{Counts, EdgeCounts, RootCounts, ServiceCounts, WireCounts};
 pub use storm::RadiusStats;
 
 /// One sample: every counter at time `t`, and what happened in the

@@ -17,9 +17,9 @@
 use std::time::Duration;
 
 use super::{node, samples_between, window, ExpectationReport, WindowFigures};
-use crate::session::expect::{self as spec, Expectation};
-use crate::session::figures::{Figures, Scope};
-use crate::session::Record;
+use crate::lab::expect::{self as spec, Expectation};
+use crate::lab::figures::{Figures, Scope};
+use crate::lab::Record;
 use crate::topology::ServiceId;
 
 /// Judges every expectation of a finished run.
@@ -60,7 +60,7 @@ pub fn measure_window(r: &Record, span: spec::Window, service: Option<ServiceId>
 /// Judges one expectation against its window's figures.
 pub fn judge(e: &Expectation, figures: WindowFigures) -> ExpectationReport {
     let (a, b) = figures.measured_s;
-    let saturation = crate::session::figures::saturation(&figures.fleet);
+    let saturation = crate::lab::figures::saturation(&figures.fleet);
     let (observed, note) = if b > a && e.figure.is_measured() && !saturation.is_empty() {
         (
             figures.get(e.figure),
@@ -98,11 +98,11 @@ pub fn judge(e: &Expectation, figures: WindowFigures) -> ExpectationReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::figures::Figure;
+    use crate::lab::LabState;
     use crate::metrics::{Counts, LatencySummary, RadiusStats, Sample, Series, ServiceCounts};
     use crate::report::{NodeReport, TimeSeries};
-    use crate::scenario::spec::Scenario;
-    use crate::session::figures::Figure;
-    use crate::session::LabState;
+    use crate::scenario::Scenario;
     use crate::topology::model;
     use crate::topology::Topology;
 
@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn approx_zero_is_absolute_and_floats_get_a_hair() {
-        use crate::scenario::spec::Bound;
+        use crate::scenario::Bound;
         let b = Bound {
             approx: Some((0.0, 0.5)),
             ..Bound::default()
@@ -282,7 +282,7 @@ mod tests {
 
     /// A finished run of the synthetic samples, its scenario's steps on
     /// the lab's clock.
-    fn record(t: &Topology, steps: Vec<(Duration, crate::session::Action)>) -> Record {
+    fn record(t: &Topology, steps: Vec<(Duration, crate::lab::Action)>) -> Record {
         let start = LabState::of(t);
         Record {
             state: start.clone(),

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use super::{ExpectationReport, Report};
 use crate::format::fmt_num;
-use crate::session::figures::Figure;
+use crate::lab::figures::Figure;
 
 /// Escapes text for an XML attribute or element: `& < > " '`, and control
 /// characters XML 1.0 forbids (replaced by U+FFFD).
@@ -196,8 +196,8 @@ pub fn to_junit(report: &Report, file: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::figures::{Figures, Scope};
     use crate::report::WindowFigures;
-    use crate::session::figures::{Figures, Scope};
 
     fn expectation(what: &str, passed: bool, observed: f64) -> ExpectationReport {
         ExpectationReport {

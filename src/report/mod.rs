@@ -1,6 +1,6 @@
 //! Reports: the JSON of SPEC section 6 and the terminal table, both
 //! computed from a finished run's [`Record`] over a window of it. Every
-//! figure in them comes from the catalogue of [`crate::session::figures`];
+//! figure in them comes from the catalogue of [`crate::lab::figures`];
 //! the JUnit XML of a scenario's expectations lives in [`junit`], the
 //! per-second series in [`series`], the headless table in [`table`], and
 //! the run cut into [`phases`] at each change of policy or fault.
@@ -18,12 +18,13 @@ use serde::Serialize;
 pub use phases::PhaseReport;
 pub use series::{ServiceSeries, TimeSeries};
 
+use crate::lab::expect::Expectation;
+use crate::lab::figures::{Figure, Figures, Scope, Window};
+use crate::lab::{Event, LabState, Record};
 use crate::metrics::{RadiusStats, Sample};
 use crate::ownership::breaker::BreakerState;
 use crate::ownership::learn::Learned;
 use crate::ownership::DependencyMode;
-use crate::session::figures::{Figure, Figures, Scope, Window};
-use crate::session::{Event, LabState, Record};
 use crate::topology::model::Prediction;
 use crate::topology::Topology;
 
@@ -293,6 +294,22 @@ fn learned(t: &Topology, i: usize, l: &Learned) -> LearnedReport {
 }
 
 impl Report {
+    /// The report of a finished run with a timeline: from the warm-up's
+    /// end to the newest sample (the run ends on the first tick past its
+    /// end), with `expectations` judged and the per-second series
+    /// attached. What a headless run writes, and a tour chapter prints.
+    pub fn of_run(record: &Record, expectations: &[Expectation]) -> Report {
+        let mut report = Report::measure(record, record.warmup, Duration::MAX);
+        report.set_expectations(expect::evaluate(record, expectations));
+        report.series = Some(TimeSeries::from_series(
+            &record.series,
+            &record.topology,
+            record.warmup,
+            Duration::MAX,
+        ));
+        report
+    }
+
     /// Measures the window `from..to` of a finished run (root latency from
     /// the end of the warm-up, the model of the state it ended in), and
     /// each of its [`phases`] against the model of its own state.
@@ -321,7 +338,7 @@ impl Report {
         w.topology = t;
         let c = &w.counts;
         let fleet = Figures::measure(&w, Scope::Fleet, 0);
-        let saturation = crate::session::figures::saturation(&fleet);
+        let saturation = crate::lab::figures::saturation(&fleet);
         Report {
             topology: t.name.clone(),
             policy: t.policy.name(),
@@ -414,9 +431,16 @@ impl Report {
 }
 
 impl Report {
-    /// The per-service table a headless run prints.
+    /// The per-service table a headless run prints: on a fleet of more
+    /// than [`table::TOP_ROWS`] services, the roots and the services with
+    /// the highest amplification (a line says how many are left out).
     pub fn table(&self) -> String {
-        table::render(self)
+        table::render(self, table::Rows::Top)
+    }
+
+    /// The table with a row for every service (`--all`).
+    pub fn table_all(&self) -> String {
+        table::render(self, table::Rows::All)
     }
 
     /// The table's title and the rows of the services named.

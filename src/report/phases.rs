@@ -19,9 +19,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{ExpectationReport, Report};
+use crate::lab::state::apply;
+use crate::lab::{Action, Event, LabState, Record};
 use crate::metrics::Sample;
-use crate::session::state::apply;
-use crate::session::{Action, Event, LabState, Record};
 
 /// A stretch of the lab's clock in which the model's inputs held still.
 #[derive(Debug, Clone, PartialEq)]
@@ -200,9 +200,9 @@ pub fn share(phases: &mut [PhaseReport], expectations: &[ExpectationReport]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::figures::Figure;
+    use crate::lab::Origin;
     use crate::metrics::{Counts, LatencySummary, RadiusStats, Series, ServiceCounts};
-    use crate::session::figures::Figure;
-    use crate::session::Origin;
     use crate::topology::{model, Fault, PolicyFields, Preset, Topology};
 
     /// A→B→C, C failing every request, naive retries (R = 2).
@@ -313,7 +313,7 @@ mod tests {
         let events = vec![at(3000, policy(Preset::Ownership), &t)];
         let start = LabState::of(&t);
         let state =
-            crate::session::fold(start.clone(), events.iter().map(|e| &e.action)).expect("applies");
+            crate::lab::fold(start.clone(), events.iter().map(|e| &e.action)).expect("applies");
         let topology = state.applied_to(&t);
         let mut series = Series::new(64);
         let mut counts = Counts {
@@ -466,8 +466,8 @@ mod tests {
     }
 
     fn judged(what: &str, measured_s: (f64, f64)) -> ExpectationReport {
+        use crate::lab::figures::{Figures, Scope};
         use crate::report::WindowFigures;
-        use crate::session::figures::{Figures, Scope};
         ExpectationReport {
             what: what.into(),
             passed: true,

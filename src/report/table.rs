@@ -8,20 +8,34 @@
 
 use std::fmt::Write as _;
 
-use super::{PhaseReport, Report};
-use crate::session::figures::{Figure, Figures, Scope, Style};
+use super::{NodeReport, PhaseReport, Report};
+use crate::lab::figures::{Figure, Figures, Scope, Style};
+
+/// The most rows a table lists unless asked for all (`--all`): a fleet of
+/// more services shows its roots and the services with the highest
+/// amplification, and says how many it left out.
+pub const TOP_ROWS: usize = 20;
+
+/// Which rows a table lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// Every service.
+    All,
+    /// At most [`TOP_ROWS`]: the roots, then the highest amplification.
+    Top,
+}
 
 /// The table (a table per phase when the run has more than one), then the
 /// expectations' verdicts.
-pub fn render(r: &Report) -> String {
+pub fn render(r: &Report, rows: Rows) -> String {
     let mut out = String::new();
     if r.phases.len() > 1 {
         for (k, p) in r.phases.iter().enumerate() {
             out.push_str(&phase_line(p, k, r.phases.len()));
-            out.push_str(&body(&p.report));
+            out.push_str(&body(&p.report, rows));
         }
     } else {
-        out.push_str(&body(r));
+        out.push_str(&body(r, rows));
     }
     for e in &r.expectations {
         let _ = writeln!(
@@ -36,8 +50,25 @@ pub fn render(r: &Report) -> String {
 }
 
 /// The rows, the entry's line and the storm radius of one window.
-fn body(r: &Report) -> String {
-    let mut out = rows(r, &|_| true);
+fn body(r: &Report, which: Rows) -> String {
+    let shown = shown(r, which);
+    let mut out = rows(r, &|n| shown.as_ref().is_none_or(|s| s.contains(&n)));
+    if let Some(s) = &shown {
+        let left: Vec<&NodeReport> = r
+            .nodes
+            .iter()
+            .filter(|n| !s.contains(&n.name.as_str()))
+            .collect();
+        let most = left
+            .iter()
+            .map(|n| n.figures[Figure::Amplification])
+            .fold(0.0, f64::max);
+        let _ = writeln!(
+            out,
+            "… and {} more services, none above {most:.2}x (--all lists every service)",
+            left.len()
+        );
+    }
     out.push_str(&entry(r));
     let root = &r.fleet;
     let _ = writeln!(
@@ -73,6 +104,30 @@ pub fn phase_line(p: &PhaseReport, k: usize, n: usize) -> String {
         parts.push(format!("context dropped: {}", p.context_dropped.join(", ")));
     }
     format!("{}\n", parts.join(" · "))
+}
+
+/// The names of the rows a cut table lists (`None`: every row): the
+/// roots, then the services with the highest amplification, up to
+/// [`TOP_ROWS`].
+fn shown(r: &Report, which: Rows) -> Option<Vec<&str>> {
+    if which == Rows::All || r.nodes.len() <= TOP_ROWS {
+        return None;
+    }
+    let mut by_amp: Vec<&NodeReport> = r.nodes.iter().collect();
+    // Roots first, then by amplification, highest first (stable: ties
+    // keep the topology's order).
+    by_amp.sort_by(|a, b| {
+        (b.depth == 0)
+            .cmp(&(a.depth == 0))
+            .then(b.figures[Figure::Amplification].total_cmp(&a.figures[Figure::Amplification]))
+    });
+    Some(
+        by_amp
+            .iter()
+            .take(TOP_ROWS)
+            .map(|n| n.name.as_str())
+            .collect(),
+    )
 }
 
 /// The title line, the column headers and a row per service `keep`

@@ -11,7 +11,7 @@
 //! ```
 //! use std::time::Duration;
 //! use chaoslab::scenario::{record::to_scenario_yaml, Scenario};
-//! use chaoslab::session::{Action, Event, Origin};
+//! use chaoslab::lab::{Action, Event, Origin};
 //! use chaoslab::topology::{Preset, PolicyFields, Topology};
 //!
 //! let t = Topology::from_yaml("name: t\nservices:\n  A: { calls: [B] }\n  B:\n", "t.yaml").unwrap();
@@ -27,14 +27,14 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::session::step::{as_step, quote};
-use crate::session::Event;
+use crate::lab::step::{as_step, quote};
+use crate::lab::Event;
 use crate::topology::Topology;
 
 /// The recording of a finished run: from the state it started in (so it
 /// replays the same whatever flags the replay is given), then every
 /// action applied, at its time.
-pub fn of_run(record: &crate::session::Record) -> String {
+pub fn of_run(record: &crate::lab::Record) -> String {
     let mut all: Vec<Event> = record
         .start
         .actions()
@@ -43,7 +43,7 @@ pub fn of_run(record: &crate::session::Record) -> String {
             t: Duration::ZERO,
             text: action.describe(&record.topology),
             action,
-            origin: crate::session::Origin::Operator,
+            origin: crate::lab::Origin::Operator,
         })
         .collect();
     all.extend(record.events.iter().cloned());
@@ -137,10 +137,10 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::step::exact;
+    use crate::lab::Action;
     use crate::ownership::Attribution;
-    use crate::scenario::spec::Scenario;
-    use crate::session::step::exact;
-    use crate::session::Action;
+    use crate::scenario::Scenario;
     use crate::topology::{
         BreakerSetting, BudgetSetting, Fault, Phase, PolicyFields, Preset, SignalSetting,
     };
@@ -158,7 +158,7 @@ mod tests {
             t: Duration::from_millis(ms) + Duration::from_nanos(123_456),
             text: "line one\nline two".into(),
             action,
-            origin: crate::session::Origin::Operator,
+            origin: crate::lab::Origin::Operator,
         }
     }
 

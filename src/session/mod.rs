@@ -6,12 +6,13 @@
 //! Every front end (the dashboard, the headless runner, `compare`,
 //! `serve`) is a thin layer over a [`Session`]: it reads snapshots and
 //! sends actions, and none of them assembles a run of its own. What an
-//! action does to the lab is written once, in [`state::apply`]; what a
-//! figure means is written once, in [`figures`].
+//! action does to the lab is written once, in [`crate::lab::state::apply`];
+//! what a figure means is written once, in [`crate::lab::figures`].
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use chaoslab::session::{Action, Session, Setup};
+//! use chaoslab::lab::Action;
+//! use chaoslab::session::{Session, Setup};
 //! use chaoslab::topology::Topology;
 //!
 //! let t = Topology::load("topologies/uber-chain.yaml".as_ref()).unwrap();
@@ -23,19 +24,10 @@
 //! assert!(record.series.len() > 1);
 //! ```
 
-pub mod action;
-pub mod expect;
-pub mod figures;
-pub mod lab;
+pub mod live;
 pub mod nodes;
 pub mod processes;
-pub mod record;
 pub mod runner;
-pub mod snapshot;
-mod snapshot_json;
-pub mod state;
-pub mod step;
-pub mod timeline;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,16 +38,14 @@ use tokio::runtime::{Handle, Runtime};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-pub use action::{Action, Event, Origin};
-pub use lab::{Lab, LabOptions};
+pub use live::{Live, LiveOptions};
 pub use nodes::NodeControls;
 pub use processes::{Processes, Started};
-pub use record::Record;
 pub use runner::{drive, Command, Plan};
-pub use snapshot::Snapshot;
-pub use state::{apply, fold, ActionError, Change, LabState};
 
+use crate::error::{RunError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT};
 use crate::fleet::{FleetError, Placement};
+use crate::lab::{fold, Action, ActionError, LabState, Origin, Record, Snapshot};
 use crate::load::LoadError;
 use crate::metrics::Metrics;
 use crate::topology::Topology;
@@ -87,6 +77,31 @@ pub enum SessionError {
     /// The run loop panicked.
     #[error("the lab's run loop stopped unexpectedly: {0}")]
     RunLoop(#[source] tokio::task::JoinError),
+}
+
+impl SessionError {
+    /// The exit status this error calls for: 2 for a fleet too big for
+    /// the open-file limit (bad input), 3 when the machine refused what
+    /// the fleet, the load or the nodes need, 1 otherwise.
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            SessionError::Fleet(e) if e.is_too_big() => EXIT_BAD_INPUT,
+            SessionError::Fleet(e) if e.is_environment() => EXIT_ENVIRONMENT,
+            SessionError::Load(_) | SessionError::Processes(_) | SessionError::Nodes(_) => {
+                EXIT_ENVIRONMENT
+            }
+            _ => 1,
+        }
+    }
+}
+
+impl From<SessionError> for RunError {
+    fn from(e: SessionError) -> RunError {
+        RunError::Session {
+            status: e.exit_status(),
+            source: Box::new(e),
+        }
+    }
 }
 
 /// How to run a session.
@@ -182,7 +197,7 @@ pub struct Session {
     rt: Runtime,
     /// The run loop's own runtime.
     clock: Runtime,
-    driver: JoinHandle<(Lab, timeline::Course)>,
+    driver: JoinHandle<(Live, crate::lab::timeline::Course)>,
     actions: Actions,
     snapshots: watch::Receiver<Arc<Snapshot>>,
     stop: watch::Sender<bool>,
@@ -223,14 +238,14 @@ impl Session {
             None => (None, setup.placement, setup.nodes),
         };
         fold(LabState::of(&topology), &setup.initial)?.write_to(&mut topology);
-        let opts = LabOptions {
+        let opts = LiveOptions {
             seed: setup.seed,
             load: setup.load,
             placement,
             nodes,
-            ..LabOptions::default()
+            ..LiveOptions::default()
         };
-        let lab = rt.block_on(Lab::start(topology.clone(), opts))?;
+        let lab = rt.block_on(Live::start(topology.clone(), opts))?;
         let urls = (0..topology.services.len())
             .map(|i| lab.fleet().url(i))
             .collect();
@@ -346,7 +361,7 @@ impl Session {
     /// Waits until the run loop ends, then stops the fleet and returns the
     /// run's record.
     pub fn wait(self) -> Result<Record, SessionError> {
-        self.wait_for(lab::SHUTDOWN_GRACE)
+        self.wait_for(live::SHUTDOWN_GRACE)
     }
 
     /// As [`Session::wait`], giving the requests still in flight `grace`.
@@ -371,7 +386,7 @@ impl Session {
         record.course = course;
         // The run has been read: its nodes stop now.
         drop(processes);
-        if grace < lab::SHUTDOWN_GRACE {
+        if grace < live::SHUTDOWN_GRACE {
             // A person quit: the process ends next, so the tasks still in
             // flight (thousands at the machine's limit) are dropped by the
             // runtime's own threads rather than waited for here.
@@ -381,9 +396,30 @@ impl Session {
     }
 
     /// Stops the run now, as a person quitting the dashboard does, and
-    /// returns its record: requests in flight get [`lab::QUIT_GRACE`].
+    /// returns its record: requests in flight get [`live::QUIT_GRACE`].
     pub fn finish(self) -> Result<Record, SessionError> {
         self.stop();
-        self.wait_for(lab::QUIT_GRACE)
+        self.wait_for(live::QUIT_GRACE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::ExitCode;
+
+    use super::*;
+    use crate::middleware::server::BadHeaderName;
+
+    #[test]
+    fn a_fleet_the_machine_refuses_exits_3() {
+        let emfile = FleetError::bind("z4066", std::io::Error::from_raw_os_error(24));
+        let e = RunError::from(SessionError::from(emfile));
+        assert_eq!(e.exit_code(), ExitCode::from(EXIT_ENVIRONMENT));
+        assert!(e.to_string().contains("service `z4066`"), "{e}");
+        let header = RunError::from(SessionError::from(FleetError::ClaimHeader {
+            service: "A".into(),
+            source: BadHeaderName("x bad".into()),
+        }));
+        assert_eq!(header.exit_code(), ExitCode::FAILURE);
     }
 }

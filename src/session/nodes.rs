@@ -33,8 +33,8 @@ use thiserror::Error;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::step::as_step;
-use super::Action;
+use crate::lab::step::as_step;
+use crate::lab::Action;
 use crate::metrics::journal::Page;
 use crate::metrics::tap;
 use crate::metrics::{Counts, Metrics, WireCounts};
@@ -148,7 +148,7 @@ impl Nodes {
                     why,
                 })?;
         }
-        let start = body(topology, &super::LabState::of(topology).actions());
+        let start = body(topology, &crate::lab::LabState::of(topology).actions());
         for n in &nodes {
             post(&client, n, &start)
                 .await

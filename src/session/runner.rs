@@ -6,11 +6,9 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::action::{Action, Origin};
-use super::lab::Lab;
-use super::record::Record;
-use super::snapshot::Snapshot;
-use super::timeline::{Course, Timeline};
+use super::live::Live;
+use crate::lab::timeline::{Course, Timeline};
+use crate::lab::{Action, Origin, Record, Snapshot};
 
 /// What a run does besides ticking.
 #[derive(Debug, Clone, Default)]
@@ -62,12 +60,12 @@ pub async fn probe_lag(metrics: Arc<crate::metrics::Metrics>, period: Duration) 
 /// can finish it, and how the timeline's clock went (for the windows
 /// written on it).
 pub async fn drive(
-    mut lab: Lab,
+    mut lab: Live,
     plan: Plan,
     mut commands: mpsc::Receiver<Command>,
     snapshots: watch::Sender<Arc<Snapshot>>,
     mut stop: watch::Receiver<bool>,
-) -> (Lab, Course) {
+) -> (Live, Course) {
     let mut interval = tokio::time::interval(lab.tick_period());
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut all_steps = plan.steps.clone();
@@ -77,12 +75,12 @@ pub async fn drive(
     if warm {
         lab.mark_report_start();
     }
-    let play = |lab: &mut Lab, timeline: &mut Timeline| {
+    let play = |lab: &mut Live, timeline: &mut Timeline| {
         for a in timeline.due(lab.elapsed()) {
             let _ = lab.apply_from(a, Origin::Timeline);
         }
     };
-    let publish = |lab: &Lab, timeline: &Timeline| {
+    let publish = |lab: &Live, timeline: &Timeline| {
         let mut snap = lab.snapshot();
         if !timeline.is_empty() {
             snap.timeline = Some(timeline.view(lab.elapsed()));

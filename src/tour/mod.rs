@@ -10,8 +10,9 @@ use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::cli::{RunArgs, TourArgs, DEFAULT_DURATION};
+use crate::cli::{Prepared, RunArgs, TourArgs, DEFAULT_DURATION};
 use crate::error::{write_output, RunError};
+use crate::report::Report;
 use crate::scenario::Scenario;
 use crate::session::{Session, Setup};
 use crate::signals::Interrupts;
@@ -138,7 +139,12 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
             no_color: args.no_color,
             ..RunArgs::default()
         };
-        let (setup, expectations, end, warmup) = tui::prepare(&run, t, Some(&scenario))?;
+        let Prepared {
+            setup,
+            expectations,
+            end,
+            warmup,
+        } = run.prepare(t, Some(&scenario), false)?;
         let session = Session::start(setup)?;
         let verdicts = tui::play::judge(&session, expectations, warmup);
         let opts = Options {
@@ -198,13 +204,13 @@ fn headless(first: usize) -> Result<(), RunError> {
             until: Some(warmup + duration),
             ..Setup::new(t)
         })?;
-        interrupts.attach(&session);
+        interrupts.attach(session.stopper());
         let mut snaps = session.snapshots();
         session.block_on(async {
             let mut said = None;
             while snaps.changed().await.is_ok() {
                 let s = snaps.borrow_and_update().clone();
-                if let Some(say) = crate::headless::new_caption(&s, &mut said) {
+                if let Some(say) = s.new_caption(&mut said) {
                     let mut out = std::io::stdout().lock();
                     let _ = writeln!(out, "  [{:>4.1}s] » {say}", s.t.as_secs_f64());
                     let _ = out.flush();
@@ -212,7 +218,7 @@ fn headless(first: usize) -> Result<(), RunError> {
             }
         });
         let record = session.wait()?;
-        let report = crate::headless::report(&record, &scenario);
+        let report = Report::of_run(&record, &scenario.expectations);
         print!("\n{}", report.table());
         if report.expectations.iter().any(|e| !e.passed) {
             failed.push(format!("chapter {} ({})", i + 1, c.title));

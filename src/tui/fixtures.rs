@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
+use crate::lab::figures::{Figure, Figures, Scope};
+use crate::lab::snapshot::{EdgeView, RootView, ServiceState, ServiceView};
+use crate::lab::state::Resources;
+use crate::lab::{Action, Event, LabState, Snapshot};
 use crate::ownership::Attribution;
-use crate::session::figures::{Figure, Figures, Scope};
-use crate::session::snapshot::{EdgeView, RootView, ServiceState, ServiceView};
-use crate::session::state::Resources;
-use crate::session::{Action, Event, LabState, Snapshot};
 use crate::topology::{Fault, Policy, PolicyFields, Preset};
 
 /// A service at `depth`, healthy, seeing `rps` with amplification 1.
@@ -50,7 +50,7 @@ fn event(t: f64, action: Action, text: &str) -> Event {
         t: Duration::from_secs_f64(t),
         action,
         text: text.into(),
-        origin: crate::session::Origin::Operator,
+        origin: crate::lab::Origin::Operator,
     }
 }
 

@@ -1,9 +1,11 @@
-//! The live dashboard: `chaoslab topologies/uber-chain.yaml`.
+//! The live dashboard over a running [`Session`]: what
+//! `chaoslab topologies/uber-chain.yaml` and every chapter of
+//! `chaoslab tour` draw (their front ends start the session and hand it
+//! here).
 //!
-//! The dashboard is a front end over a [`Session`], like the headless
-//! runner beside it. The fleet, its load and the run loop live
-//! on the tokio runtime's worker threads; the dashboard lives on the main
-//! thread and only ever (a) reads the newest [`Snapshot`](crate::session::Snapshot) from the watch
+//! The fleet, its load and the run loop live on the tokio runtime's
+//! worker threads; the dashboard lives on the main
+//! thread and only ever (a) reads the newest [`Snapshot`](crate::lab::Snapshot) from the watch
 //! channel the run loop publishes to, and (b) sends [`Action`]s, the same
 //! absolute actions a scenario step uses. So a slow terminal can delay a
 //! frame, never a request: drawing cannot change the measurements.
@@ -29,7 +31,7 @@ pub mod view;
 #[cfg(test)]
 mod fixtures;
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -44,13 +46,10 @@ use ratatui::crossterm::terminal::{
 use ratatui::Terminal;
 use tokio::time::Instant;
 
-use crate::cli::RunArgs;
-use crate::error::{write_output, RunError};
+use crate::error::RunError;
 use crate::report::Report;
-use crate::scenario::record;
-use crate::scenario::spec::Expectation;
-use crate::session::{Session, Setup};
-use crate::topology::Topology;
+use crate::session::Session;
+use crate::signals::Interrupted;
 
 /// How to draw the dashboard.
 #[derive(Debug, Clone)]
@@ -81,130 +80,6 @@ impl Options {
     pub fn color(&self) -> bool {
         !self.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
     }
-}
-
-/// `chaoslab TOPOLOGY`: starts a session for the command line, runs the
-/// dashboard over it until the user quits, then prints a summary and
-/// writes the report and the recording if asked.
-pub fn run(args: RunArgs) -> Result<(), RunError> {
-    let path = args.topology_path().map_err(RunError::usage)?;
-    crate::error::check_outputs(&args.outputs(), &args.inputs())?;
-    let topology = Topology::load(path)?;
-    if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
-        return Err(RunError::Usage(format!(
-            "the dashboard needs a terminal; for scripts and CI run `chaoslab run {} --headless`",
-            path.display()
-        )));
-    }
-    // A scenario plays live: `--scenario FILE`, else the topology's own.
-    let scenario = crate::scenario::Scenario::for_run(args.scenario.as_deref(), path, &topology)
-        .map_err(RunError::input)?;
-    let title = format!("chaoslab {}", topology.name);
-    let (setup, expectations, end, warmup) = prepare(&args, topology, scenario.as_ref())?;
-    let endpoints = crate::endpoints::Endpoints::parse(&args.endpoints)?;
-    let session = Session::start(setup)?;
-    let listening = endpoints.start(&session, expectations.clone())?;
-    // Created once the lab is up: a lab that fails to start leaves an
-    // earlier recording of that name as it was.
-    let cast = args
-        .cast
-        .as_deref()
-        .map(|p| cast::Cast::open(p, &title))
-        .transpose()?;
-    let verdicts = play::judge(&session, expectations, warmup);
-    let opts = Options {
-        fps: args.fps,
-        no_color: args.no_color,
-        listening: listening.clone(),
-        cast,
-        scenario: end.map(|e| (e, verdicts)),
-        tour: false,
-        big: args.big,
-        theme: args.theme,
-    };
-    let outcome = dashboard(&session, &opts);
-    let record = session.finish()?;
-    // A signal ends the dashboard as `q` does, but the reports say so and
-    // the exit status is the signal's.
-    let interrupted = match outcome {
-        Err(e @ RunError::Interrupted { .. }) => Some(e),
-        other => {
-            other?;
-            None
-        }
-    };
-    for line in &listening {
-        eprintln!("{line} (served while the dashboard ran)");
-    }
-    let mut report = Report::measure(&record, record.warmup, Duration::MAX);
-    if interrupted.is_some() {
-        report.mark_interrupted();
-    }
-    if let Some(p) = &args.report {
-        write_output(p, &report.to_json(), "report")?;
-    }
-    let recording = args.record.as_ref().map(|p| (p, record::of_run(&record)));
-    if let Some((p, yaml)) = &recording {
-        write_output(p, yaml, "recording")?;
-    }
-    let events: Vec<String> = record.events.iter().map(|e| e.to_string()).collect();
-    // Not `print!`: after a hang-up there is no terminal to print to.
-    let mut out = io::stdout().lock();
-    let _ = write!(out, "{}", summary(&report, &events, record.uptime));
-    if let Some(p) = &args.report {
-        let _ = writeln!(out, "report written to {}", p.display());
-    }
-    if let Some((p, _)) = &recording {
-        let _ = writeln!(
-            out,
-            "session recorded to {} (replay: chaoslab run TOPOLOGY --headless --scenario {})",
-            p.display(),
-            p.display()
-        );
-    }
-    let _ = out.flush();
-    interrupted.map_or(Ok(()), Err)
-}
-
-/// The session a dashboard runs for `args` (and a scenario, if any): its
-/// setup, the scenario's expectations, where the scenario ends on the
-/// timeline's clock, and the warm-up. The dashboard stays open after the
-/// timeline: the person quits.
-pub fn prepare(
-    args: &RunArgs,
-    topology: Topology,
-    scenario: Option<&crate::scenario::Scenario>,
-) -> Result<(Setup, Vec<Expectation>, Option<Duration>, Duration), RunError> {
-    let warmup = args.warmup(scenario.and_then(|s| s.warmup));
-    let Some(sc) = scenario else {
-        let setup = args
-            .setup(topology, vec![], vec![], warmup, None)
-            .map_err(RunError::usage)?;
-        return Ok((setup, vec![], None, warmup));
-    };
-    let duration = args
-        .clock
-        .duration
-        .or(sc.duration)
-        .unwrap_or(crate::cli::DEFAULT_DURATION);
-    sc.check_duration(duration, args.clock.duration.is_some())
-        .map_err(RunError::input)?;
-    let mut setup = args
-        .setup(
-            topology,
-            sc.initial_actions(),
-            sc.plan_steps(warmup),
-            warmup,
-            None,
-        )
-        .map_err(RunError::usage)?;
-    setup.captions = sc.plan_captions(warmup);
-    Ok((
-        setup,
-        sc.expectations.clone(),
-        Some(warmup + duration),
-        warmup,
-    ))
 }
 
 /// How a dashboard ended without an error.
@@ -345,16 +220,7 @@ fn ui_loop(
             0 if state.quit && state.next_chapter => return Ok(Ended::Next),
             0 if state.quit => return Ok(Ended::Quit),
             0 => {}
-            code => {
-                return Err(RunError::Interrupted {
-                    signal: match code {
-                        143 => "SIGTERM",
-                        129 => "SIGHUP",
-                        _ => "SIGINT",
-                    },
-                    code,
-                })
-            }
+            code => return Err(Interrupted::by_code(code).into()),
         }
         if snaps.has_changed().unwrap_or(false) {
             snap = snaps.borrow_and_update().clone();

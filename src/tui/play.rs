@@ -6,8 +6,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::lab::expect::Expectation;
 use crate::report::expect;
-use crate::scenario::spec::Expectation;
 use crate::session::Session;
 
 /// How often the judge looks for windows that have closed.

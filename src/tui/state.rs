@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use crate::session::figures::Figure;
-use crate::session::{apply, Action, LabState, Snapshot};
+use crate::lab::figures::Figure;
+use crate::lab::{apply, Action, LabState, Snapshot};
 use crate::topology::ServiceId;
 
 use super::view::theme::Theme;

@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
-use crate::session::{Action, Snapshot};
+use crate::lab::{Action, Snapshot};
 use crate::topology::{Fault, PolicyFields, Preset, MAX_WORKERS};
 
 use super::keys::Msg;
 use super::state::{State, WINDOWS};
-use crate::session::LabState;
+use crate::lab::LabState;
 
 /// The latency the fault cycle injects: past the default 1 s timeout, so
 /// callers see timeouts (errors with no claim).
@@ -332,7 +332,7 @@ mod tests {
         assert_eq!(st.selected, 1, "the selection is a service, not a row");
         let order = st.order(&snap);
         assert_eq!(
-            snap.services[order[0]].live[crate::session::figures::Figure::Rps],
+            snap.services[order[0]].live[crate::lab::figures::Figure::Rps],
             1600.8
         );
         assert_eq!(snap.services[*order.last().unwrap()].name, "A");

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use chaoslab::session::figures::{Figure, Kind, Scope};
+use chaoslab::lab::figures::{Figure, Kind, Scope};
 use chaoslab::session::{Session, Setup};
 use chaoslab::topology::Topology;
 

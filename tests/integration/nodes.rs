@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use chaoslab::cli::Start;
-use chaoslab::session::{fold, LabState};
+use chaoslab::lab::{fold, LabState};
 use chaoslab::topology::{model, Topology};
 
 use crate::common::{chaoslab, fleet_lock, get, raw_get, root, text, Killed};

@@ -264,7 +264,7 @@ fn every_metric_of_the_catalogue_is_served_and_the_grafana_dashboard_reads_only_
     let t = Topology::load(&root().join("topologies/uber-chain.yaml")).unwrap();
     let mut setup = Setup::new(t);
     // A budget with a level (gRPC's tokens), so every family has a series.
-    setup.initial = vec![chaoslab::session::Action::Policy(PolicyFields {
+    setup.initial = vec![chaoslab::lab::Action::Policy(PolicyFields {
         preset: Some(Preset::Grpc),
         ..Default::default()
     })];

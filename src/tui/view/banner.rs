@@ -7,7 +7,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::theme;
-use crate::session::Snapshot;
+use crate::lab::Snapshot;
 use crate::tui::state::State;
 
 /// The banner's lines for `width` columns (none without a scenario).

@@ -6,9 +6,9 @@
 use ratatui::style::{Color, Modifier, Style};
 
 use super::format;
-use crate::session::figures::Figure;
-use crate::session::snapshot::ServiceView;
-use crate::session::Snapshot;
+use crate::lab::figures::Figure;
+use crate::lab::snapshot::ServiceView;
+use crate::lab::Snapshot;
 
 /// The workers of service `id`, if it has any.
 pub fn workers(s: &Snapshot, id: usize) -> Option<u32> {

@@ -15,8 +15,8 @@ use ratatui::widgets::{Axis, Block, BorderType, Chart, Dataset, GraphType, Spark
 
 use super::format;
 use super::theme;
-use crate::session::figures::Figure;
-use crate::session::Snapshot;
+use crate::lab::figures::Figure;
+use crate::lab::Snapshot;
 use crate::tui::state::{Focus, State};
 
 mod goodput;

@@ -7,9 +7,9 @@ use ratatui::text::{Line, Span};
 
 use super::format;
 use super::theme;
+use crate::lab::LabState;
+use crate::lab::Snapshot;
 use crate::ownership::edge_budget::BudgetModel;
-use crate::session::LabState;
-use crate::session::Snapshot;
 
 /// One figure with its label, long and short.
 struct Chip {

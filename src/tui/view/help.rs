@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget, Wrap};
 
 use super::theme;
-use crate::session::figures::Figure;
+use crate::lab::figures::Figure;
 use crate::tui::keys::{shown, KeyHelp, HELP};
 
 /// What a glossary line explains: a figure of the catalogue (its

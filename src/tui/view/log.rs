@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
 
 use super::theme;
-use crate::session::{Action, Origin, Snapshot};
+use crate::lab::{Action, Origin, Snapshot};
 use crate::tui::state::{Focus, State};
 
 fn style(a: &Action) -> Style {

@@ -31,7 +31,7 @@ use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
 use ratatui::Frame;
 
 use super::state::{Focus, State};
-use crate::session::Snapshot;
+use crate::lab::Snapshot;
 
 /// Lines the charts and log want at least, when there is room.
 const BOTTOM_MIN: u16 = 9;

@@ -16,9 +16,9 @@ use ratatui::widgets::{
 use super::capacity;
 use super::format;
 use super::theme;
-use crate::session::figures::Figure;
-use crate::session::snapshot::{ServiceState, ServiceView};
-use crate::session::Snapshot;
+use crate::lab::figures::Figure;
+use crate::lab::snapshot::{ServiceState, ServiceView};
+use crate::lab::Snapshot;
 use crate::topology::Fault;
 use crate::tui::state::{Focus, State};
 

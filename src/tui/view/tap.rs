@@ -10,8 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
 
 use super::theme;
-use crate::session::snapshot::TapLine;
-use crate::session::Snapshot;
+use crate::lab::snapshot::TapLine;
+use crate::lab::Snapshot;
 use crate::tui::state::{Focus, State};
 
 fn style(l: &TapLine) -> Style {

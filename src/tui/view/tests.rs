@@ -8,7 +8,7 @@ use ratatui::Terminal;
 
 use super::draw;
 use super::theme::Theme;
-use crate::session::Snapshot;
+use crate::lab::Snapshot;
 use crate::tui::fixtures;
 use crate::tui::keys::Msg;
 use crate::tui::state::State;
@@ -63,7 +63,7 @@ fn uber_chain_under_ownership() {
 
 #[test]
 fn the_wire_tap_shows_the_claim_headers_and_decisions_of_the_selected_service() {
-    use crate::session::snapshot::TapLine;
+    use crate::lab::snapshot::TapLine;
     use std::time::Duration;
     let mut s = fixtures::uber_chain_ownership();
     let line = |seq: u64, from: usize, to: usize, claim: &str, then: &str| TapLine {
@@ -100,7 +100,7 @@ fn the_wire_tap_shows_the_claim_headers_and_decisions_of_the_selected_service() 
 /// at its end the verdict.
 #[test]
 fn the_scenario_banner_shows_the_caption_the_steps_and_the_verdicts() {
-    use crate::session::timeline::TimelineView;
+    use crate::lab::timeline::TimelineView;
     use crate::tui::play::Judged;
     use std::time::Duration;
     let secs = Duration::from_secs;

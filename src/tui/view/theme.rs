@@ -17,10 +17,10 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::session::snapshot::ServiceState;
+use crate::lab::snapshot::ServiceState;
 use crate::topology::Policy;
 
-pub use crate::cli::Theme;
+pub use crate::theme::Theme;
 
 /// The light page.
 const PAPER: Color = Color::Indexed(255);

@@ -32,8 +32,8 @@ use ratatui::widgets::{
 };
 
 use super::{capacity, charts, footer, format, has_workers, header, help, table, theme};
-use crate::session::figures::Figure;
-use crate::session::{LabState, Snapshot};
+use crate::lab::figures::Figure;
+use crate::lab::{LabState, Snapshot};
 use crate::tui::state::{Focus, State};
 
 /// Columns before each box, for the arrow from the box before it.

@@ -15,7 +15,7 @@ use ratatui::widgets::{Axis, Block, BorderType, Chart, Dataset, GraphType, Widge
 
 use super::super::{format, theme};
 use super::{spark_row, tail, trim};
-use crate::session::Snapshot;
+use crate::lab::Snapshot;
 use crate::tui::state::{Focus, State};
 
 fn offered_style() -> Style {

@@ -27,8 +27,8 @@ use canvas::Canvas;
 
 use super::format;
 use super::theme;
-use crate::session::snapshot::ServiceState;
-use crate::session::Snapshot;
+use crate::lab::snapshot::ServiceState;
+use crate::lab::Snapshot;
 
 /// Longest name shown in a pill.
 const MAX_NAME: usize = 12;

@@ -8,8 +8,8 @@ use ratatui::style::{Modifier, Style};
 use super::super::{capacity, format, theme};
 use super::canvas::Canvas;
 use super::{pad, truncate, Kind, Plan};
-use crate::session::figures::Figure;
-use crate::session::Snapshot;
+use crate::lab::figures::Figure;
+use crate::lab::Snapshot;
 
 impl Plan {
     pub(super) fn draw_nodes(&self, s: &Snapshot, selected: usize, c: &mut Canvas) {

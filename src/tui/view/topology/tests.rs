@@ -90,7 +90,7 @@ fn the_view_scrolls_to_the_selected_service() {
 fn a_joining_dag_points_back_instead_of_crossing() {
     let mut s = fixtures::fanout();
     // auth also calls inventory: inventory is drawn once.
-    s.edges.push(crate::session::snapshot::EdgeView {
+    s.edges.push(crate::lab::snapshot::EdgeView {
         from: 1,
         to: 3,
         attempt_rps: 200.0,

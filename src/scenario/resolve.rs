@@ -5,8 +5,8 @@ use super::error::{Locator, ScenarioError};
 use super::expect::{ExpectSpec, Expectation};
 use super::steps::{SetSpec, StepKind, StepSpec};
 use super::{Scenario, ScenarioSpec, Step};
-use crate::session::figures::{Figure, Scope};
-use crate::session::Action;
+use crate::lab::figures::{Figure, Scope};
+use crate::lab::Action;
 use crate::topology::{Fault, ServiceId, Topology};
 use crate::yaml::{self, Location};
 
@@ -333,7 +333,7 @@ fn service_list(t: &Topology) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::{at, err, ok};
-    use crate::session::Action;
+    use crate::lab::Action;
     use crate::topology::{Fault, Phase};
     use std::time::Duration;
 

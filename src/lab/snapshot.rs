@@ -10,7 +10,6 @@ use std::collections::VecDeque;
 use super::action::Event;
 use super::figures::{Figure, Figures, Scope, Window};
 use super::state::LabState;
-use crate::fleet::Fleet;
 use crate::metrics::tap::Tapped;
 use crate::metrics::{Counts, RadiusStats, Sample, Series};
 use crate::ownership::learn::Learned;
@@ -258,6 +257,21 @@ fn tap_lines(tapped: &[Tapped], t: &Topology) -> Vec<TapLine> {
         .collect()
 }
 
+impl Snapshot {
+    /// The caption this snapshot shows, if it is not `said` (the one
+    /// shown last), which it then becomes: each caption once, as it
+    /// passes (the headless runner and the tour print them so).
+    pub fn new_caption(&self, said: &mut Option<(Duration, String)>) -> Option<String> {
+        let c = self.timeline.as_ref()?.caption.clone()?;
+        if said.as_ref() == Some(&c) {
+            return None;
+        }
+        let text = c.1.clone();
+        *said = Some(c);
+        Some(text)
+    }
+}
+
 /// What [`build`] reads: the lab's parts, borrowed.
 #[derive(Debug)]
 pub struct Inputs<'a> {
@@ -279,8 +293,12 @@ pub struct Inputs<'a> {
     pub static_radius: usize,
     /// The recovery threshold under its policy.
     pub recovery_threshold: Option<f64>,
-    /// The fleet (for learned memories).
-    pub fleet: &'a Fleet,
+    /// The wire tap's newest samples.
+    pub tap: &'a [Tapped],
+    /// Per service: whether it is outside the fleet (a `url:`).
+    pub outside: &'a [bool],
+    /// Per service: what its memory has learned of its dependencies.
+    pub learned: Vec<Vec<Learned>>,
     /// The newest events.
     pub events: &'a VecDeque<Event>,
 }
@@ -296,7 +314,9 @@ struct Live<'a> {
 }
 
 /// The snapshot of a running lab.
-pub fn build(i: Inputs<'_>) -> Snapshot {
+pub fn build(mut i: Inputs<'_>) -> Snapshot {
+    let mut learned = std::mem::take(&mut i.learned);
+    learned.resize_with(i.topology.services.len(), Vec::new);
     let series = i.series;
     let latest = series.latest().expect("the series is never empty");
     let first = series.iter().next().expect("the series is never empty");
@@ -352,11 +372,11 @@ pub fn build(i: Inputs<'_>) -> Snapshot {
         radius_static: i.static_radius,
         spurious_avoided: live.total.counts.spurious_avoided(),
         saturation: super::figures::saturation(&Figures::measure(&live.w, Scope::Fleet, 0)),
-        tap: tap_lines(&i.fleet.metrics().tap().recent(), i.topology),
+        tap: tap_lines(i.tap, i.topology),
         timeline: None,
         recovery_threshold: i.recovery_threshold,
         services: (0..i.topology.services.len())
-            .map(|s| service_view(&i, &live, s))
+            .map(|s| service_view(&i, &live, s, std::mem::take(&mut learned[s])))
             .collect(),
         edges: i
             .topology
@@ -410,9 +430,9 @@ fn root_view(live: &Live<'_>) -> RootView {
     }
 }
 
-fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize) -> ServiceView {
+fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize, learned: Vec<Learned>) -> ServiceView {
     let s = &i.topology.services[id];
-    let outside = i.fleet.service(id).is_outside();
+    let outside = i.outside[id];
     let c = &live.w.counts.services[id];
     let rps = live.w.rate(c.requests);
     let fault = &i.state.faults[id];
@@ -449,7 +469,7 @@ fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize) -> ServiceView {
         ownership: s.ownership,
         outside,
         state,
-        learned: i.fleet.server_config(id).learner().all(),
+        learned,
         history: live
             .history
             .windows(2)

@@ -1,5 +1,5 @@
 //! The lab: one fleet, its load, its metrics and its model, changed only
-//! through [`Action`]s folded by [`super::state::apply`], read only
+//! through [`Action`]s folded by [`crate::lab::state::apply`], read only
 //! through [`Snapshot`]s while it runs and through a [`Record`] once it
 //! has finished.
 
@@ -12,13 +12,12 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::action::{Action, Event, Origin};
 use super::nodes::{NodeControls, Nodes};
-use super::record::Record;
-use super::snapshot::Snapshot;
-use super::state::{self, ActionError, Change, LabState};
 use super::SessionError;
 use crate::fleet::{Fleet, FleetOptions, Placement};
+use crate::lab::snapshot::{self, Snapshot};
+use crate::lab::state::{self, ActionError, Change, LabState};
+use crate::lab::{Action, Event, Origin, Record};
 use crate::load::{self, LoadControl};
 use crate::metrics::{Counts, LatencySummary, RadiusStats, Sample, Series};
 use crate::topology::model::{self, Prediction};
@@ -31,7 +30,7 @@ const MAX_ALL_EVENTS: usize = 100_000;
 
 /// How to run a lab.
 #[derive(Debug, Clone)]
-pub struct LabOptions {
+pub struct LiveOptions {
     /// Seed for every random choice.
     pub seed: u64,
     /// Whether to drive load into the entry (`serve` does not).
@@ -48,9 +47,9 @@ pub struct LabOptions {
     pub nodes: Option<NodeControls>,
 }
 
-impl Default for LabOptions {
+impl Default for LiveOptions {
     fn default() -> Self {
-        LabOptions {
+        LiveOptions {
             seed: 1,
             load: true,
             tick: Duration::from_millis(250),
@@ -63,9 +62,9 @@ impl Default for LabOptions {
 }
 
 /// A running lab.
-pub struct Lab {
+pub struct Live {
     fleet: Fleet,
-    /// The topology with [`Lab::state`] written in (the model reads it).
+    /// The topology with [`Live::state`] written in (the model reads it).
     topology: Topology,
     state: LabState,
     start_state: LabState,
@@ -73,7 +72,7 @@ pub struct Lab {
     stop: watch::Sender<bool>,
     load_task: Option<JoinHandle<()>>,
     started: Instant,
-    opts: LabOptions,
+    opts: LiveOptions,
     series: Series,
     /// Counters at the last reset.
     base: Counts,
@@ -89,18 +88,18 @@ pub struct Lab {
     nodes: Option<Nodes>,
 }
 
-impl std::fmt::Debug for Lab {
+impl std::fmt::Debug for Live {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lab")
+        f.debug_struct("Live")
             .field("topology", &self.topology.name)
             .finish_non_exhaustive()
     }
 }
 
-impl Lab {
+impl Live {
     /// Starts the fleet in the state `topology` describes and (unless
     /// `opts.load` is off) the load.
-    pub async fn start(topology: Topology, opts: LabOptions) -> Result<Lab, SessionError> {
+    pub async fn start(topology: Topology, opts: LiveOptions) -> Result<Live, SessionError> {
         let fleet = Fleet::spawn(
             Arc::new(topology.clone()),
             FleetOptions {
@@ -146,7 +145,7 @@ impl Lab {
         let prediction = model::predict(&topology, &topology.policy);
         let static_radius = model::static_radius(&topology, &topology.policy);
         let recovery_threshold = recovery_threshold(&topology);
-        let mut lab = Lab {
+        let mut lab = Live {
             fleet,
             topology,
             start_state: state.clone(),
@@ -329,7 +328,14 @@ impl Lab {
 
     /// What the front ends show now.
     pub fn snapshot(&self) -> Snapshot {
-        super::snapshot::build(super::snapshot::Inputs {
+        let n = self.topology.services.len();
+        let outside: Vec<bool> = (0..n)
+            .map(|id| self.fleet.service(id).is_outside())
+            .collect();
+        let learned = (0..n)
+            .map(|id| self.fleet.server_config(id).learner().all())
+            .collect();
+        snapshot::build(snapshot::Inputs {
             series: &self.series,
             base: &self.base,
             window: self.opts.window,
@@ -339,7 +345,9 @@ impl Lab {
             prediction: &self.prediction,
             static_radius: self.static_radius,
             recovery_threshold: self.recovery_threshold,
-            fleet: &self.fleet,
+            tap: &self.fleet.metrics().tap().recent(),
+            outside: &outside,
+            learned,
             events: &self.events,
         })
     }
@@ -449,8 +457,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::lab::state::Resources;
     use crate::ownership::Attribution;
-    use crate::session::state::Resources;
     use crate::topology::{BudgetSetting, Fault, Phase, PolicyFields, Preset};
 
     fn action() -> impl Strategy<Value = Action> {
@@ -523,7 +531,7 @@ mod tests {
     }
 
     /// What the fleet and the load actually run, read back from them.
-    fn running(lab: &Lab) -> LabState {
+    fn running(lab: &Live) -> LabState {
         let n = lab.topology.services.len();
         LabState {
             policy: lab.fleet.policy(),
@@ -558,11 +566,11 @@ mod tests {
             "t.yaml",
         )
         .unwrap();
-        let opts = LabOptions {
+        let opts = LiveOptions {
             load: false,
-            ..LabOptions::default()
+            ..LiveOptions::default()
         };
-        let lab = RefCell::new(rt.block_on(Lab::start(t, opts)).unwrap());
+        let lab = RefCell::new(rt.block_on(Live::start(t, opts)).unwrap());
         // The lab applies actions on the runtime (fewer workers are taken
         // back by a task).
         let _inside = rt.enter();

@@ -7,10 +7,10 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use crate::format::fmt_num;
-use crate::session::figures::{Figure, Scope};
+use crate::lab::figures::{Figure, Scope};
 use crate::yaml;
 
-pub use crate::session::expect::{Bound, Expectation, Window, DEFAULT_TOLERANCE};
+pub use crate::lab::expect::{Bound, Expectation, Window, DEFAULT_TOLERANCE};
 
 /// An expectation entry as written; figure names are checked when the
 /// entry is resolved, so the error can point at the key.

@@ -2,7 +2,7 @@
 //! `Locator` that finds the line of an entry for errors found after
 //! parsing.
 
-use crate::session::figures::{Figure, Scope};
+use crate::lab::figures::{Figure, Scope};
 use crate::yaml::{self, Lines, Location};
 
 /// Why a scenario was refused. Every message names the file, and the line

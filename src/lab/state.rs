@@ -10,7 +10,7 @@
 //! starting state, and a `--record` file opens with [`LabState::actions`].
 //!
 //! ```
-//! use chaoslab::session::{apply, Action, Change, LabState};
+//! use chaoslab::lab::{apply, Action, Change, LabState};
 //! use chaoslab::topology::Topology;
 //!
 //! let t = Topology::from_yaml("name: t\nservices:\n  A: { calls: [B] }\n  B:\n", "t.yaml").unwrap();

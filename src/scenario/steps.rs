@@ -292,8 +292,8 @@ impl<'de> Deserialize<'de> for PolicyStep {
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::{at, err, ok};
+    use crate::lab::Action;
     use crate::ownership::Attribution;
-    use crate::session::Action;
     use crate::topology::{PolicyFields, Preset};
 
     #[test]

@@ -1,0 +1,26 @@
+//! What a run is made of, apart from the machinery that runs it: the
+//! [`Action`]s that change a lab and the one fold that applies them
+//! ([`state::apply`]), the catalogue of every figure ([`figures`]), the
+//! [`Snapshot`] a running lab publishes, the [`Record`] a finished one
+//! hands back, and the expectations judged over its windows.
+//!
+//! The session ([`crate::session`]) runs a lab with these; the scenario
+//! loader ([`crate::scenario`]) writes actions and expectations in them;
+//! the reports ([`crate::report`]) read records through the catalogue.
+//! None of them needs the others, so they stand side by side over this
+//! module.
+
+pub mod action;
+pub mod expect;
+pub mod figures;
+pub mod record;
+pub mod snapshot;
+mod snapshot_json;
+pub mod state;
+pub mod step;
+pub mod timeline;
+
+pub use action::{Action, Event, Origin};
+pub use record::Record;
+pub use snapshot::Snapshot;
+pub use state::{apply, fold, ActionError, Change, LabState};
