@@ -20,8 +20,9 @@
 //! 4 MiB and reported.
 //!
 //! `cargo bench --bench soak` runs 5 minutes; `-- --minutes 30` runs the
-//! half hour the README quotes. Under `cargo test` it runs 25 seconds, so
-//! a leak of more than about 180 bytes per root request fails it.
+//! half hour `docs/performance.md` quotes. Under `cargo test` it runs 25
+//! seconds, so a leak of more than about 180 bytes per root request fails
+//! it.
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@
 //! (amplification, storm radius, queue depth) are the dashboard's values
 //! at the scrape. [`CATALOGUE`] names every metric once, with its help
 //! (the figure catalogue's meaning where the metric is a figure); the
-//! encoder and the README's table both read it.
+//! encoder and the table in `docs/telemetry.md` both read it.
 //!
 //! `compare` runs one session per policy: its endpoint reads whichever
 //! runs now, with a `policy` label, so each policy's counters are their
@@ -498,8 +498,8 @@ pub fn serve_current(
     Ok(listener.serve(rt, router(current)))
 }
 
-/// The catalogue as the Markdown table of the README (written once here;
-/// a test keeps the README's copy the same).
+/// The catalogue as the Markdown table of `docs/telemetry.md` (written
+/// once here; a test keeps the chapter's copy the same).
 pub fn markdown_table() -> String {
     let mut s = String::from("| metric | type | labels | meaning |\n|---|---|---|---|\n");
     for m in catalogue() {
@@ -527,10 +527,10 @@ mod tests {
 
     #[test]
     fn readme_lists_every_metric_as_the_catalogue_says() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/telemetry.md");
         let readme = std::fs::read_to_string(&path).unwrap();
         let (Some(b), Some(e)) = (readme.find(BEGIN), readme.find(END)) else {
-            panic!("README.md has no metrics table between {BEGIN:?} and {END:?}");
+            panic!("docs/telemetry.md has no metrics table between {BEGIN:?} and {END:?}");
         };
         let table = markdown_table();
         let now = &readme[b + BEGIN.len()..e];
@@ -539,7 +539,7 @@ mod tests {
                 let updated = format!("{}{BEGIN}{table}{}", &readme[..b], &readme[e..]);
                 std::fs::write(&path, updated).unwrap();
             } else {
-                panic!("README.md's metrics table is not the catalogue's: run CHAOSLAB_BLESS=1 cargo test --lib readme_lists_every_metric");
+                panic!("docs/telemetry.md's metrics table is not the catalogue's: run CHAOSLAB_BLESS=1 cargo test --lib readme_lists_every_metric");
             }
         }
     }
