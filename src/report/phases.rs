@@ -174,7 +174,7 @@ fn phase(r: &Record, samples: &[&Sample], s: Span) -> Option<PhaseReport> {
             .context_dropped
             .iter()
             .enumerate()
-            .filter(|(_, &d)| d)
+            .filter(|&(_, &d)| d)
             .map(|(i, _)| name(i))
             .collect(),
         report,
