@@ -113,3 +113,39 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// Runs `f` on each of `args` at once, one thread each, and returns the
+/// results in order: independent fleets measured side by side instead of
+/// one after another. Each caller says why its runs are light enough to
+/// share the machine (their rates, and the cores they were measured to
+/// take together). A panic in one run is the test's panic.
+pub fn side_by_side<A: Send, T: Send>(args: Vec<A>, f: impl Fn(A) -> T + Sync) -> Vec<T> {
+    let f = &f;
+    std::thread::scope(|s| {
+        let runs: Vec<_> = args.into_iter().map(|a| s.spawn(move || f(a))).collect();
+        runs.into_iter()
+            .map(|r| r.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+/// Polls `what` every 50 ms until it returns `Some`, for at most
+/// `within`; panics naming `waiting_for` if it never does. What a test
+/// waits for instead of sleeping a guessed time.
+pub fn wait_until<T>(
+    within: std::time::Duration,
+    waiting_for: &str,
+    mut what: impl FnMut() -> Option<T>,
+) -> T {
+    let start = tokio::time::Instant::now();
+    loop {
+        if let Some(v) = what() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < within,
+            "waited {within:?} for {waiting_for}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

@@ -8,7 +8,7 @@ use chaoslab::fleet::{Fleet, FleetOptions};
 use chaoslab::topology::{Preset, Topology};
 use serde_json::Value;
 
-use crate::common::{edge, fleet_lock, raw_get};
+use crate::common::{edge, fleet_lock, raw_get, side_by_side};
 use crate::overload::topology_file;
 use crate::tables::{headless_report, node, num};
 
@@ -50,10 +50,14 @@ fn finagle_allows_a_fifth_plus_ten_a_second_per_hop() {
 #[test]
 fn token_buckets_and_quotas_shut_retries_off() {
     let _fleet = fleet_lock();
-    for policy in ["grpc", "aws", "aws-2026"] {
-        let r = uber_chain(policy);
+    // Side by side: three seven-service chains at 200 root requests a
+    // second whose retries stop within a second (0.5 of a core together,
+    // measured).
+    let policies = ["grpc", "aws", "aws-2026"];
+    let reports = side_by_side(policies.to_vec(), uber_chain);
+    for (policy, r) in policies.into_iter().zip(&reports) {
         for name in CHAIN {
-            let n = node(&r, name);
+            let n = node(r, name);
             let measured = num(n, "amplification");
             assert!(measured <= 1.02, "{policy}: {name} at {measured:.4}×");
             assert!(
@@ -63,7 +67,7 @@ fn token_buckets_and_quotas_shut_retries_off() {
         }
         // The budget is seen draining: each failing edge's level is at 0
         // (tokens) or below one retry's cost (quota).
-        let cd = edge(&r, "C", "D");
+        let cd = edge(r, "C", "D");
         let left = num(&cd["budget"], "level");
         let limit = num(&cd["budget"], "limit");
         assert!(left < 0.05 * limit, "{policy}: C→D budget {left}/{limit}");
@@ -191,18 +195,23 @@ fn callers_do_not_retry_what_the_signal_forbids() {
         "name: refuse\nload: { rps: 100 }\npolicy: { attempts: 3 }\n\
          services:\n  A: { calls: [B] }\n  B: { capacity: 40 }\n",
     );
-    for (policy, forbidden) in [
+    // Side by side: four two-service fleets at 100 root requests a
+    // second (0.1 of a core together, measured).
+    let cases = [
         ("finagle", true),
         ("envoy", true),
         ("grpc", true),
         ("aws", false),
-    ] {
-        let r = headless_report(
+    ];
+    let reports = side_by_side(cases.to_vec(), |(policy, _)| {
+        headless_report(
             &file,
             &["--policy", policy, "--duration", "4s", "--warmup", "1s"],
-        );
-        let ab = edge(&r, "A", "B");
-        let a = node(&r, "A");
+        )
+    });
+    for ((policy, forbidden), r) in cases.into_iter().zip(&reports) {
+        let ab = edge(r, "A", "B");
+        let a = node(r, "A");
         if forbidden {
             assert_eq!(num(ab, "retries"), 0.0, "{policy}: {ab}");
             assert!(num(ab, "refused") > 100.0, "{policy}: {ab}");
@@ -233,15 +242,25 @@ fn breakers_spare_the_callee_and_their_caller_owns_the_fast_failure() {
              D: {{ fault: {{ error_rate: {fault} }} }}\n"
         )
     };
-    let file = topology_file("breakers", &chain("1.0"));
-    let r = headless_report(&file, &["--duration", "8s", "--warmup", "2s"]);
+    // Side by side: D failing every request, and D failing 10% of them;
+    // four-service chains at 200 root requests a second (0.2 of a core
+    // together, measured).
+    let [hard, soft]: [Value; 2] = side_by_side(vec![("1.0", "8s"), ("0.1", "6s")], |(rate, d)| {
+        let file = topology_file(&format!("breakers-{rate}"), &chain(rate));
+        let r = headless_report(&file, &["--duration", d, "--warmup", "2s"]);
+        let _ = std::fs::remove_file(&file);
+        r
+    })
+    .try_into()
+    .unwrap();
+    let r = &hard;
     assert_eq!(r["policy"], "retry+breaker");
     let requests = num(&r["root"], "requests");
-    let a = node(&r, "A");
+    let a = node(r, "A");
     assert!(
-        num(node(&r, "D"), "amplification") < 0.05,
+        num(node(r, "D"), "amplification") < 0.05,
         "D sees probes only: {}",
-        node(&r, "D")
+        node(r, "D")
     );
     assert!(num(a, "short_circuited") >= 0.9 * requests, "{a}");
     // Open, or half-open: every `open_for` the breaker lets one probe
@@ -255,19 +274,17 @@ fn breakers_spare_the_callee_and_their_caller_owns_the_fast_failure() {
         num(&a["claims_returned"], "true") >= 0.9 * requests,
         "A owns its fast failures: {a}"
     );
-    let state = &edge(&r, "A", "B")["breaker"];
+    let state = &edge(r, "A", "B")["breaker"];
     assert!(state == "open" || state == "half-open", "{state}");
-    assert!(num(node(&r, "D"), "model_amplification") < 1e-9);
+    assert!(num(node(r, "D"), "model_amplification") < 1e-9);
 
-    std::fs::write(&file, chain("0.1")).unwrap();
-    let r = headless_report(&file, &["--duration", "6s", "--warmup", "2s"]);
+    let r = &soft;
     for name in ["A", "B", "C"] {
-        let n = node(&r, name);
+        let n = node(r, name);
         assert_eq!(num(n, "breakers_open"), 0.0, "{name}: {n}");
         assert_eq!(num(n, "short_circuited"), 0.0, "{name}: {n}");
     }
-    assert!(num(node(&r, "D"), "amplification") > 1.05);
-    let _ = std::fs::remove_file(&file);
+    assert!(num(node(r, "D"), "amplification") > 1.05);
 }
 
 /// SPEC section 8 at a 10% random failure at D: which presets keep the end
@@ -278,27 +295,39 @@ fn breakers_spare_the_callee_and_their_caller_owns_the_fast_failure() {
 #[test]
 fn at_ten_percent_failures_most_presets_keep_ninety_nine_percent() {
     let _fleet = fleet_lock();
-    let path = std::env::temp_dir().join(format!("chaoslab-{}-ten.json", std::process::id()));
-    let out = crate::common::chaoslab(&[
-        "compare",
-        "topologies/uber-chain.yaml",
-        "--fail",
-        "D=0.1",
-        "--policies",
-        "none,retry,ownership,finagle,aws,retry+breaker",
-        "--duration",
-        "8s",
-        "--warmup",
-        "3s",
-        "--report",
-        path.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = crate::common::text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    eprintln!("{stdout}");
-    let c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&path);
-    for run in c["runs"].as_array().unwrap() {
+    // Three `compare`s of two policies each, side by side: seven-service
+    // chains at 200 root requests a second, D failing 10% (0.4 of a core
+    // together, measured).
+    let groups = ["none,retry", "ownership,finagle", "aws,retry+breaker"];
+    let outputs = side_by_side(groups.to_vec(), |policies| {
+        let path = std::env::temp_dir().join(format!(
+            "chaoslab-{}-ten-{}.json",
+            std::process::id(),
+            policies.replace([',', '+'], "-")
+        ));
+        let out = crate::common::chaoslab(&[
+            "compare",
+            "topologies/uber-chain.yaml",
+            "--fail",
+            "D=0.1",
+            "--policies",
+            policies,
+            "--duration",
+            "8s",
+            "--warmup",
+            "3s",
+            "--report",
+            path.to_str().unwrap(),
+        ]);
+        let (stdout, stderr) = crate::common::text(&out);
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        eprintln!("{stdout}");
+        assert!(stdout.contains("goodput"), "{stdout}");
+        let c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let _ = std::fs::remove_file(&path);
+        c["runs"].as_array().unwrap().clone()
+    });
+    for run in outputs.iter().flatten() {
         let (policy, r) = (run["policy"].as_str().unwrap(), &run["report"]);
         let avail = num(&r["root"], "availability");
         let model = num(&r["root"], "model_availability");
@@ -325,5 +354,4 @@ fn at_ten_percent_failures_most_presets_keep_ninety_nine_percent() {
             );
         }
     }
-    assert!(stdout.contains("goodput"), "{stdout}");
 }

@@ -6,7 +6,7 @@
 use chaoslab::topology::{model, Preset, Topology};
 use serde_json::Value;
 
-use crate::common::{fleet_lock, root};
+use crate::common::{fleet_lock, root, side_by_side};
 use crate::tables::{headless_report, node, num};
 
 fn amp(r: &Value, name: &str) -> f64 {
@@ -18,14 +18,16 @@ fn amp(r: &Value, name: &str) -> f64 {
 #[test]
 fn context_drop_halves_the_storm() {
     let _fleet = fleet_lock();
-    let owned = headless_report(
-        "topologies/context-drop.yaml",
-        &["--duration", "5s", "--warmup", "1s"],
-    );
-    let naive = headless_report(
-        "topologies/context-drop.yaml",
-        &["--duration", "5s", "--warmup", "1s", "--policy", "retry"],
-    );
+    // Side by side: two four-service chains at 100 root requests a
+    // second (0.2 of a core together, measured).
+    let [owned, naive]: [Value; 2] = side_by_side(vec![&[][..], &["--policy", "retry"]], |p| {
+        headless_report(
+            "topologies/context-drop.yaml",
+            &[&["--duration", "5s", "--warmup", "1s"][..], p].concat(),
+        )
+    })
+    .try_into()
+    .unwrap();
     for (name, want, naive_want) in [("B", 1.0, 2.0), ("C", 2.0, 4.0), ("D", 4.0, 8.0)] {
         let (m, n) = (amp(&owned, name), amp(&naive, name));
         assert!((m - want).abs() <= 0.03 * want, "{name}: {m} vs {want}");
@@ -48,16 +50,12 @@ fn context_drop_halves_the_storm() {
     assert_eq!(owned["storm_radius"]["model"].as_u64(), Some(2));
 }
 
-/// S fails 10% on its own; two fail-open dependencies fail 10% each. In
-/// `simple` attribution 1 − 0.9² = 19% of S's own failures are wrongly
-/// unclaimed. At 800 root requests per second for 12 s S has about 960 own
-/// failures: the binomial standard error of 19% is 1.3 points, so ±3
-/// points is over two standard errors.
-#[test]
-fn coincidental_errors_by_attribution() {
-    let _fleet = fleet_lock();
-    let args = |mode: &'static str| {
-        [
+/// The run of `coincidental.yaml` under attribution `mode`: 800 root
+/// requests a second for 12 s after a 2 s warm-up (a quarter of a core).
+fn coincidental(mode: &str) -> Value {
+    headless_report(
+        "topologies/coincidental.yaml",
+        &[
             "--duration",
             "12s",
             "--warmup",
@@ -66,9 +64,19 @@ fn coincidental_errors_by_attribution() {
             "800",
             "--attribution",
             mode,
-        ]
-    };
-    let simple = headless_report("topologies/coincidental.yaml", &args("simple"));
+        ],
+    )
+}
+
+/// S fails 10% on its own; two fail-open dependencies fail 10% each. In
+/// `simple` attribution 1 − 0.9² = 19% of S's own failures are wrongly
+/// unclaimed. At 800 root requests per second for 12 s S has about 960 own
+/// failures: the binomial standard error of 19% is 1.3 points, so ±3
+/// points is over two standard errors.
+#[test]
+fn coincidental_errors_are_unclaimed_in_simple_attribution() {
+    let _fleet = fleet_lock();
+    let simple = coincidental("simple");
     let s = &node(&simple, "S")["attribution"];
     let (own, wrong) = (num(s, "own_errors"), num(s, "wrongly_unclaimed"));
     assert!(own >= 800.0, "enough own failures to judge: {own}");
@@ -79,26 +87,40 @@ fn coincidental_errors_by_attribution() {
         share * 100.0
     );
     assert_eq!(num(s, "wrongly_claimed"), 0.0);
+}
 
-    for mode in ["declared", "learned"] {
-        let r = headless_report("topologies/coincidental.yaml", &args(mode));
-        let s = node(&r, "S");
-        let a = &s["attribution"];
-        assert!(num(a, "own_errors") >= 800.0);
-        assert_eq!(num(a, "wrongly_unclaimed"), 0.0, "{mode}");
-        assert_eq!(num(a, "wrongly_claimed"), 0.0, "{mode}");
-        if mode == "learned" {
-            // The memory warmed up during the 2 s warm-up (20 failures of
-            // each dependency: about 0.25 s at 800 rps × 10%) and agrees
-            // with what the YAML declares.
-            let learned = s["learned"].as_array().expect("learned classification");
-            assert_eq!(learned.len(), 2, "{learned:?}");
-            for l in learned {
-                assert_eq!(l["declared"], "fail-open", "{l}");
-                assert_eq!(l["learned"], l["declared"], "{l}");
-                assert!(num(l, "confidence") > 0.5, "{l}");
-            }
-        }
+/// The same failures in `declared` attribution: not one own failure is
+/// unclaimed, nor a dependency's failure claimed.
+#[test]
+fn coincidental_errors_are_claimed_in_declared_attribution() {
+    let _fleet = fleet_lock();
+    let r = coincidental("declared");
+    let a = &node(&r, "S")["attribution"];
+    assert!(num(a, "own_errors") >= 800.0);
+    assert_eq!(num(a, "wrongly_unclaimed"), 0.0);
+    assert_eq!(num(a, "wrongly_claimed"), 0.0);
+}
+
+/// And in `learned` attribution, with the memory agreeing with what the
+/// YAML declares.
+#[test]
+fn coincidental_errors_are_claimed_in_learned_attribution() {
+    let _fleet = fleet_lock();
+    let r = coincidental("learned");
+    let s = node(&r, "S");
+    let a = &s["attribution"];
+    assert!(num(a, "own_errors") >= 800.0);
+    assert_eq!(num(a, "wrongly_unclaimed"), 0.0);
+    assert_eq!(num(a, "wrongly_claimed"), 0.0);
+    // The memory warmed up during the 2 s warm-up (20 failures of each
+    // dependency: about 0.25 s at 800 rps × 10%) and agrees with what the
+    // YAML declares.
+    let learned = s["learned"].as_array().expect("learned classification");
+    assert_eq!(learned.len(), 2, "{learned:?}");
+    for l in learned {
+        assert_eq!(l["declared"], "fail-open", "{l}");
+        assert_eq!(l["learned"], l["declared"], "{l}");
+        assert!(num(l, "confidence") > 0.5, "{l}");
     }
 }
 
@@ -109,15 +131,25 @@ fn coincidental_errors_by_attribution() {
 #[test]
 fn at_least_once_moves_the_retry_up_one_hop() {
     let _fleet = fleet_lock();
-    let base = ["--duration", "8s", "--warmup", "1s", "--rps", "500"];
-    let on = headless_report(
-        "topologies/at-least-once.yaml",
-        &[&base[..], &["--at-least-once", "on"]].concat(),
-    );
-    let off = headless_report(
-        "topologies/at-least-once.yaml",
-        &[&base[..], &["--at-least-once", "off"]].concat(),
-    );
+    // Side by side: two four-service chains at 500 root requests a second
+    // (0.3 of a core together, measured).
+    let [on, off]: [Value; 2] = side_by_side(vec!["on", "off"], |rule| {
+        headless_report(
+            "topologies/at-least-once.yaml",
+            &[
+                "--duration",
+                "8s",
+                "--warmup",
+                "1s",
+                "--rps",
+                "500",
+                "--at-least-once",
+                rule,
+            ],
+        )
+    })
+    .try_into()
+    .unwrap();
     // n = 4000 roots: the standard error of 91% is 0.45 points.
     let avail = |r: &Value| num(&r["root"], "availability");
     assert!((avail(&on) - 0.91).abs() <= 0.015, "on: {}", avail(&on));
@@ -148,9 +180,12 @@ fn at_least_once_moves_the_retry_up_one_hop() {
 #[test]
 fn availability_table() {
     let _fleet = fleet_lock();
-    for (p, seed) in [(0.05, 0.9975), (0.1, 0.99), (0.2, 0.88), (0.3, 0.77)] {
+    let rows = [(0.05, 0.9975), (0.1, 0.99), (0.2, 0.88), (0.3, 0.77)];
+    // Side by side: four two-service fleets at 1,000 root requests a
+    // second (0.7 of a core together, measured).
+    let reports = side_by_side(rows.to_vec(), |(p, _)| {
         let fail = format!("B={p}");
-        let r = headless_report(
+        headless_report(
             "topologies/availability.yaml",
             &[
                 "--duration",
@@ -162,7 +197,9 @@ fn availability_table() {
                 "--fail",
                 &fail,
             ],
-        );
+        )
+    });
+    for ((p, seed), r) in rows.into_iter().zip(&reports) {
         let root = &r["root"];
         assert!(num(root, "requests") >= 7500.0);
         let (measured, model) = (num(root, "availability"), num(root, "model_availability"));

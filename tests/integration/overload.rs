@@ -1,7 +1,9 @@
 //! Storms that hurt (SPEC section 7), measured over real sockets: requests
 //! whose callers gave up are counted where they arrived.
 
-use crate::common::{edge, fleet_lock};
+use serde_json::Value;
+
+use crate::common::{edge, fleet_lock, side_by_side};
 use crate::tables::{headless_report, node, num};
 
 /// Writes a topology to a file of its own and returns its path.
@@ -71,10 +73,20 @@ fn finite_workers_serve_their_capacity_and_shed_the_rest() {
              services:\n  A: {{ calls: [DB] }}\n  DB: {{ workers: 4, work: 25ms, queue: 8 }}\n"
         )
     };
-    let r = headless_report(
-        &topology_file("db-over", &yaml(320)),
-        &["--duration", "6s", "--warmup", "2s"],
-    );
+    // Side by side: DB offered twice its capacity, and a quarter of it
+    // (0.1 of a core together, measured).
+    let [over, calm]: [Value; 2] = side_by_side(
+        vec![("db-over", 320, "6s", "2s"), ("db-calm", 40, "4s", "1s")],
+        |(name, rps, d, w)| {
+            headless_report(
+                &topology_file(name, &yaml(rps)),
+                &["--duration", d, "--warmup", w],
+            )
+        },
+    )
+    .try_into()
+    .unwrap();
+    let r = over;
     let db = node(&r, "DB");
     let dt = r["duration_s"].as_f64().unwrap();
     let served = (num(db, "requests") - num(db, "shed")) / dt;
@@ -96,10 +108,7 @@ fn finite_workers_serve_their_capacity_and_shed_the_rest() {
     // A shed is DB's own error, claimed.
     assert!(num(&db["claims_returned"], "true") >= num(db, "shed"));
 
-    let r = headless_report(
-        &topology_file("db-calm", &yaml(40)),
-        &["--duration", "4s", "--warmup", "1s"],
-    );
+    let r = calm;
     let db = node(&r, "DB");
     // The latency histogram reports a bucket's middle, four buckets to a
     // power of two: one bucket's width (a quarter) on either side.
@@ -131,10 +140,20 @@ fn work_nobody_waits_for_still_holds_a_worker_unless_cancelled() {
              services:\n  A: {{ calls: [W] }}\n  W: {{ workers: 2, work: 400ms, queue: 10, cancel: {cancel} }}\n"
         )
     };
-    let r = headless_report(
-        &topology_file("w-kept", &yaml(false)),
-        &["--duration", "8s", "--warmup", "2s"],
-    );
+    // Side by side: the two settings of `cancel`, 10 root requests a
+    // second each (a hundredth of a core, measured).
+    let [kept, cancelled]: [Value; 2] = side_by_side(
+        vec![("w-kept", false), ("w-cancel", true)],
+        |(name, cancel)| {
+            headless_report(
+                &topology_file(name, &yaml(cancel)),
+                &["--duration", "8s", "--warmup", "2s"],
+            )
+        },
+    )
+    .try_into()
+    .unwrap();
+    let r = kept;
     let w = node(&r, "W");
     let dt = r["duration_s"].as_f64().unwrap();
     let wasted = num(w, "work_wasted") / dt;
@@ -153,10 +172,7 @@ fn work_nobody_waits_for_still_holds_a_worker_unless_cancelled() {
     let (timeouts, shed) = (num(w, "timeouts"), num(w, "shed"));
     assert!((timeouts + shed - num(w, "requests")).abs() <= 2.0);
 
-    let r = headless_report(
-        &topology_file("w-cancel", &yaml(true)),
-        &["--duration", "8s", "--warmup", "2s"],
-    );
+    let r = cancelled;
     let w = node(&r, "W");
     assert!(
         num(w, "skipped") > 0.3 * num(w, "requests"),
@@ -183,10 +199,15 @@ fn the_end_user_gives_up_after_load_timeout() {
         )
     };
     let args = ["--duration", "5s", "--warmup", "1s", "--seed", "11"];
-    let r = headless_report(
-        &topology_file("user-timeout", &yaml(", timeout: 300ms")),
-        &args,
-    );
+    // Side by side: a user who gives up, and one who waits, 40 root
+    // requests a second each (a hundredth of a core, measured).
+    let [gives_up, waits]: [Value; 2] = side_by_side(
+        vec![("user-timeout", ", timeout: 300ms"), ("user-waits", "")],
+        |(name, timeout)| headless_report(&topology_file(name, &yaml(timeout)), &args),
+    )
+    .try_into()
+    .unwrap();
+    let r = gives_up;
     let root = &r["root"];
     let (requests, errors) = (num(root, "requests"), num(root, "errors"));
     let gave_up = num(node(&r, "A"), "timeouts");
@@ -219,7 +240,7 @@ fn the_end_user_gives_up_after_load_timeout() {
     );
 
     // The same fleet, with a user who waits: the retried roots succeed.
-    let r = headless_report(&topology_file("user-waits", &yaml("")), &args);
+    let r = waits;
     let root = &r["root"];
     let (avail, model) = (num(root, "availability"), num(root, "model_availability"));
     assert!((model - 0.75).abs() < 1e-9, "model availability {model}");
@@ -252,7 +273,15 @@ fn propagated_deadlines_keep_every_attempt_within_the_root_deadline() {
         )
     };
     let args = ["--duration", "5s", "--warmup", "1s"];
-    let r = headless_report(&topology_file("deep-off", &yaml("off")), &args);
+    // Side by side: without and with propagation, 20 root requests a
+    // second each (a hundredth of a core, measured).
+    let [off, on]: [Value; 2] = side_by_side(
+        vec![("deep-off", "off"), ("deep-propagate", "propagate")],
+        |(name, deadline)| headless_report(&topology_file(name, &yaml(deadline)), &args),
+    )
+    .try_into()
+    .unwrap();
+    let r = off;
     let roots = num(&r["root"], "requests");
     assert!(roots >= 95.0, "only {roots} root requests");
     let late = num(node(&r, "A"), "late_attempts");
@@ -266,7 +295,7 @@ fn propagated_deadlines_keep_every_attempt_within_the_root_deadline() {
         "C at {amp}× without deadlines"
     );
 
-    let r = headless_report(&topology_file("deep-propagate", &yaml("propagate")), &args);
+    let r = on;
     for name in ["A", "B", "C"] {
         assert_eq!(
             num(node(&r, name), "late_attempts"),
@@ -304,7 +333,15 @@ fn a_queued_job_past_its_propagated_deadline_is_skipped() {
         )
     };
     let args = ["--duration", "8s", "--warmup", "2s"];
-    let r = headless_report(&topology_file("w-deadline", &yaml("propagate")), &args);
+    // Side by side: with and without propagation, 10 root requests a
+    // second each (a hundredth of a core, measured).
+    let [on, off]: [Value; 2] = side_by_side(
+        vec![("w-deadline", "propagate"), ("w-no-deadline", "off")],
+        |(name, deadline)| headless_report(&topology_file(name, &yaml(deadline)), &args),
+    )
+    .try_into()
+    .unwrap();
+    let r = on;
     let w = node(&r, "W");
     let dt = r["duration_s"].as_f64().unwrap();
     let skipped = num(w, "skipped") / dt;
@@ -315,7 +352,7 @@ fn a_queued_job_past_its_propagated_deadline_is_skipped() {
     assert_eq!(num(w, "shed"), 0.0, "skipping keeps the queue short");
     assert!(num(w, "utilisation") >= 0.95);
 
-    let r = headless_report(&topology_file("w-no-deadline", &yaml("off")), &args);
+    let r = off;
     let w = node(&r, "W");
     assert_eq!(num(w, "skipped"), 0.0);
     assert!(num(w, "shed") > 0.0, "the queue filled");

@@ -1,9 +1,9 @@
 //! Uber's three amplification tables, measured from real traffic.
 //!
 //! Chain A→B→C→D→E→F→G, D fails every request after calling E, R=2,
-//! B=0.1. Each policy runs the real binary headless for 10 s at 200 root
-//! requests per second; every measured amplification must be within 3% of
-//! the model, and the model must equal the seed's table.
+//! B=0.1. `chaoslab compare` runs each policy on a fresh fleet for 8 s at
+//! 200 root requests per second; every measured amplification must be
+//! within 3% of the model, and the model must equal the seed's table.
 
 use serde_json::Value;
 
@@ -59,15 +59,14 @@ pub fn num(v: &Value, field: &str) -> f64 {
         .unwrap_or_else(|| panic!("{field} is not a number in {v}"))
 }
 
-fn check_policy(policy: &str, seed: [f64; 7], radius: Option<u64>) {
-    let _fleet = fleet_lock();
-    let r = headless_report(
-        "topologies/uber-chain.yaml",
-        &["--policy", policy, "--duration", "10s", "--warmup", "2s"],
-    );
+/// One policy's run against the seed's row: the model equals the seed,
+/// every measured amplification is within 3% of the model, enough
+/// traffic flowed for the figures to mean something, and the live storm
+/// radius (where the seed gives one) is the model's.
+fn check_policy(r: &Value, policy: &str, seed: [f64; 7], radius: Option<u64>) {
     assert_eq!(r["policy"], policy);
     for (i, name) in ["A", "B", "C", "D", "E", "F", "G"].iter().enumerate() {
-        let n = node(&r, name);
+        let n = node(r, name);
         let measured = num(n, "amplification");
         let model = num(n, "model_amplification");
         assert!(
@@ -80,7 +79,7 @@ fn check_policy(policy: &str, seed: [f64; 7], radius: Option<u64>) {
             "{policy}: {name} measured {measured:.4}, model {model:.4}: off by more than 3%"
         );
     }
-    // Enough traffic flowed for the figures to mean something.
+    // 8 s at 200 root requests a second.
     assert!(num(&r["root"], "requests") >= 1500.0, "{}", r["root"]);
     if let Some(radius) = radius {
         assert_eq!(r["storm_radius"]["max"].as_u64(), Some(radius), "{policy}");
@@ -90,21 +89,6 @@ fn check_policy(policy: &str, seed: [f64; 7], radius: Option<u64>) {
             "{policy}"
         );
     }
-}
-
-#[test]
-fn retry_amplifies_two_to_the_depth() {
-    check_policy("retry", SEED[0].1, Some(3));
-}
-
-#[test]
-fn budget_amplifies_one_point_one_to_the_depth() {
-    check_policy("budget", SEED[1].1, None);
-}
-
-#[test]
-fn ownership_confines_the_retry_to_one_hop() {
-    check_policy("ownership", SEED[2].1, Some(1));
 }
 
 /// SPEC section 2: C fails and claims; B retries C once and returns the
@@ -142,7 +126,11 @@ fn three_node_retries_once_and_unclaims() {
 }
 
 /// `chaoslab compare` reproduces the three tables in one command, each
-/// policy on a fresh fleet, at its default settings.
+/// policy on a fresh fleet at its default settings (8 s after a 2 s
+/// warm-up): retry amplifies two to the depth (radius 3), a budget 1.1 to
+/// the depth, and ownership confines the retry to the hop above D
+/// (radius 1). Each run is held to the seed's row by [`check_policy`],
+/// and the printed table has a row per policy with the model under it.
 #[test]
 fn compare_reproduces_the_three_tables() {
     let _fleet = fleet_lock();
@@ -162,17 +150,10 @@ fn compare_reproduces_the_three_tables() {
     let _ = std::fs::remove_file(&path);
     let runs = c["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3);
-    for ((policy, seed), run) in SEED.iter().zip(runs) {
+    let radius = [Some(3), None, Some(1)];
+    for (((policy, seed), run), radius) in SEED.iter().zip(runs).zip(radius) {
         assert_eq!(run["policy"], *policy);
-        for (i, name) in ["A", "B", "C", "D", "E", "F", "G"].iter().enumerate() {
-            let n = node(&run["report"], name);
-            let measured = num(n, "amplification");
-            assert!(
-                (measured - seed[i]).abs() <= 0.03 * seed[i],
-                "compare {policy}: {name} measured {measured:.4}, seed {}",
-                seed[i]
-            );
-        }
+        check_policy(&run["report"], policy, *seed, radius);
     }
     // The printed table has a row per policy and the model under each.
     for policy in ["retry", "budget", "ownership"] {
