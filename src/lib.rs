@@ -9,6 +9,8 @@
 pub mod cli;
 pub mod compare;
 pub mod dashboard;
+#[cfg(test)]
+mod docs;
 pub mod endpoints;
 pub mod error;
 pub mod fleet;

@@ -536,8 +536,50 @@ impl Policy {
     }
 }
 
+/// The presets as the code sets them, as the Markdown table of
+/// `docs/policies.md` (a test keeps the chapter's copy the same): each
+/// preset applied to the default policy, with its attempts, the budget
+/// model it builds (with its numbers), whether it reads claims, and the
+/// headers of the don't-retry signal it reads.
+#[cfg(test)]
+pub fn preset_table() -> String {
+    let mut s = String::from(
+        "| preset | attempts | budget model | ownership | don't-retry signal (headers read) |\n|---|---|---|---|---|\n",
+    );
+    for preset in Preset::ALL {
+        let mut p = Policy::default();
+        p.apply_preset(preset);
+        let attempts = if p.retries {
+            format!("R = {}", p.attempts)
+        } else {
+            "1".into()
+        };
+        let model = p
+            .budget_model()
+            .map_or_else(|| "–".into(), |m| format!("`{}`", m.describe()));
+        let signal = p.signal.map_or_else(
+            || "–".into(),
+            |sig| {
+                let headers: Vec<String> = sig.headers().iter().map(|h| format!("`{h}`")).collect();
+                format!("`{}`: {}", sig.name(), headers.join(", "))
+            },
+        );
+        s.push_str(&format!(
+            "| `{}` | {attempts} | {model} | {} | {signal} |\n",
+            preset.name(),
+            if p.ownership { "on" } else { "off" },
+        ));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn docs_give_each_preset_as_the_code_sets_it() {
+        crate::docs::check_block("docs/policies.md", "presets", &super::preset_table());
+    }
+
     use super::*;
 
     #[test]

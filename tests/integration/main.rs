@@ -6,6 +6,7 @@
 mod bounds;
 mod common;
 mod control;
+mod docs;
 mod hostile;
 mod industry;
 mod input_bounds;

@@ -1,0 +1,115 @@
+//! The values of the flags: the parsers clap calls, and the lookups a
+//! flag's value needs a topology for (`--fail D=0.3`, `--service C`).
+
+use std::time::Duration;
+
+use super::{service_names, UsageError};
+use crate::lab::Action;
+use crate::theme::Theme;
+use crate::topology::{Preset, ServiceId, Topology};
+
+/// The service `--service` names.
+pub fn service_named(t: &Topology, name: &str) -> Result<ServiceId, UsageError> {
+    t.service_id(name.trim()).ok_or_else(|| {
+        UsageError(format!(
+            "--service {name}: there is no service `{name}` in topology {} (services: {})",
+            t.name,
+            service_names(t)
+        ))
+    })
+}
+
+/// The fault actions of `--fail SERVICE[=RATE]` flags.
+pub fn fail_actions(t: &Topology, fails: &[String]) -> Result<Vec<Action>, UsageError> {
+    fails
+        .iter()
+        .map(|f| {
+            let (id, rate) = parse_fail(t, f)?;
+            let mut fault = t.services[id].fault.clone();
+            fault.error_rate = rate;
+            fault.down = false;
+            Ok(Action::SetFault { service: id, fault })
+        })
+        .collect()
+}
+
+/// Parses `SERVICE` or `SERVICE=RATE` against a topology.
+pub fn parse_fail(t: &Topology, spec: &str) -> Result<(usize, f64), UsageError> {
+    let (name, rate) = match spec.split_once('=') {
+        Some((n, r)) => {
+            let rate: f64 = r.trim().parse().map_err(|_| {
+                UsageError(format!(
+                    "--fail {spec}: `{r}` is not a rate (write e.g. {n}=0.3)"
+                ))
+            })?;
+            (n.trim(), rate)
+        }
+        None => (spec.trim(), 1.0),
+    };
+    if !(0.0..=1.0).contains(&rate) {
+        return Err(UsageError(format!(
+            "--fail {spec}: the rate must be between 0 and 1"
+        )));
+    }
+    let id = t.service_id(name).ok_or_else(|| {
+        UsageError(format!(
+            "--fail {spec}: there is no service `{name}` in topology {} (services: {})",
+            t.name,
+            super::peers::names(t)
+        ))
+    })?;
+    Ok((id, rate))
+}
+
+/// Parses a preset name.
+pub fn parse_policy(s: &str) -> Result<Preset, UsageError> {
+    crate::topology::spec::parse_preset(s.trim())
+        .map_err(|e| UsageError(format!("--policy {s}: {e}")))
+}
+
+/// Parses an attribution mode.
+pub fn parse_attribution(s: &str) -> Result<crate::ownership::Attribution, String> {
+    use crate::ownership::Attribution;
+    [
+        Attribution::Simple,
+        Attribution::Declared,
+        Attribution::Learned,
+    ]
+    .into_iter()
+    .find(|a| a.name() == s)
+    .ok_or_else(|| format!("`{s}` is not an attribution mode (simple, declared, learned)"))
+}
+
+/// Parses a dashboard theme: `dark` or `light`.
+pub fn parse_theme(s: &str) -> Result<Theme, String> {
+    Theme::ALL
+        .into_iter()
+        .find(|t| t.name() == s)
+        .ok_or_else(|| format!("`{s}` is not a theme (dark, light)"))
+}
+
+/// Parses `on`/`off` (also `true`/`false`).
+pub fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        _ => Err(format!("`{s}` is neither on nor off")),
+    }
+}
+
+/// Parses `250ms`, `10s`, `1m`, `1h`, `1.5s`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    crate::topology::spec::parse_duration(s)
+}
+
+/// How long a run lasts: a duration above zero (a run of nothing
+/// measures nothing).
+pub fn parse_run_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!(
+            "`{s}` is no time at all: a run must last more than 0s (e.g. 20s)"
+        ));
+    }
+    Ok(d)
+}
