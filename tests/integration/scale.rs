@@ -35,3 +35,64 @@ fn model_answers_for_ten_thousand_services() {
     assert!(out.status.success(), "{}", text(&out).1);
     let _ = std::fs::remove_file(&path);
 }
+
+/// A fleet of 40 services, one of them failing under naive retries: the
+/// progress line names the six services with the highest amplification
+/// and how many it left out; the table lists the root and the 19 highest
+/// and says how many more there are and how high they go; `--all` lists
+/// every service. (A low rate: 20 root requests a second for 2 s.)
+#[test]
+fn a_wide_fleets_table_and_progress_line_show_the_storm_first() {
+    let _fleet = crate::common::fleet_lock();
+    let leaves: Vec<String> = (0..39).map(|i| format!("B{i:02}")).collect();
+    let mut yaml = format!(
+        "name: wide\npolicy: {{ preset: retry, attempts: 2 }}\nload: {{ rps: 20 }}\nservices:\n  A: {{ parallel: true, calls: [{}] }}\n",
+        leaves.join(", ")
+    );
+    for l in &leaves {
+        yaml.push_str(&format!("  {l}: {{}}\n"));
+    }
+    let yaml = yaml.replace("  B07: {}\n", "  B07: { fault: { error_rate: 1.0 } }\n");
+    let path = std::env::temp_dir().join(format!("chaoslab-{}-wide.yaml", std::process::id()));
+    std::fs::write(&path, yaml).unwrap();
+    let p = path.to_str().unwrap();
+    let run = |all: bool| {
+        let mut args = vec!["run", p, "--headless", "--duration", "2s", "--warmup", "1s"];
+        if all {
+            args.push("--all");
+        }
+        let out = chaoslab(&args);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        (stdout, stderr)
+    };
+    let (table, progress) = run(false);
+    let line = progress
+        .lines()
+        .find(|l| l.starts_with('[') && !l.contains("warm-up"))
+        .unwrap_or_else(|| panic!("no progress line after the warm-up:\n{progress}"));
+    assert!(
+        line.contains("· B07 2.00x "),
+        "the failing service first: {line}"
+    );
+    assert!(
+        line.ends_with("(+34 more)"),
+        "six shown, 34 left out: {line}"
+    );
+    let rows = |t: &str| {
+        t.lines()
+            .filter(|l| l.starts_with('A') || l.starts_with('B'))
+            .count()
+    };
+    assert_eq!(rows(&table), 20, "{table}");
+    assert!(table.lines().any(|l| l.starts_with("B07 ")), "{table}");
+    assert!(
+        table.contains("… and 20 more services, none above 1.00x (--all lists every service)"),
+        "{table}"
+    );
+    let (all, progress) = run(true);
+    assert_eq!(rows(&all), 40, "{all}");
+    assert!(!all.contains("more services"), "{all}");
+    assert!(progress.lines().any(|l| l.contains(" B38 ")), "{progress}");
+    let _ = std::fs::remove_file(&path);
+}
