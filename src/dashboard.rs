@@ -39,7 +39,11 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         end,
         warmup,
     } = args.prepare(topology, scenario.as_ref(), false)?;
-    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control)?;
+    let endpoints = Endpoints::parse(
+        &args.endpoints.metrics,
+        &args.endpoints.control,
+        &setup.access,
+    )?;
     let session = Session::start(setup)?;
     let listening = endpoints.start(&session, expectations.clone())?;
     // Created once the lab is up: a lab that fails to start leaves an

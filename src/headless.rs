@@ -40,7 +40,11 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         warmup,
         ..
     } = args.prepare(topology, Some(&scenario), true)?;
-    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control)?;
+    let endpoints = Endpoints::parse(
+        &args.endpoints.metrics,
+        &args.endpoints.control,
+        &setup.access,
+    )?;
     let interrupts = Interrupts::watch();
     let session = Session::start(setup)?;
     interrupts.attach(session.stopper());

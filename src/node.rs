@@ -45,7 +45,8 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
         }
     }
     let initial = args.start.actions(&t).map_err(RunError::usage)?;
-    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control)?;
+    let access = args.endpoints.access().map_err(RunError::usage)?;
+    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control, &access)?;
     let interrupts = Interrupts::watch();
     let session = Session::start(Setup {
         initial,
@@ -56,6 +57,7 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
             listen,
             peers,
         }),
+        access,
         ..Setup::new(t)
     })?;
     interrupts.attach(session.stopper());
@@ -107,7 +109,8 @@ pub fn load(args: LoadArgs) -> Result<(), RunError> {
     }
     let mut initial = args.start.actions(&t).map_err(RunError::usage)?;
     initial.extend(args.load.actions().map_err(RunError::usage)?);
-    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control)?;
+    let access = args.endpoints.access().map_err(RunError::usage)?;
+    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control, &access)?;
     let interrupts = Interrupts::watch();
     let session = Session::start(Setup {
         initial,
@@ -118,6 +121,7 @@ pub fn load(args: LoadArgs) -> Result<(), RunError> {
             listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
             peers: placed,
         }),
+        access,
         ..Setup::new(t)
     })?;
     interrupts.attach(session.stopper());

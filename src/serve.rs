@@ -23,13 +23,15 @@ pub fn run(args: ServeArgs) -> Result<(), RunError> {
     check_outputs(&outputs, &[&args.topology])?;
     let t = Topology::load(&args.topology)?;
     let initial = args.start.actions(&t).map_err(RunError::usage)?;
-    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control)?;
+    let access = args.endpoints.access().map_err(RunError::usage)?;
+    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control, &access)?;
     let interrupts = Interrupts::watch();
     let session = Session::start(Setup {
         initial,
         seed: args.seed.unwrap_or(1),
         load: false,
         until: args.duration,
+        access,
         ..Setup::new(t)
     })?;
     interrupts.attach(session.stopper());

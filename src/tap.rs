@@ -32,13 +32,15 @@ pub fn run(args: TapArgs) -> Result<(), RunError> {
     let id = crate::cli::service_named(&t, &args.service).map_err(RunError::usage)?;
     let mut initial = args.start.actions(&t).map_err(RunError::usage)?;
     initial.extend(args.load.actions().map_err(RunError::usage)?);
-    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control)?;
+    let access = args.endpoints.access().map_err(RunError::usage)?;
+    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control, &access)?;
     let interrupts = Interrupts::watch();
     let session = Session::start(Setup {
         initial,
         seed: args.load.seed.unwrap_or(1),
         until: Some(args.duration.unwrap_or(DEFAULT)),
         processes: args.processes.then(|| args.topology.clone()),
+        access,
         ..Setup::new(t)
     })?;
     interrupts.attach(session.stopper());

@@ -16,7 +16,8 @@ pub use values::*;
 
 use crate::fleet::Placement;
 use crate::lab::Action;
-use crate::session::{NodeControls, Setup};
+use crate::session::access::TOKEN_VAR;
+use crate::session::{Access, NodeControls, Setup, Token};
 use crate::theme::Theme;
 use crate::topology::{PolicyFields, Topology};
 
@@ -153,7 +154,7 @@ pub struct RunArgs {
     pub peers: PeerArgs,
 }
 
-/// `--metrics` and `--control`.
+/// `--metrics` and `--control`, and who may call them.
 #[derive(Debug, Args, Default, Clone)]
 pub struct EndpointArgs {
     /// Serve Prometheus metrics (`GET /metrics`) on this address (`9100`,
@@ -165,6 +166,65 @@ pub struct EndpointArgs {
     /// /report`) on this address (as `--metrics`).
     #[arg(long, value_name = "ADDR")]
     pub control: Option<String>,
+    /// A name the endpoints answer to besides the address they listen on
+    /// and `localhost` (the `Host` a client sends, e.g. a Service's DNS
+    /// name); repeat it for each. Any other `Host` gets 421.
+    #[arg(long = "control-host", value_name = "NAME")]
+    pub control_hosts: Vec<String>,
+    /// Ask every control-API request for the token in this file
+    /// (`Authorization: Bearer …`); `CHAOSLAB_CONTROL_TOKEN` gives it
+    /// too. Needed to serve the control API off loopback.
+    #[arg(long, value_name = "FILE")]
+    pub control_token_file: Option<PathBuf>,
+    /// Serve the control API off loopback with no token: anyone who can
+    /// reach the address can drive the lab.
+    #[arg(long)]
+    pub control_insecure: bool,
+}
+
+impl EndpointArgs {
+    /// Who may call the endpoints: the names of `--control-host`, and the
+    /// token of `--control-token-file`, else of `CHAOSLAB_CONTROL_TOKEN`.
+    pub fn access(&self) -> Result<Access, UsageError> {
+        let mut hosts = vec![];
+        for h in &self.control_hosts {
+            let name = h.trim().trim_end_matches('.').to_ascii_lowercase();
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+            {
+                return Err(UsageError(format!(
+                    "--control-host {h}: not a host name (letters, digits, `-` and `.`, as `lab.example`)"
+                )));
+            }
+            hosts.push(name);
+        }
+        let token = match &self.control_token_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    UsageError(format!(
+                        "--control-token-file {}: cannot read it: {e}",
+                        path.display()
+                    ))
+                })?;
+                Some(Token::new(&text).map_err(|e| {
+                    UsageError(format!("--control-token-file {}: {e}", path.display()))
+                })?)
+            }
+            None => match std::env::var(TOKEN_VAR) {
+                Ok(v) if !v.is_empty() => {
+                    Some(Token::new(&v).map_err(|e| UsageError(format!("{TOKEN_VAR}: {e}")))?)
+                }
+                _ => None,
+            },
+        };
+        Ok(Access {
+            hosts,
+            token,
+            insecure: self.control_insecure,
+        })
+    }
 }
 
 /// Default measured duration of a headless run.
@@ -246,6 +306,7 @@ impl RunArgs {
                 true => Some(self.topology_path()?.to_path_buf()),
                 false => None,
             },
+            access: self.endpoints.access()?,
         })
     }
 }
@@ -521,6 +582,10 @@ pub struct K8sArgs {
     /// How long the load Job drives the entry.
     #[arg(long, value_parser = parse_run_duration, allow_hyphen_values = true, default_value = "60s")]
     pub duration: Duration,
+    /// Put the token in this file in the Secret every node's control API
+    /// asks for (default: a fresh random one each time).
+    #[arg(long, value_name = "FILE")]
+    pub control_token_file: Option<PathBuf>,
 }
 
 /// How long a run lasts, and the leading part its report leaves out.

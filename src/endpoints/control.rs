@@ -46,6 +46,7 @@ use crate::scenario::{actions_from_json, Expectation};
 use crate::session::{Actions, Session};
 use crate::topology::Topology;
 
+use super::guard::{Checks, Guard};
 use super::listen::bind;
 
 /// The largest request body taken: a list of a few hundred actions.
@@ -63,6 +64,8 @@ struct Api {
     expectations: Vec<Expectation>,
     bound: SocketAddr,
     metrics: Arc<Metrics>,
+    /// Whether requests must carry a token (the index's examples say so).
+    token: bool,
 }
 
 type Shared = State<Arc<Api>>;
@@ -95,13 +98,26 @@ async fn index(State(api): Shared) -> String {
          GET  /retries?after=N  a node's retry records after record N\n\
          GET  /tap?after=N      the wire tap's sampled exchanges after sample N\n\
          \n\
-         curl -s http://{a}/state\n\
-         curl -s -X POST http://{a}/actions -d '{{\"policy\": \"ownership\"}}'\n\
-         curl -s -X POST http://{a}/actions -d '{{\"fail\": {{\"service\": \"{svc}\", \"error_rate\": 0.5}}}}'\n\
-         curl -s -X POST http://{a}/actions -d '[{{\"heal\": \"{svc}\"}}, {{\"rps\": 100}}]'\n\
-         curl -s http://{a}/report\n",
+         A POST says Content-Type: application/json; a request from a web page\n\
+         (Origin) or to another Host name is refused{token_note}.\n\
+         \n\
+         curl -s{auth} http://{a}/state\n\
+         curl -s{auth} -X POST -H 'Content-Type: application/json' http://{a}/actions -d '{{\"policy\": \"ownership\"}}'\n\
+         curl -s{auth} -X POST -H 'Content-Type: application/json' http://{a}/actions -d '{{\"fail\": {{\"service\": \"{svc}\", \"error_rate\": 0.5}}}}'\n\
+         curl -s{auth} -X POST -H 'Content-Type: application/json' http://{a}/actions -d '[{{\"heal\": \"{svc}\"}}, {{\"rps\": 100}}]'\n\
+         curl -s{auth} http://{a}/report\n",
         name = api.topology.name,
         svc = api.topology.services.last().map_or("D", |s| s.name.as_str()),
+        auth = if api.token {
+            " -H \"Authorization: Bearer $CHAOSLAB_CONTROL_TOKEN\""
+        } else {
+            ""
+        },
+        token_note = if api.token {
+            ", and every request carries the token (Authorization: Bearer)"
+        } else {
+            ""
+        },
     )
 }
 
@@ -262,6 +278,14 @@ pub fn serve(
     expectations: Vec<Expectation>,
 ) -> Result<SocketAddr, RunError> {
     let listener = bind(session.handle(), "--control", addr)?;
+    let metrics = session.metrics().clone();
+    let guard = Guard::new(
+        listener.addr,
+        session.access().clone(),
+        Checks::Control,
+        Arc::new(move |reason, what| metrics.refusals().refuse(reason, what)),
+    );
+    let token = session.access().token.is_some();
     let api = Arc::new(Api {
         topology: session.topology().clone(),
         snapshots: session.snapshots(),
@@ -269,6 +293,7 @@ pub fn serve(
         expectations,
         bound: listener.addr,
         metrics: session.metrics().clone(),
+        token,
     });
     let app = Router::new()
         .route("/", get(index))
@@ -282,5 +307,5 @@ pub fn serve(
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(api);
-    Ok(listener.serve(session.handle(), app))
+    Ok(listener.serve(session.handle(), guard.wrap(app)))
 }

@@ -33,9 +33,11 @@ use crate::error::RunError;
 use crate::lab::figures::Figure;
 use crate::lab::Snapshot;
 use crate::metrics::latency::{latency_bucket_upper_us, LATENCY_BUCKETS};
+use crate::metrics::refusals::Reason;
 use crate::metrics::{Counts, Metrics};
-use crate::session::Session;
+use crate::session::{Access, Session};
 
+use super::guard::{Checks, Guard};
 use super::listen::bind;
 
 /// What a metric is.
@@ -111,6 +113,8 @@ catalogue! {
     "chaoslab_root_skipped" Counter [""] Figure::RootSkipped.help();
     "chaoslab_fd_errors" Counter [""] Figure::LabFdErrors.help();
     "chaoslab_node_misses" Counter [""] Figure::LabNodeMisses.help();
+    "chaoslab_control_refused" Counter ["reason"]
+        "Requests the control API and this endpoint refused, by why: host (a Host that does not name them: 421), origin (from a web page of another origin: 403), token (no token or the wrong one: 401), content-type (a POST not declared JSON: 415).";
     "chaoslab_latency_seconds" Histogram ["service"]
         "Time from a request's arrival at the service to its answer (buckets at powers of two of a microsecond).";
     "chaoslab_amplification" Gauge ["service"]
@@ -377,6 +381,20 @@ impl Source {
             "chaoslab_node_misses",
             fleet(counter(c.root.node_misses)),
         )?;
+        let refused = self.metrics.refusals().counts();
+        family(
+            e,
+            "chaoslab_control_refused",
+            Reason::ALL
+                .iter()
+                .map(|r| {
+                    (
+                        self.labels(vec![("reason", r.label().to_string())]),
+                        counter(refused[*r as usize]),
+                    )
+                })
+                .collect(),
+        )?;
         family(
             e,
             "chaoslab_latency_seconds",
@@ -461,8 +479,8 @@ pub fn scrape(current: &Current) -> String {
     body
 }
 
-fn router(current: Current) -> Router {
-    Router::new().route(
+fn router(current: Current, guard: Guard) -> Router {
+    let r = Router::new().route(
         "/metrics",
         get(move || {
             let current = current.clone();
@@ -476,7 +494,8 @@ fn router(current: Current) -> Router {
                 )
             }
         }),
-    )
+    );
+    guard.wrap(r)
 }
 
 /// Serves `GET /metrics` for `session` on `addr`; returns the address
@@ -484,7 +503,14 @@ fn router(current: Current) -> Router {
 pub fn serve(session: &Session, addr: SocketAddr) -> Result<SocketAddr, RunError> {
     let current: Current = Arc::new(ArcSwapOption::from_pointee(Source::of(session, None)));
     let listener = bind(session.handle(), "--metrics", addr)?;
-    Ok(listener.serve(session.handle(), router(current)))
+    let metrics = session.metrics().clone();
+    let guard = Guard::new(
+        listener.addr,
+        session.access().clone(),
+        Checks::ReadOnly,
+        Arc::new(move |reason, what| metrics.refusals().refuse(reason, what)),
+    );
+    Ok(listener.serve(session.handle(), router(current, guard)))
 }
 
 /// Serves `GET /metrics` on `addr` from `rt` for whatever `current` holds
@@ -495,7 +521,19 @@ pub fn serve_current(
     current: Current,
 ) -> Result<SocketAddr, RunError> {
     let listener = bind(rt, "--metrics", addr)?;
-    Ok(listener.serve(rt, router(current)))
+    // A refusal counts in the run of the moment, if one runs.
+    let now = current.clone();
+    let guard = Guard::new(
+        listener.addr,
+        Access::default(),
+        Checks::ReadOnly,
+        Arc::new(move |reason, what| {
+            if let Some(s) = now.load_full() {
+                s.metrics.refusals().refuse(reason, what);
+            }
+        }),
+    );
+    Ok(listener.serve(rt, router(current, guard)))
 }
 
 /// The catalogue as the Markdown table of `docs/telemetry.md` (written

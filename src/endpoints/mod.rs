@@ -5,6 +5,7 @@
 //! its own but its listener.
 
 pub mod control;
+pub mod guard;
 pub mod listen;
 pub mod metrics;
 
@@ -12,7 +13,8 @@ use std::net::SocketAddr;
 
 use crate::error::RunError;
 use crate::lab::expect::Expectation;
-use crate::session::Session;
+use crate::session::access::TOKEN_VAR;
+use crate::session::{Access, Session};
 
 /// The addresses the flags name, read before anything starts so a bad
 /// one is refused before the fleet runs.
@@ -23,19 +25,35 @@ pub struct Endpoints {
 }
 
 impl Endpoints {
-    /// Reads `--metrics` and `--control`.
+    /// Reads `--metrics` and `--control`. A control API off loopback
+    /// with no token in `access` is refused here, before anything starts,
+    /// unless `--control-insecure` asks for it (then it says so).
     pub fn parse(
         metrics: &Option<String>,
         control: &Option<String>,
+        access: &Access,
     ) -> Result<Endpoints, RunError> {
         let read = |flag: &str, a: &Option<String>| {
             a.as_deref()
                 .map(|a| listen::parse_addr(flag, a))
                 .transpose()
         };
+        let control = read("--control", control)?;
+        if let Some(addr) = control.filter(|a| !a.ip().is_loopback() && access.token.is_none()) {
+            if !access.insecure {
+                return Err(RunError::Usage(format!(
+                    "--control {addr}: off loopback anyone who reaches this address could drive the lab; give the API a token: \
+                     `head -c 32 /dev/urandom | base64 > control.token` and --control-token-file control.token \
+                     (or set {TOKEN_VAR}), or serve it open with --control-insecure"
+                )));
+            }
+            eprintln!(
+                "chaoslab: WARNING: --control {addr} with --control-insecure: anyone who can reach this address can inject faults and switch policies"
+            );
+        }
         Ok(Endpoints {
             metrics: read("--metrics", metrics)?,
-            control: read("--control", control)?,
+            control,
         })
     }
 

@@ -23,8 +23,11 @@
 //! let t = Topology::from_yaml(text, "tiny.yaml").unwrap();
 //! let docs = manifests(&t, text, &Options::new(&t)).unwrap();
 //! let kinds: Vec<_> = docs.iter().map(|d| d.value["kind"].as_str().unwrap()).collect();
-//! assert_eq!(kinds, ["ConfigMap", "Deployment", "Service", "Deployment", "Service", "Job"]);
-//! let args = &docs[1].value["spec"]["template"]["spec"]["containers"][0]["args"];
+//! assert_eq!(
+//!     kinds,
+//!     ["ConfigMap", "Secret", "NetworkPolicy", "Deployment", "Service", "Deployment", "Service", "Job"]
+//! );
+//! let args = &docs[3].value["spec"]["template"]["spec"]["containers"][0]["args"];
 //! assert!(args.as_array().unwrap().contains(&"B=http://b:8080/".into()));
 //! ```
 
@@ -54,6 +57,9 @@ pub const MAX_TOPOLOGY_BYTES: usize = 1_000_000;
 /// would refuse. Every one is a usage error (exit status 2).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum K8sError {
+    /// `--control-token-file` holds no token.
+    #[error("{0}")]
+    Token(String),
     /// Two services map to one DNS label.
     #[error("services \"{first}\" and \"{second}\" both become the Kubernetes name `{label}`: rename one of them")]
     NameClash {
@@ -138,6 +144,8 @@ pub struct Options {
     pub rps: f64,
     /// How long the load Job runs.
     pub duration: Duration,
+    /// The control API's token, for the Secret every node mounts.
+    pub control_token: String,
 }
 
 impl Options {
@@ -150,6 +158,7 @@ impl Options {
             replicas: vec![1; t.services.len()],
             rps: t.load.rps,
             duration: Duration::from_secs(60),
+            control_token: fresh_token(),
         }
     }
 
@@ -162,6 +171,17 @@ impl Options {
         }
         names::check_image(&args.image)?;
         o.image = args.image.clone();
+        if let Some(path) = &args.control_token_file {
+            let why = |e: String| {
+                K8sError::Token(format!("--control-token-file {}: {e}", path.display()))
+            };
+            let text =
+                std::fs::read_to_string(path).map_err(|e| why(format!("cannot read it: {e}")))?;
+            o.control_token = crate::session::Token::new(&text)
+                .map_err(why)?
+                .secret()
+                .to_string();
+        }
         let mut given = vec![false; t.services.len()];
         for spec in &args.replicas {
             let (id, n) = parse_replicas(t, spec)?;
@@ -246,6 +266,7 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
     // Object names are the label and a suffix, 63 characters in all.
     let prefix = names::cut(&topology, names::MAX_LABEL - "-topology".len()).to_string();
     let ctx = Context {
+        secret: format!("{prefix}-control-token"),
         config_map: format!("{prefix}-topology"),
         topology,
         topology_name: t.name.clone(),
@@ -268,6 +289,8 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
         push("namespace.yaml", objects::namespace(&ctx, ns));
     }
     push("configmap.yaml", objects::config_map(&ctx, text));
+    push("secret.yaml", objects::secret(&ctx, &o.control_token));
+    push("network-policy.yaml", objects::network_policy(&ctx));
     for (id, s) in t.services.iter().enumerate() {
         let Some(label) = &labels[id] else { continue };
         let mut args: Vec<String> = ["node", TOPOLOGY_FILE, "--service", &s.name]
@@ -285,7 +308,21 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
             format!("0.0.0.0:{}", objects::METRICS_PORT),
             "--control".into(),
             format!("0.0.0.0:{}", objects::CONTROL_PORT),
+            "--control-token-file".into(),
+            objects::TOKEN_FILE.into(),
         ]);
+        // The names a driver calls a node's control API by.
+        let mut hosts = vec![label.clone()];
+        if let Some(ns) = &o.namespace {
+            hosts.extend([
+                format!("{label}.{ns}"),
+                format!("{label}.{ns}.svc"),
+                format!("{label}.{ns}.svc.cluster.local"),
+            ]);
+        }
+        for h in hosts {
+            args.extend(["--control-host".into(), h]);
+        }
         let file = format!("node-{label}.yaml");
         let deployment = objects::deployment(&ctx, &s.name, label, o.replicas[id], args);
         push(&file, deployment);
@@ -306,6 +343,14 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
         objects::job(&ctx, &format!("{prefix}-load"), args),
     );
     Ok(out)
+}
+
+/// A token of 32 random characters (24 bytes from the operating
+/// system's generator, in base64), for the Secret when none is given.
+pub fn fresh_token() -> String {
+    use rand::RngExt;
+    let bytes: [u8; 24] = rand::rng().random();
+    objects::base64(&bytes)
 }
 
 /// The `kustomization.yaml` listing `files`.
@@ -450,6 +495,8 @@ mod tests {
             kinds,
             [
                 ("configmap.yaml", "ConfigMap"),
+                ("secret.yaml", "Secret"),
+                ("network-policy.yaml", "NetworkPolicy"),
                 ("node-gateway.yaml", "Deployment"),
                 ("node-gateway.yaml", "Service"),
                 ("node-cart.yaml", "Deployment"),
@@ -457,14 +504,27 @@ mod tests {
                 ("load-job.yaml", "Job"),
             ]
         );
-        let gw = container_args(&docs[1]);
+        let gw = container_args(&docs[3]);
         assert_eq!(gw.iter().filter(|a| **a == "--peer").count(), 1, "{gw:?}");
         assert!(gw.contains(&"Cart=http://cart:8080/"), "{gw:?}");
         assert!(
             gw.windows(2).any(|w| w == ["--service", "Gateway"]),
             "{gw:?}"
         );
-        let job = container_args(&docs[5]);
+        assert!(
+            gw.windows(2)
+                .any(|w| w == ["--control-token-file", objects::TOKEN_FILE]),
+            "{gw:?}"
+        );
+        assert!(
+            gw.windows(2).any(|w| w == ["--control-host", "gateway"]),
+            "{gw:?}"
+        );
+        assert_eq!(
+            docs[1].value["stringData"]["token"].as_str().map(str::len),
+            Some(32)
+        );
+        let job = container_args(&docs[7]);
         assert_eq!(
             job,
             [
@@ -479,7 +539,11 @@ mod tests {
             ]
         );
         assert_eq!(docs[0].value["metadata"]["name"], "shop-front-topology");
-        assert_eq!(docs[5].value["metadata"]["name"], "shop-front-load");
+        assert_eq!(docs[7].value["metadata"]["name"], "shop-front-load");
+        assert_eq!(
+            docs[1].value["metadata"]["name"],
+            "shop-front-control-token"
+        );
         assert_eq!(docs[0].value["data"]["topology.yaml"], OUTSIDE);
         assert_eq!(loopback_notes(&t), Vec::<String>::new());
     }
@@ -506,7 +570,7 @@ mod tests {
         assert!(docs[1..]
             .iter()
             .all(|d| d.value["metadata"]["namespace"] == "lab"));
-        let cart = &docs[4].value;
+        let cart = &docs[6].value;
         assert_eq!(cart["spec"]["replicas"], 3);
         let pod = &cart["spec"]["template"];
         assert_eq!(
@@ -522,6 +586,41 @@ mod tests {
             job.ends_with(&["--rps", "12.5", "--duration", "90s"]),
             "{job:?}"
         );
+        // In a namespace a driver may name a node by its qualified names.
+        let cart_args = container_args(&docs[6]);
+        for h in [
+            "cart",
+            "cart.lab",
+            "cart.lab.svc",
+            "cart.lab.svc.cluster.local",
+        ] {
+            assert!(
+                cart_args.windows(2).any(|w| w == ["--control-host", h]),
+                "{cart_args:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_run_gets_a_fresh_token_unless_one_is_given() {
+        let t = topology(OUTSIDE);
+        let (a, b) = (
+            Options::new(&t).control_token,
+            Options::new(&t).control_token,
+        );
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 32);
+        assert!(crate::session::Token::new(&a).is_ok());
+        let file = std::env::temp_dir().join(format!("chaoslab-k8s-{}.token", std::process::id()));
+        std::fs::write(&file, "given-token-0123456789\n").unwrap();
+        let o = Options::from_args(&args(&["--control-token-file", file.to_str().unwrap()]), &t)
+            .unwrap();
+        assert_eq!(o.control_token, "given-token-0123456789");
+        std::fs::write(&file, "short").unwrap();
+        let e = Options::from_args(&args(&["--control-token-file", file.to_str().unwrap()]), &t)
+            .unwrap_err();
+        assert!(e.to_string().contains("at least 16"), "{e}");
+        let _ = std::fs::remove_file(&file);
     }
 
     #[test]
@@ -565,8 +664,12 @@ mod tests {
         let text = "name: t\nservices:\n  Ext: { url: \"http://127.0.0.1:9/\" }\n";
         let t = topology(text);
         let docs = manifests(&t, text, &Options::new(&t)).unwrap();
-        assert_eq!(docs.len(), 2, "the ConfigMap and the Job");
-        assert!(!container_args(&docs[1]).contains(&"--peer"));
+        assert_eq!(
+            docs.len(),
+            4,
+            "the ConfigMap, the Secret, the NetworkPolicy and the Job"
+        );
+        assert!(!container_args(&docs[3]).contains(&"--peer"));
         assert_eq!(loopback_notes(&t).len(), 1);
     }
 }

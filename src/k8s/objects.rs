@@ -24,6 +24,17 @@ pub const METRICS_PORT: u16 = 9090;
 pub const CONTROL_PORT: u16 = 9091;
 /// The image's non-root user and group.
 pub const UID: u32 = 10001;
+/// Where the control API's token Secret is mounted in a node.
+pub const TOKEN_MOUNT: &str = "/etc/chaoslab-token";
+/// The token file inside a node.
+pub const TOKEN_FILE: &str = "/etc/chaoslab-token/token";
+/// The Secret's key.
+pub const TOKEN_KEY: &str = "token";
+/// The label a pod carries to reach the nodes' control APIs (the load
+/// Job; a dashboard pod running `chaoslab run --remote` gets it too).
+pub const DRIVER_LABEL: &str = "chaoslab.dev/role";
+/// Its value.
+pub const DRIVER: &str = "driver";
 
 /// What every object of one topology shares.
 #[derive(Debug, Clone)]
@@ -39,6 +50,8 @@ pub struct Context {
     pub image: String,
     /// The ConfigMap's name.
     pub config_map: String,
+    /// The control token Secret's name.
+    pub secret: String,
 }
 
 impl Context {
@@ -126,6 +139,25 @@ impl Context {
             json!([{ "name": "topology", "mountPath": MOUNT, "readOnly": true }]),
         );
         c
+    }
+
+    /// `pod` (a node's) with the control token Secret mounted in its
+    /// container, readable by the image's user alone.
+    fn with_token(&self, mut pod: Map<String, Value>) -> Map<String, Value> {
+        if let Some(Value::Array(v)) = pod.get_mut("volumes") {
+            v.push(json!({
+                "name": "control-token",
+                "secret": { "secretName": self.secret, "defaultMode": 0o400 },
+            }));
+        }
+        if let Some(Value::Array(cs)) = pod.get_mut("containers") {
+            for c in cs {
+                if let Some(Value::Array(m)) = c.get_mut("volumeMounts") {
+                    m.push(json!({ "name": "control-token", "mountPath": TOKEN_MOUNT, "readOnly": true }));
+                }
+            }
+        }
+        pod
     }
 
     fn pod_spec(&self, container: Map<String, Value>) -> Map<String, Value> {
@@ -242,7 +274,7 @@ pub fn deployment(
             "selector": { "matchLabels": ctx.selector(label) },
             "template": {
                 "metadata": { "labels": labels, "annotations": pod_annotations },
-                "spec": ctx.pod_spec(container),
+                "spec": ctx.with_token(ctx.pod_spec(container)),
             },
         },
     })
@@ -266,7 +298,8 @@ pub fn service(ctx: &Context, name: &str, label: &str) -> Value {
 
 /// The Job that drives the entry: `chaoslab load` with `args`.
 pub fn job(ctx: &Context, name: &str, args: Vec<String>) -> Value {
-    let labels = ctx.labels("load", None);
+    let mut labels = ctx.labels("load", None);
+    labels.insert(DRIVER_LABEL.into(), DRIVER.into());
     let mut spec = ctx.pod_spec(ctx.container("load", args, "200m"));
     spec.insert("restartPolicy".into(), "Never".into());
     json!({
@@ -280,6 +313,54 @@ pub fn job(ctx: &Context, name: &str, args: Vec<String>) -> Value {
                 "metadata": { "labels": labels },
                 "spec": spec,
             },
+        },
+    })
+}
+
+/// The Secret holding the control API's token, mounted into every node
+/// (`--control-token-file`): without it no pod can drive a node.
+pub fn secret(ctx: &Context, token: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": ctx.metadata(&ctx.secret, ctx.labels("control-token", None), ctx.names(None)),
+        "type": "Opaque",
+        "stringData": { TOKEN_KEY: token },
+    })
+}
+
+/// Who may reach a node's ports: its service port the lab's own pods
+/// (the callers and the load Job), its control port only the lab's
+/// driver (pods labelled `chaoslab.dev/role: driver` of this topology),
+/// its metrics port only Prometheus (pods labelled
+/// `app.kubernetes.io/name: prometheus`, in any namespace).
+pub fn network_policy(ctx: &Context) -> Value {
+    let mut lab = Map::new();
+    lab.insert("app.kubernetes.io/name".into(), "chaoslab".into());
+    lab.insert("chaoslab.dev/topology".into(), ctx.topology.clone().into());
+    let mut nodes = lab.clone();
+    nodes.insert("app.kubernetes.io/component".into(), "node".into());
+    let mut driver = lab.clone();
+    driver.insert(DRIVER_LABEL.into(), DRIVER.into());
+    let port = |name: &str| json!([{ "port": name, "protocol": "TCP" }]);
+    json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": ctx.metadata(&format!("{}-nodes", ctx.config_map.trim_end_matches("-topology")), ctx.labels("network-policy", None), ctx.names(None)),
+        "spec": {
+            "podSelector": { "matchLabels": nodes },
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                { "from": [{ "podSelector": { "matchLabels": lab } }], "ports": port("http") },
+                { "from": [{ "podSelector": { "matchLabels": driver } }], "ports": port("control") },
+                {
+                    "from": [{
+                        "namespaceSelector": {},
+                        "podSelector": { "matchLabels": { "app.kubernetes.io/name": "prometheus" } },
+                    }],
+                    "ports": port("metrics"),
+                },
+            ],
         },
     })
 }

@@ -165,6 +165,9 @@ pub struct Snapshot {
     pub edges: Vec<EdgeView>,
     /// The newest events, oldest first (bounded).
     pub events: Vec<Event>,
+    /// The newest requests the endpoints refused, with when (bounded):
+    /// `POST /actions from http://evil.example (refused: origin)`.
+    pub refused: Vec<(Duration, String)>,
     /// Why the live window's figures are lower bounds (the machine could
     /// not carry the load); empty when the lab keeps up.
     pub saturation: Vec<String>,
@@ -301,6 +304,8 @@ pub struct Inputs<'a> {
     pub learned: Vec<Vec<Learned>>,
     /// The newest events.
     pub events: &'a VecDeque<Event>,
+    /// The newest refusals of the endpoints, with when.
+    pub refused: Vec<(Duration, String)>,
 }
 
 /// The live window (the newest sample against the one a window earlier)
@@ -393,6 +398,7 @@ pub fn build(mut i: Inputs<'_>) -> Snapshot {
             })
             .collect(),
         events: i.events.iter().cloned().collect(),
+        refused: std::mem::take(&mut i.refused),
     }
 }
 

@@ -9,6 +9,7 @@ use hdrhistogram::Histogram;
 use super::counts::{with_service_counters, Counts, EdgeCounts, RootCounts, ServiceCounts};
 use super::journal::Journal;
 use super::latency::{latency_bucket, LatencyCounters, LatencyCounts};
+use super::refusals::Refusals;
 use super::storm::StormTracker;
 use super::tap::Tap;
 use crate::ownership::breaker::BreakerState;
@@ -105,6 +106,8 @@ pub struct Metrics {
     journal: Option<Journal>,
     /// A sample of the exchanges on every edge.
     tap: Tap,
+    /// What the endpoints refused.
+    refusals: Refusals,
     /// Every counter as last read from the nodes a distributed session
     /// drives (see [`Metrics::set_remote`]).
     remote: Mutex<Option<Counts>>,
@@ -133,6 +136,7 @@ impl Metrics {
             interval_latency: Mutex::new(new_histogram()),
             journal: None,
             tap: Tap::new(edge_count),
+            refusals: Refusals::default(),
             remote: Mutex::new(None),
         }
     }
@@ -199,6 +203,11 @@ impl Metrics {
         };
         bump(&s.errors);
         bump(&s.claims_returned[claim.index()]);
+    }
+
+    /// What the endpoints refused.
+    pub fn refusals(&self) -> &Refusals {
+        &self.refusals
     }
 
     /// The storm tracker.

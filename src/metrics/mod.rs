@@ -6,6 +6,7 @@ pub mod counters;
 pub mod counts;
 pub mod journal;
 pub mod latency;
+pub mod refusals;
 pub mod storm;
 pub mod tap;
 

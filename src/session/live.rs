@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::access::Token;
 use super::nodes::{NodeControls, Nodes};
 use super::SessionError;
 use crate::fleet::{Fleet, FleetOptions, Placement};
@@ -45,6 +46,8 @@ pub struct LiveOptions {
     pub placement: Option<Placement>,
     /// The nodes to read and drive when the services run elsewhere.
     pub nodes: Option<NodeControls>,
+    /// The token the nodes' control APIs ask for.
+    pub token: Option<Token>,
 }
 
 impl Default for LiveOptions {
@@ -57,6 +60,7 @@ impl Default for LiveOptions {
             max_in_flight: load::DEFAULT_MAX_IN_FLIGHT,
             placement: None,
             nodes: None,
+            token: None,
         }
     }
 }
@@ -112,7 +116,9 @@ impl Live {
         // The nodes come up, take the starting state and are read once
         // before the load starts and before the first sample.
         let nodes = match &opts.nodes {
-            Some(c) => Some(Nodes::connect(&topology, c, fleet.metrics().clone()).await?),
+            Some(c) => Some(
+                Nodes::connect(&topology, c, fleet.metrics().clone(), opts.token.as_ref()).await?,
+            ),
             None => None,
         };
         let control = Arc::new(LoadControl::new(topology.load.rps));
@@ -349,6 +355,14 @@ impl Live {
             outside: &outside,
             learned,
             events: &self.events,
+            refused: self
+                .fleet
+                .metrics()
+                .refusals()
+                .recent()
+                .into_iter()
+                .map(|(at, text)| (at.saturating_duration_since(self.started), text))
+                .collect(),
         })
     }
 

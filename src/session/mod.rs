@@ -24,6 +24,7 @@
 //! assert!(record.series.len() > 1);
 //! ```
 
+pub mod access;
 pub mod live;
 pub mod nodes;
 pub mod processes;
@@ -38,6 +39,7 @@ use tokio::runtime::{Handle, Runtime};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+pub use access::{Access, Token};
 pub use live::{Live, LiveOptions};
 pub use nodes::NodeControls;
 pub use processes::{Processes, Started};
@@ -134,6 +136,8 @@ pub struct Setup {
     /// Start one `chaoslab node` process per service of the topology at
     /// this path, and run the session over them (`run --processes`).
     pub processes: Option<PathBuf>,
+    /// Who may call the session's endpoints, and the token its nodes get.
+    pub access: Access,
 }
 
 impl Setup {
@@ -151,6 +155,7 @@ impl Setup {
             placement: None,
             nodes: None,
             processes: None,
+            access: Access::default(),
         }
     }
 }
@@ -208,6 +213,8 @@ pub struct Session {
     steps: Vec<(Duration, Action)>,
     /// The node processes (`run --processes`), stopped after the run.
     processes: Option<Processes>,
+    /// Who may call its endpoints.
+    access: Access,
 }
 
 impl Session {
@@ -232,7 +239,8 @@ impl Session {
         let mut topology = setup.topology;
         let (processes, placement, nodes) = match &setup.processes {
             Some(path) => {
-                let (p, placement, nodes) = Processes::start(path, &topology, setup.seed)?;
+                let token = setup.access.token.as_ref();
+                let (p, placement, nodes) = Processes::start(path, &topology, setup.seed, token)?;
                 (Some(p), Some(placement), Some(nodes))
             }
             None => (None, setup.placement, setup.nodes),
@@ -243,6 +251,7 @@ impl Session {
             load: setup.load,
             placement,
             nodes,
+            token: setup.access.token.clone(),
             ..LiveOptions::default()
         };
         let lab = rt.block_on(Live::start(topology.clone(), opts))?;
@@ -278,7 +287,13 @@ impl Session {
             warmup: setup.warmup,
             steps: setup.steps,
             processes,
+            access: setup.access,
         })
+    }
+
+    /// Who may call the session's endpoints.
+    pub fn access(&self) -> &Access {
+        &self.access
     }
 
     /// The node processes of a `--processes` run, topology order (empty

@@ -33,6 +33,7 @@ use thiserror::Error;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::access::Token;
 use crate::lab::step::as_step;
 use crate::lab::Action;
 use crate::metrics::journal::Page;
@@ -117,10 +118,25 @@ impl Nodes {
         topology: &Topology,
         controls: &NodeControls,
         metrics: Arc<Metrics>,
+        token: Option<&Token>,
     ) -> Result<Nodes, NodesError> {
+        // Every read and every action is JSON, with the token when the
+        // nodes ask for one.
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            reqwest::header::HeaderValue::from_static("application/json"),
+        );
+        if let Some(t) = token {
+            let mut v = reqwest::header::HeaderValue::from_str(&t.header_value())
+                .map_err(|e| NodesError::Client(e.to_string()))?;
+            v.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, v);
+        }
         let client = reqwest::Client::builder()
             .no_proxy()
             .timeout(READ_TIMEOUT)
+            .default_headers(headers)
             .build()
             .map_err(|e| NodesError::Client(e.to_string()))?;
         let mut nodes: Vec<Node> = controls

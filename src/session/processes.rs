@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use thiserror::Error;
 
+use super::access::{Token, TOKEN_VAR};
 use super::nodes::{NodeControls, READY_WITHIN};
 use crate::fleet::Placement;
 use crate::topology::Topology;
@@ -128,6 +129,7 @@ impl Processes {
         path: &Path,
         topology: &Topology,
         seed: u64,
+        token: Option<&Token>,
     ) -> Result<(Processes, Placement, NodeControls), ProcessesError> {
         let exe = std::env::current_exe().map_err(ProcessesError::Exe)?;
         let n = topology.services.len();
@@ -161,6 +163,12 @@ impl Processes {
                 .args(["--control", hostport(control)])
                 .args(["--seed", &seed.to_string()])
                 .arg("--exit-with-stdin");
+            // The token by the environment, where no other user's `ps`
+            // can read it; none given, a node asks for none.
+            match token {
+                Some(t) => cmd.env(TOKEN_VAR, t.secret()),
+                None => cmd.env_remove(TOKEN_VAR),
+            };
             for &e in &s.calls {
                 let to = topology.edges[e].to;
                 if let Some(u) = &urls[to] {

@@ -157,6 +157,7 @@ fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snaps
         edges: chain_edges(services.len(), &[], &[]),
         services,
         events: vec![],
+        refused: vec![],
         saturation: vec![],
         tap: vec![],
         timeline: None,

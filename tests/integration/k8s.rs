@@ -223,8 +223,54 @@ fn check_wiring(path: &Path, bytes: &[u8], docs: &[Value]) {
         want.dedup();
         assert_eq!(got, want, "{path:?}: peers of {}", s.name);
     }
+    // The control API asks for the token of a Secret every node mounts,
+    // and only the lab's driver and Prometheus reach its other ports.
+    let secret = of_kind(docs, "Secret");
+    assert_eq!(secret.len(), 1, "{path:?}: one Secret");
+    let token = secret[0]["stringData"]["token"].as_str().expect("a token");
+    assert!(token.len() >= 16, "{token}");
+    let secret_name = &secret[0]["metadata"]["name"];
+    for s in t.services.iter().filter(|s| s.url.is_none()) {
+        let dep = for_service(docs, "Deployment", &s.name);
+        let pod = &dep["spec"]["template"]["spec"];
+        let vols = pod["volumes"].as_array().unwrap();
+        assert!(
+            vols.iter()
+                .any(|v| &v["secret"]["secretName"] == secret_name),
+            "{path:?} {}",
+            s.name
+        );
+        let a = args(dep);
+        assert!(
+            a.windows(2)
+                .any(|w| w == ["--control-token-file", "/etc/chaoslab-token/token"]),
+            "{a:?}"
+        );
+        assert!(a.iter().any(|x| x == "--control-host"), "{a:?}");
+    }
+    let np = of_kind(docs, "NetworkPolicy");
+    assert_eq!(np.len(), 1, "{path:?}: one NetworkPolicy");
+    let rules = np[0]["spec"]["ingress"].as_array().unwrap();
+    let rule = |port: &str| {
+        rules
+            .iter()
+            .find(|r| r["ports"][0]["port"] == port)
+            .unwrap_or_else(|| panic!("{path:?}: no rule for {port}"))
+    };
+    assert_eq!(
+        rule("control")["from"][0]["podSelector"]["matchLabels"]["chaoslab.dev/role"],
+        "driver"
+    );
+    assert_eq!(
+        rule("metrics")["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
+        "prometheus"
+    );
     let job = of_kind(docs, "Job");
     assert_eq!(job.len(), 1, "{path:?}: one Job");
+    assert_eq!(
+        job[0]["spec"]["template"]["metadata"]["labels"]["chaoslab.dev/role"],
+        "driver"
+    );
     let a = args(job[0]);
     assert_eq!(a[..2], ["load", "/etc/chaoslab/topology.yaml"], "{a:?}");
     let entry = t.entry();

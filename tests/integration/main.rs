@@ -3,6 +3,7 @@
 //! Tests that start a fleet take `common::fleet_lock()` so two fleets never
 //! share the machine's cores.
 
+mod access;
 mod bounds;
 mod common;
 mod control;

@@ -91,7 +91,27 @@ pub(super) fn newest_lines(
 pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     let inner_h = area.height.saturating_sub(2) as usize;
     let inner_w = area.width.saturating_sub(2) as usize;
-    let n = s.events.len();
+    // The events and what the endpoints refused, in time order.
+    let mut all: Vec<(std::time::Duration, String, Style)> = s
+        .events
+        .iter()
+        .map(|e| {
+            let text = match (&s.timeline, e.origin) {
+                (None, _) => e.text.clone(),
+                (Some(_), Origin::Timeline) => format!("▸ {}", e.text),
+                (Some(_), Origin::Api) => format!("⇄ {}", e.text),
+                (Some(_), Origin::Operator) => format!("✎ {}", e.text),
+            };
+            (e.t, text, style(&e.action))
+        })
+        .chain(
+            s.refused
+                .iter()
+                .map(|(t, text)| (*t, text.clone(), theme::alarm())),
+        )
+        .collect();
+    all.sort_by_key(|(t, _, _)| *t);
+    let n = all.len();
     let scroll = state.log_scroll.min(n.saturating_sub(1));
     let mut title = vec![Span::styled(
         " events ",
@@ -113,17 +133,10 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             theme::label(),
         ))]
     } else {
-        // With a scenario playing: what was scripted, what was not.
-        let entries = s.events[..n - scroll].iter().map(|e| {
-            let text = match (&s.timeline, e.origin) {
-                (None, _) => e.text.clone(),
-                (Some(_), Origin::Timeline) => format!("▸ {}", e.text),
-                (Some(_), Origin::Api) => format!("⇄ {}", e.text),
-                (Some(_), Origin::Operator) => format!("✎ {}", e.text),
-            };
-            (e.t, text, style(&e.action))
-        });
-        newest_lines(entries, TIME_W, inner_w, inner_h)
+        // With a scenario playing: what was scripted (▸), what came over
+        // the API (⇄), what the person did (✎).
+        all.truncate(n - scroll);
+        newest_lines(all.into_iter(), TIME_W, inner_w, inner_h)
     };
     Paragraph::new(lines)
         .block(

@@ -546,3 +546,21 @@ fn find(buf: &ratatui::buffer::Buffer, needle: &str) -> Option<(u16, u16)> {
     }
     None
 }
+
+#[test]
+fn the_log_shows_what_the_endpoints_refused_in_time_order() {
+    let mut s = fixtures::uber_chain_ownership();
+    s.refused = vec![(
+        std::time::Duration::from_secs_f64(s.t.as_secs_f64() - 0.5),
+        "POST /actions from http://evil.example (refused: origin)".into(),
+    )];
+    let t = screen(&State::new(), &s, 160, 45);
+    let out = text(&t);
+    assert!(out.contains("(refused: origin)"), "{out}");
+    // Newest at the bottom: the refusal after every event before it.
+    let at = |needle: &str| out.find(needle);
+    let refusal = at("(refused: origin)").unwrap();
+    if let Some(e) = s.events.first().and_then(|e| at(&e.text)) {
+        assert!(e < refusal, "{out}");
+    }
+}
