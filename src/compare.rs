@@ -338,6 +338,16 @@ fn spike(steps: &[(Duration, Action)]) -> Option<Trigger> {
     })
 }
 
+/// An availability as a table cell: `99.50%`, or `–` when no root
+/// request was measured.
+fn percent(a: f64) -> String {
+    if a.is_nan() {
+        "–".into()
+    } else {
+        format!("{:.2}%", a * 100.0)
+    }
+}
+
 /// The recovery table, when the runs played a scenario.
 pub fn recovery_table(c: &Comparison) -> String {
     let mut out = String::new();
@@ -365,11 +375,11 @@ pub fn recovery_table(c: &Comparison) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<18} {:>10} {:>10} {:>11.2}%",
+            "{:<18} {:>10} {:>10} {:>12}",
             run.policy,
             secs(r.recovered_after_s),
             model,
-            r.availability_after * 100.0
+            percent(r.availability_after)
         );
     }
     out
@@ -419,8 +429,8 @@ pub fn compare_table(c: &Comparison, with_model: bool) -> String {
         }
         let _ = writeln!(
             out,
-            " {:>7.2}% {goodput:>8} {radius:>6} {suppressed:>10}",
-            avail * 100.0
+            " {:>8} {goodput:>8} {radius:>6} {suppressed:>10}",
+            percent(avail)
         );
     };
     for run in &c.runs {

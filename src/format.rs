@@ -6,9 +6,14 @@
 
 use std::time::Duration;
 
-/// A number without trailing zeros: `1`, `0.1`, `1.331`.
+/// A number without trailing zeros: `1`, `0.1`, `1.331`; from a million
+/// on in exact scientific notation (`1e12`, `1.5e6`), so no message holds
+/// a 300-digit number.
 pub fn fmt_num(v: f64) -> String {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
+    if v.is_finite() && v.abs() >= 1e6 {
+        return format!("{v:e}");
+    }
+    if v.is_finite() && v.fract() == 0.0 {
         return format!("{v:.0}");
     }
     let s = format!("{v:.4}");
@@ -101,6 +106,23 @@ pub fn with_causes(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// A rate (or any large count) compactly: as written below 100,000
+/// (`120`, `12.5`), then in scientific notation with two digits
+/// (`1.2e6`), so a huge number never fills a line.
+pub fn fmt_rate(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    if v.abs() >= 100_000.0 {
+        format!("{v:.1e}")
+    } else if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +136,20 @@ mod tests {
         assert_eq!(fmt_duration(Duration::from_millis(250)), "250ms");
         assert_eq!(fmt_duration(Duration::from_secs(10)), "10s");
         assert_eq!(fmt_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(fmt_num(1e12), "1e12");
+        assert_eq!(fmt_num(1e300), "1e300");
+        assert_eq!(fmt_num(1_500_000.0), "1.5e6");
+        assert_eq!(fmt_num(999_999.0), "999999");
+    }
+
+    #[test]
+    fn rates_print_compactly() {
+        assert_eq!(fmt_rate(120.0), "120");
+        assert_eq!(fmt_rate(12.5), "12.5");
+        assert_eq!(fmt_rate(99_999.0), "99999");
+        assert_eq!(fmt_rate(1.2e6), "1.2e6");
+        assert_eq!(fmt_rate(1e300), "1.0e300");
+        assert_eq!(fmt_rate(f64::NAN), "NaN");
     }
 
     #[test]

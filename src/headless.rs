@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::cli::{Prepared, RunArgs};
 use crate::endpoints::Endpoints;
 use crate::error::{check_outputs, write_output, RunError};
+use crate::format::fmt_rate;
 use crate::lab::Snapshot;
 use crate::report::{junit, Report};
 use crate::scenario::Scenario;
@@ -175,12 +176,15 @@ pub fn progress_line(s: &Snapshot, warmup: Duration, all: bool) -> String {
         amps.push(format!("(+{left} more)"));
     }
     format!(
-        "[{:>5.1}s{}] {} of {} rps, avail {:.1}%, radius {} · {}{}",
+        "[{:>5.1}s{}] {} of {} rps, avail {}, radius {} · {}{}",
         s.t.as_secs_f64(),
         if s.t < warmup { " warm-up" } else { "" },
-        s.root.rps.round(),
-        s.state.rps.round(),
-        s.root.availability * 100.0,
+        fmt_rate(s.root.rps.round()),
+        fmt_rate(s.state.rps.round()),
+        match s.root.availability {
+            a if a.is_nan() => "–".to_string(),
+            a => format!("{:.1}%", a * 100.0),
+        },
         s.radius_max,
         amps.join(" "),
         if s.saturation.is_empty() {

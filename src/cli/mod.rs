@@ -109,7 +109,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub junit: Option<PathBuf>,
     /// Dashboard frames per second.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = parse_fps, allow_hyphen_values = true)]
     pub fps: u32,
     /// No colours (NO_COLOR is honoured too; either wins over --theme).
     #[arg(long)]
@@ -432,7 +432,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub start: Start,
     /// Seed for every random choice (faults, jitter).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_seed, allow_hyphen_values = true)]
     pub seed: Option<u64>,
     /// Write the JSON report here at the end.
     #[arg(long)]
@@ -462,7 +462,7 @@ pub struct NodeArgs {
     #[command(flatten)]
     pub start: Start,
     /// Seed for every random choice (faults, jitter).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_seed, allow_hyphen_values = true)]
     pub seed: Option<u64>,
     /// Prometheus metrics and the control API.
     #[command(flatten)]
@@ -500,6 +500,7 @@ pub struct LoadArgs {
 #[derive(Debug, Args, Clone)]
 pub struct TourArgs {
     /// Start at this chapter (1 to 7).
+    #[arg(value_parser = parse_chapter, allow_hyphen_values = true)]
     pub chapter: Option<usize>,
     /// List the chapters.
     #[arg(long)]
@@ -512,7 +513,7 @@ pub struct TourArgs {
     #[arg(long, value_name = "DIR")]
     pub export: Option<PathBuf>,
     /// Dashboard frames per second.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = parse_fps, allow_hyphen_values = true)]
     pub fps: u32,
     /// No colours (NO_COLOR is honoured too).
     #[arg(long)]
@@ -577,7 +578,7 @@ pub struct K8sArgs {
     #[arg(long = "replicas", value_name = "NAME=N")]
     pub replicas: Vec<String>,
     /// Root requests per second of the load Job (default: `load.rps`).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_parser = parse_rps, allow_hyphen_values = true)]
     pub rps: Option<f64>,
     /// How long the load Job drives the entry.
     #[arg(long, value_parser = parse_run_duration, allow_hyphen_values = true, default_value = "60s")]
@@ -603,10 +604,10 @@ pub struct Clock {
 #[derive(Debug, Args, Default, Clone)]
 pub struct Load {
     /// Root requests per second into the entry (overrides `load.rps`).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_rps, allow_hyphen_values = true)]
     pub rps: Option<f64>,
     /// Seed for every random choice (faults, arrivals, jitter).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_seed, allow_hyphen_values = true)]
     pub seed: Option<u64>,
 }
 

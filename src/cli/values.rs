@@ -113,3 +113,41 @@ pub fn parse_run_duration(s: &str) -> Result<Duration, String> {
     }
     Ok(d)
 }
+
+/// Parses an entry rate as the scenario loader reads `rps:`: a positive,
+/// finite number of requests per second, at most
+/// [`crate::yaml::MAX_RPS`]. Negative numbers are taken (and refused
+/// with the reason), not mistaken for flags.
+pub fn parse_rps(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| {
+        format!("rps must be a positive, finite number of requests per second, got `{s}`")
+    })?;
+    crate::yaml::entry_rate(v, "rps")
+}
+
+/// Parses a seed: a whole number from 0 to 2^64 − 1.
+pub fn parse_seed(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("a seed is a whole number from 0 to {}, got `{s}`", u64::MAX))
+}
+
+/// Parses the dashboard's frames per second: a whole number from 1 to 60.
+pub fn parse_fps(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=60).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "fps must be a whole number of frames per second from 1 to 60, got `{s}`"
+        )),
+    }
+}
+
+/// Parses a tour chapter: a whole number from 1.
+pub fn parse_chapter(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "chapters are numbered from 1, got `{s}` (chaoslab tour --list)"
+        )),
+    }
+}

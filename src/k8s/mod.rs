@@ -639,13 +639,17 @@ mod tests {
             ),
             (&["--namespace", "Lab"], "--namespace"),
             (&["--image", "Not An Image"], "--image"),
-            (&["--rps", "0"], "positive"),
         ] {
             let e = Options::from_args(&args(flags), &t)
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(needle), "{flags:?}: {e}");
         }
+        // A rate the command line refuses itself, in the loader's words.
+        let e = crate::cli::Opts::try_parse_from(["chaoslab", "k8s", "t.yaml", "--rps", "0"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rps must be a positive, finite number"), "{e}");
     }
 
     #[test]

@@ -398,11 +398,11 @@ catalogue! {
     /// Root requests that failed.
     RootErrors = "root_errors" at "root.errors", Fleet Count "requests",
         None, |w, i| w.root_outcomes().1 as f64;
-    /// Fraction of root requests that succeeded (1 when none ended).
+    /// Fraction of root requests that succeeded (none when no root request ended).
     RootAvailability = "root_availability" at "root.availability", Fleet Real "fraction",
         None, |w, i| {
             let (n, e) = w.root_outcomes();
-            if n > 0 { 1.0 - e as f64 / n as f64 } else { 1.0 }
+            if n > 0 { 1.0 - e as f64 / n as f64 } else { f64::NAN }
         };
     /// The model's availability at the entry for the faults and policy in force.
     ModelAvailability = "model_availability" at "root.model_availability", Fleet Real "fraction",

@@ -99,8 +99,11 @@ pub enum ActionError {
         count: usize,
     },
     /// An entry rate that is not a finite number ≥ 0.
-    #[error("entry rate {0} is not a number of requests per second ≥ 0")]
+    #[error("entry rate {} is not a number of requests per second ≥ 0", crate::format::fmt_num(*.0))]
     BadRate(f64),
+    /// An entry rate above what the load generator schedules.
+    #[error("entry rate {}: the load generator schedules at most {} root requests per second (one arrival a microsecond)", crate::format::fmt_rate(*.0), crate::format::fmt_rate(crate::yaml::MAX_RPS))]
+    TooFast(f64),
     /// An error rate outside 0..=1.
     #[error("error rate {0} is not between 0 and 1")]
     BadErrorRate(f64),
@@ -299,6 +302,9 @@ pub fn apply(s: &mut LabState, action: &Action) -> Result<Change, ActionError> {
         Action::SetRps(r) => {
             if !r.is_finite() || *r < 0.0 {
                 return Err(ActionError::BadRate(*r));
+            }
+            if *r > crate::yaml::MAX_RPS {
+                return Err(ActionError::TooFast(*r));
             }
             s.rps = *r;
             Change::Rps

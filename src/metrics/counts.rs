@@ -270,10 +270,11 @@ impl RootCounts {
         self.ok + self.errors
     }
 
-    /// Fraction of completed requests that succeeded (1 when none).
+    /// Fraction of completed requests that succeeded; NaN when none
+    /// completed (there is nothing to measure).
     pub fn availability(&self) -> f64 {
         if self.completed() == 0 {
-            1.0
+            f64::NAN
         } else {
             self.ok as f64 / self.completed() as f64
         }

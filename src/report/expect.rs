@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use super::{node, samples_between, window, ExpectationReport, WindowFigures};
 use crate::lab::expect::{self as spec, Expectation};
-use crate::lab::figures::{Figures, Scope};
+use crate::lab::figures::{Figure, Figures, Scope};
 use crate::lab::Record;
 use crate::topology::ServiceId;
 
@@ -61,7 +61,17 @@ pub fn measure_window(r: &Record, span: spec::Window, service: Option<ServiceId>
 pub fn judge(e: &Expectation, figures: WindowFigures) -> ExpectationReport {
     let (a, b) = figures.measured_s;
     let saturation = crate::lab::figures::saturation(&figures.fleet);
-    let (observed, note) = if b > a && e.figure.is_measured() && !saturation.is_empty() {
+    let no_roots = figures.fleet.count(Figure::RootRequests) == 0
+        && matches!(
+            e.figure,
+            Figure::RootAvailability | Figure::LatencyP50 | Figure::LatencyP99
+        );
+    let (observed, note) = if b > a && no_roots {
+        (
+            f64::NAN,
+            Some("no root requests in this window".to_string()),
+        )
+    } else if b > a && e.figure.is_measured() && !saturation.is_empty() {
         (
             figures.get(e.figure),
             Some(format!(
@@ -98,7 +108,6 @@ pub fn judge(e: &Expectation, figures: WindowFigures) -> ExpectationReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::figures::Figure;
     use crate::lab::LabState;
     use crate::metrics::{Counts, LatencySummary, RadiusStats, Sample, Series, ServiceCounts};
     use crate::report::{NodeReport, TimeSeries};
@@ -133,6 +142,7 @@ mod tests {
         let mut fleet = Figures::filled(Scope::Fleet, 0.0);
         fleet.set(Figure::StormRadius, 3.0);
         fleet.set(Figure::RootAvailability, 0.99);
+        fleet.set(Figure::RootRequests, 400.0);
         WindowFigures {
             measured_s: measured,
             fleet,
@@ -188,6 +198,18 @@ mod tests {
         assert_eq!(r.service.as_deref(), Some("B"));
         assert_eq!(r.source, "s.yaml:6:5");
         assert_eq!(r.figures.service.as_ref().unwrap().name, "B");
+    }
+
+    #[test]
+    fn a_window_without_root_requests_has_no_availability_to_judge() {
+        let es = expectations("expect:\n  - during: 2s..4s\n    root_availability: { max: 1 }\n");
+        let mut f = figures((2.0, 4.0), None);
+        f.fleet.set(Figure::RootRequests, 0.0);
+        f.fleet.set(Figure::RootAvailability, f64::NAN);
+        let r = judge(&es[0], f);
+        assert!(!r.passed);
+        assert!(r.observed.is_nan());
+        assert_eq!(r.note.as_deref(), Some("no root requests in this window"));
     }
 
     #[test]

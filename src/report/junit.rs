@@ -159,9 +159,12 @@ pub fn to_junit(report: &Report, file: Option<&str>) -> String {
         let r = &e.figures.fleet;
         let _ = writeln!(
             body,
-            "entry over the window: {:.1} rps, availability {:.2}%, storm radius max {} mean {:.2}",
+            "entry over the window: {:.1} rps, availability {}, storm radius max {} mean {:.2}",
             r[Figure::RootRps],
-            r[Figure::RootAvailability] * 100.0,
+            match r[Figure::RootAvailability] {
+                a if a.is_nan() => "— (no root requests)".to_string(),
+                a => format!("{:.2}%", a * 100.0),
+            },
             r.count(Figure::StormRadius),
             r[Figure::StormRadiusMean]
         );
@@ -231,6 +234,7 @@ mod tests {
             interrupted: false,
             saturated: false,
             saturation: vec![],
+            unmeasured: vec![],
             fleet: Figures::filled(Scope::Fleet, 0.0),
             nodes: vec![],
             edges: vec![],

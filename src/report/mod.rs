@@ -193,6 +193,10 @@ pub struct Report {
     pub saturated: bool,
     /// Why (empty when the lab kept up).
     pub saturation: Vec<String>,
+    /// Figures the window has no value for, and why (`root.availability`
+    /// is null: no root requests were measured).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<String>,
     /// Every fleet figure (`root`, `storm_radius`, `spurious_avoided`).
     #[serde(flatten)]
     pub fleet: Figures,
@@ -293,6 +297,19 @@ fn learned(t: &Topology, i: usize, l: &Learned) -> LearnedReport {
     }
 }
 
+/// What a window's fleet figures cannot say, and why.
+fn unmeasured(fleet: &Figures) -> Vec<String> {
+    if fleet.count(Figure::RootRequests) == 0 {
+        vec![NO_ROOTS.to_string()]
+    } else {
+        vec![]
+    }
+}
+
+/// Why a window has no availability and no root latency.
+pub const NO_ROOTS: &str =
+    "no root requests in this window: root.availability and root.latency_ms are null";
+
 impl Report {
     /// The report of a finished run with a timeline: from the warm-up's
     /// end to the newest sample (the run ends on the first tick past its
@@ -349,6 +366,7 @@ impl Report {
             duration_s: w.dt,
             interrupted: false,
             saturated: !saturation.is_empty(),
+            unmeasured: unmeasured(&fleet),
             saturation,
             fleet,
             nodes: (0..t.services.len()).map(|i| node(r, &w, i)).collect(),

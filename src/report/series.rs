@@ -20,7 +20,8 @@ pub struct TimeSeries {
     pub t_s: Vec<f64>,
     /// Root requests per second sent into the entry.
     pub entry_rps: Vec<f64>,
-    /// Fraction of root requests that succeeded (1 when none completed).
+    /// Fraction of root requests that succeeded (null in JSON when none
+    /// completed that second).
     pub availability: Vec<f64>,
     /// Per service, in topology order.
     pub services: Vec<ServiceSeries>,

@@ -8,6 +8,8 @@
 
 use std::fmt::Write as _;
 
+use crate::format::fmt_rate;
+
 use super::{NodeReport, PhaseReport, Report};
 use crate::lab::figures::{Figure, Figures, Scope, Style};
 
@@ -178,9 +180,12 @@ pub fn entry(r: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "entry: offered {:.0} rps, sent {:.1} rps ({} in {:.1} s){}; {} answered, availability {:.2}% (model {:.2}%), p50 {:.1} ms, p99 {:.1} ms",
-        root[Figure::OfferedRps],
-        root[Figure::RootRps],
+        "entry: offered {} rps, sent {} rps ({} in {:.1} s){}; {} answered, {} (model {:.2}%), p50 {:.1} ms, p99 {:.1} ms",
+        fmt_rate(root[Figure::OfferedRps]),
+        match root[Figure::RootRps] {
+            r if r >= 1e5 => fmt_rate(r),
+            r => format!("{r:.1}"),
+        },
         root.count(Figure::RootSent),
         r.duration_s,
         if unsent.is_empty() {
@@ -189,7 +194,10 @@ pub fn entry(r: &Report) -> String {
             format!(", {}", unsent.join(", "))
         },
         root.count(Figure::RootRequests),
-        root[Figure::RootAvailability] * 100.0,
+        match root[Figure::RootAvailability] {
+            a if a.is_nan() => "availability — (no root requests measured)".to_string(),
+            a => format!("availability {:.2}%", a * 100.0),
+        },
         root[Figure::ModelAvailability] * 100.0,
         root[Figure::LatencyP50],
         root[Figure::LatencyP99],

@@ -592,6 +592,46 @@ expect:                                  # checked over a window of the run
     }
 
     #[test]
+    fn fail_takes_the_command_lines_shorthand_and_says_what_it_takes() {
+        let t = crate::topology::Topology::from_yaml(
+            "name: t\nservices:\n  A: { calls: [D] }\n  D: {}\n",
+            "t.yaml",
+        )
+        .unwrap();
+        let faults = vec![Fault::default(); 2];
+        let one = |body: &str| actions_from_json(body.as_bytes(), "POST /actions", &t, &faults);
+        let rate_of = |a: &[Action]| match &a[0] {
+            Action::SetFault { service, fault } => (*service, fault.error_rate, fault.down),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(rate_of(&one(r#"{"fail": "D"}"#).unwrap()), (1, 1.0, false));
+        assert_eq!(
+            rate_of(&one(r#"{"fail": "D=0.3"}"#).unwrap()),
+            (1, 0.3, false)
+        );
+        assert_eq!(
+            rate_of(&one(r#"{"fail": {"service": "D", "error_rate": 0.3}}"#).unwrap()),
+            (1, 0.3, false)
+        );
+        let e = one(r#"{"fail": 5}"#).unwrap_err().to_string();
+        assert!(
+            e.contains(r#"fail: give a service name such as "D", "D=0.3", or {"service": "D", "error_rate": 0.3}, not the number 5"#),
+            "{e}"
+        );
+        assert!(!e.contains("FailSpec"), "{e}");
+        let e = one(r#"{"fail": "D=2"}"#).unwrap_err().to_string();
+        assert!(
+            e.contains("error_rate must be a rate between 0 and 1"),
+            "{e}"
+        );
+        let e = one(r#"{"fail": "X"}"#).unwrap_err().to_string();
+        assert!(e.contains("no service \"X\""), "{e}");
+        // A scenario file takes the same shorthand.
+        let s = Scenario::from_yaml("steps:\n  - at: 1s\n    fail: D=0.5\n", "s.yaml", &t).unwrap();
+        assert_eq!(s.steps.len(), 1);
+    }
+
+    #[test]
     fn a_step_after_the_end_is_refused() {
         let m = err("duration: 10s\nsteps:\n  - at: 2s\n    heal: D\n  - at: 12s\n    heal: D\n");
         at(

@@ -199,11 +199,23 @@ impl RawStep {
     }
 }
 
-/// `fail: { service, error_rate, phase, latency, status, down }`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `fail: { service, error_rate, phase, latency, status, down }`, or the
+/// command line's shorthand: `fail: D` (every request) or `fail: D=0.3`.
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct FailSpec {
     pub(super) service: String,
+    error_rate: Option<f64>,
+    phase: Option<Phase>,
+    latency: Option<Duration>,
+    status: Option<u16>,
+    down: Option<bool>,
+}
+
+/// The map form of `fail:`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FailMap {
+    service: String,
     #[serde(default, deserialize_with = "yaml::rate")]
     error_rate: Option<f64>,
     #[serde(default)]
@@ -214,6 +226,89 @@ pub(super) struct FailSpec {
     status: Option<u16>,
     #[serde(default)]
     down: Option<bool>,
+}
+
+/// What `fail:` takes, for a message.
+const FAIL_FORMS: &str =
+    "give a service name such as \"D\", \"D=0.3\", or {\"service\": \"D\", \"error_rate\": 0.3}";
+
+impl FailSpec {
+    /// `D` (every request fails) or `D=0.3`, as `--fail` takes them.
+    fn short(s: &str) -> Result<FailSpec, String> {
+        let (name, rate) = match s.split_once('=') {
+            Some((n, r)) => {
+                let rate: f64 = r.trim().parse().map_err(|_| {
+                    format!(
+                        "`{s}`: `{r}` is not a rate between 0 and 1 (write e.g. {}=0.3)",
+                        n.trim()
+                    )
+                })?;
+                (n.trim(), rate)
+            }
+            None => (s.trim(), 1.0),
+        };
+        if name.is_empty() {
+            return Err(format!("`{s}`: {FAIL_FORMS}"));
+        }
+        if !(0.0..=1.0).contains(&rate) {
+            return Err(format!(
+                "`{s}`: error_rate must be a rate between 0 and 1 (e.g. 0.1 for 10%), got {rate}"
+            ));
+        }
+        Ok(FailSpec {
+            service: name.to_string(),
+            error_rate: Some(rate),
+            phase: None,
+            latency: None,
+            status: None,
+            down: Some(false),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for FailSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = FailSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(FAIL_FORMS)
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<FailSpec, E> {
+                FailSpec::short(s).map_err(E::custom)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<FailSpec, A::Error> {
+                let f = FailMap::deserialize(de::value::MapAccessDeserializer::new(m))?;
+                Ok(FailSpec {
+                    service: f.service,
+                    error_rate: f.error_rate,
+                    phase: f.phase,
+                    latency: f.latency,
+                    status: f.status,
+                    down: f.down,
+                })
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<FailSpec, E> {
+                Err(E::custom(format!("{FAIL_FORMS}, not {v}")))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<FailSpec, E> {
+                Err(E::custom(format!("{FAIL_FORMS}, not the number {v}")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<FailSpec, E> {
+                Err(E::custom(format!("{FAIL_FORMS}, not the number {v}")))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<FailSpec, E> {
+                Err(E::custom(format!("{FAIL_FORMS}, not the number {v}")))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<FailSpec, E> {
+                Err(E::custom(format!("{FAIL_FORMS}, not nothing")))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<FailSpec, A::Error> {
+                Err(de::Error::custom(format!("{FAIL_FORMS}, not a list")))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl FailSpec {

@@ -249,14 +249,35 @@ pub fn rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
 
 const PER_SECOND: &str = "a positive number of requests per second";
 
+/// The highest entry rate the lab takes: the load generator schedules
+/// each root request as an arrival of its own, a whole number of
+/// nanoseconds after the one before, on one task; at a microsecond apart
+/// the schedule's own work is the bottleneck, not the fleet (rates the
+/// machine cannot carry below it are flagged saturated instead).
+pub const MAX_RPS: f64 = 1_000_000.0;
+
 fn per_second(v: f64, what: &str) -> Result<f64, String> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
     } else {
         Err(format!(
-            "{what} must be a positive, finite number of requests per second, got {v}"
+            "{what} must be a positive, finite number of requests per second, got {}",
+            crate::format::fmt_num(v)
         ))
     }
+}
+
+/// An entry rate: [`per_second`], and at most [`MAX_RPS`].
+pub fn entry_rate(v: f64, what: &str) -> Result<f64, String> {
+    let v = per_second(v, what)?;
+    if v > MAX_RPS {
+        return Err(format!(
+            "{what} {}: the load generator schedules at most {} root requests per second (one arrival a microsecond)",
+            crate::format::fmt_rate(v),
+            crate::format::fmt_rate(MAX_RPS)
+        ));
+    }
+    Ok(v)
 }
 
 /// `rps:` a positive, finite number of requests per second.
@@ -265,7 +286,7 @@ pub fn rps<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
         d,
         PER_SECOND,
         "rps needs a positive number of requests per second",
-        |v| per_second(v, "rps"),
+        |v| entry_rate(v, "rps"),
     )
 }
 

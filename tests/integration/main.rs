@@ -19,6 +19,7 @@ mod netns;
 mod nodes;
 mod outside;
 mod overload;
+mod papercuts;
 mod processes;
 mod saturation;
 mod scale;

@@ -102,7 +102,15 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
 pub(super) fn availability_row(s: &Snapshot, window: usize, area: Rect, buf: &mut Buffer) {
     let av: Vec<u64> = tail(&s.root.availability_history, window)
         .iter()
-        .map(|a| (a * 1000.0).round() as u64)
+        // A second in which no root request ended is drawn full: the
+        // chart shows failures, and there were none to show.
+        .map(|a| {
+            if a.is_nan() {
+                1000
+            } else {
+                (a * 1000.0).round() as u64
+            }
+        })
         .collect();
     spark_row(
         "availability",

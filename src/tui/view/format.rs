@@ -67,6 +67,10 @@ pub fn pct1(f: f64) -> String {
 /// Availability: two decimals, and more when it is close to 100% but not
 /// there (99.99% and 100% must not look alike).
 pub fn availability(f: f64) -> String {
+    if f.is_nan() {
+        // No root request ended: there is nothing to measure.
+        return "–".into();
+    }
     let p = f * 100.0;
     if !(99.0..100.0).contains(&p) {
         format!("{p:.2}%")
@@ -166,6 +170,7 @@ mod tests {
         assert_eq!(availability(0.99999), "99.999%");
         assert_eq!(availability(0.0), "0.00%");
         assert_eq!(availability(0.858), "85.80%");
+        assert_eq!(availability(f64::NAN), "–");
     }
 
     #[test]

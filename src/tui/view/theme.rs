@@ -221,7 +221,9 @@ pub fn selected() -> Style {
 
 /// Availability's colour: green at three nines, yellow at two, red below.
 pub fn availability(a: f64) -> Style {
-    if a >= 0.999 {
+    if a.is_nan() {
+        label()
+    } else if a >= 0.999 {
         good()
     } else if a >= 0.99 {
         warn()
