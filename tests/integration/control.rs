@@ -5,13 +5,12 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::time::Instant;
 
 use chaoslab::lab::figures::{Figure, Kind, Scope};
 use chaoslab::session::{Session, Setup};
 use chaoslab::topology::Topology;
 
-use crate::common::{fleet_lock, get, http, root};
+use crate::common::{fleet_lock, get, http, root, wait_until};
 use crate::telemetry::lab_with_endpoints;
 
 fn post(addr: &str, body: &str) -> (u16, Value) {
@@ -38,48 +37,52 @@ fn state_is_the_dashboards_snapshot_figure_for_figure() {
             .unwrap()
             .to_string();
     let snaps = session.snapshots();
-    let start = Instant::now();
-    let mut compared = 0;
-    while compared < 3 {
-        assert!(
-            start.elapsed() < Duration::from_secs(7),
-            "GET /state never matched a snapshot's time"
-        );
-        std::thread::sleep(Duration::from_millis(700));
-        let (status, body) = get(&addr, "/state");
-        assert_eq!(status, 200, "{body}");
-        let state: Value = serde_json::from_str(&body).unwrap();
-        let snap = snaps.borrow().clone();
-        if state["t_s"].as_f64() != Some(snap.t.as_secs_f64()) {
-            continue; // a tick came between the two reads
-        }
-        for (i, s) in snap.services.iter().enumerate() {
-            let j = &state["services"][i];
-            assert_eq!(j["name"], s.name.as_str());
-            for f in Figure::of(Scope::Service) {
-                for (figures, json) in [(&s.live, &j["live"]), (&s.total, &j["total"])] {
-                    let v = at_path(json, f.path());
-                    match f.kind() {
-                        Kind::Count => assert_eq!(
-                            v.as_u64(),
-                            Some(figures.count(f)),
-                            "{} {}",
-                            s.name,
-                            f.name()
-                        ),
-                        Kind::Real if figures[f].is_finite() => {
-                            assert_eq!(v.as_f64(), Some(figures[f]), "{} {}", s.name, f.name())
+    // Three reads of /state, each at a tick of its own with traffic in
+    // it, and taken at the same tick as the snapshot read beside it (a
+    // tick can come between the two reads).
+    let mut compared: Vec<f64> = vec![];
+    wait_until(
+        Duration::from_secs(7),
+        "GET /state to match three snapshots' times",
+        || {
+            let (status, body) = get(&addr, "/state");
+            assert_eq!(status, 200, "{body}");
+            let state: Value = serde_json::from_str(&body).unwrap();
+            let snap = snaps.borrow().clone();
+            let t = snap.t.as_secs_f64();
+            let fresh = compared.last().is_none_or(|&last| t > last);
+            if state["t_s"].as_f64() != Some(t) || !fresh || snap.root.sent == 0 {
+                return None;
+            }
+            for (i, s) in snap.services.iter().enumerate() {
+                let j = &state["services"][i];
+                assert_eq!(j["name"], s.name.as_str());
+                for f in Figure::of(Scope::Service) {
+                    for (figures, json) in [(&s.live, &j["live"]), (&s.total, &j["total"])] {
+                        let v = at_path(json, f.path());
+                        match f.kind() {
+                            Kind::Count => assert_eq!(
+                                v.as_u64(),
+                                Some(figures.count(f)),
+                                "{} {}",
+                                s.name,
+                                f.name()
+                            ),
+                            Kind::Real if figures[f].is_finite() => {
+                                assert_eq!(v.as_f64(), Some(figures[f]), "{} {}", s.name, f.name())
+                            }
+                            Kind::Real => assert!(v.is_null(), "{} {}: {v}", s.name, f.name()),
                         }
-                        Kind::Real => assert!(v.is_null(), "{} {}: {v}", s.name, f.name()),
                     }
                 }
             }
-        }
-        assert_eq!(state["root"]["sent"].as_u64(), Some(snap.root.sent));
-        assert_eq!(state["storm_radius"]["max"].as_u64(), Some(snap.radius_max));
-        assert_eq!(state["edges"].as_array().unwrap().len(), snap.edges.len());
-        compared += 1;
-    }
+            assert_eq!(state["root"]["sent"].as_u64(), Some(snap.root.sent));
+            assert_eq!(state["storm_radius"]["max"].as_u64(), Some(snap.radius_max));
+            assert_eq!(state["edges"].as_array().unwrap().len(), snap.edges.len());
+            compared.push(t);
+            (compared.len() == 3).then_some(())
+        },
+    );
     session.finish().unwrap();
 }
 
@@ -97,7 +100,10 @@ fn actions_over_http_apply_and_bad_ones_get_400_with_the_loaders_message() {
     ]);
     let (status, index) = get(&api, "/");
     assert_eq!(status, 200);
-    assert!(index.contains("curl -s -X POST http://"), "{index}");
+    assert!(
+        index.contains("curl -s -X POST -H 'Content-Type: application/json' http://"),
+        "{index}"
+    );
 
     // Refused, each with where and what; none a 500.
     for (body, says) in [
@@ -149,15 +155,11 @@ fn actions_over_http_apply_and_bad_ones_get_400_with_the_loaders_message() {
     );
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["applied"].as_array().unwrap().len(), 2, "{v}");
-    let start = Instant::now();
-    let state = loop {
+    let state = wait_until(Duration::from_secs(2), "GET /state to show rps 100", || {
         let (_, body) = get(&api, "/state");
         let s: Value = serde_json::from_str(&body).unwrap();
-        if s["rps"] == 100.0 || start.elapsed() > Duration::from_secs(2) {
-            break s;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        (s["rps"] == 100.0).then_some(s)
+    });
     assert_eq!(state["rps"], 100.0, "{state}");
     assert_eq!(state["services"][4]["fault"]["error_rate"], 0.5);
     let events = state["events"].as_array().unwrap();

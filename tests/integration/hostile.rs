@@ -11,7 +11,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use serde_json::Value;
 
-use crate::common::{edge, fleet_lock, root, Killed};
+use crate::common::{edge, fleet_lock, root, wait_until, Killed};
 use crate::tables::{headless_report, node, num};
 
 /// Requests that may be in flight at a window's edge: counters are read at
@@ -440,12 +440,15 @@ fn a_slow_client_does_not_stop_serve_serving_others() {
         .to_string();
     // The slow clients: the request line at once, then the headers one
     // byte a second. One finishes (after 11 s); one never does.
+    let dribbling = Arc::new(AtomicUsize::new(0));
     let slow = |head: &'static [u8]| {
-        let addr = addr.clone();
+        let (addr, dribbling) = (addr.clone(), dribbling.clone());
         std::thread::spawn(move || {
             let mut s = TcpStream::connect(&addr).unwrap();
             s.write_all(b"GET / HTTP/1.0\r\n").unwrap();
+            dribbling.fetch_add(1, Ordering::SeqCst);
             for b in head {
+                // The pace is the experiment: one byte a second.
                 std::thread::sleep(Duration::from_secs(1));
                 if s.write_all(&[*b]).is_err() {
                     return String::from("closed");
@@ -460,7 +463,11 @@ fn a_slow_client_does_not_stop_serve_serving_others() {
     let finishing = slow(b"Host: a\r\n\r\n");
     let endless = slow(b"Host: a\r\nX-Slow: zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\r\n");
     // Everyone else, one request after another, while both dribble.
-    std::thread::sleep(Duration::from_secs(1));
+    wait_until(
+        Duration::from_secs(5),
+        "both slow clients to have sent their request line",
+        || (dribbling.load(Ordering::SeqCst) == 2).then_some(()),
+    );
     let (mut fast, mut slowest) = (0u32, Duration::ZERO);
     let until = Instant::now() + Duration::from_secs(8);
     while Instant::now() < until {

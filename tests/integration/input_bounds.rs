@@ -12,6 +12,8 @@ use std::time::Duration;
 use chaoslab::topology::{generate, Topology};
 use tokio::time::Instant;
 
+use crate::common::{wait_until, Killed};
+
 /// Far above the 1 s each takes in a release build, to stay clear of a
 /// busy machine; a regression to quadratic time takes minutes.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -38,26 +40,22 @@ fn run(label: &str, args: &[&str], yaml: &str) -> (Answer, String) {
     );
     std::fs::write(&file, yaml).unwrap();
     let path = file.to_str().unwrap().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chaoslab"))
-        .args(args)
-        .arg(&path)
-        .env_remove("RUST_BACKTRACE")
-        .stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
-        .stderr(Stdio::from(std::fs::File::create(&err).unwrap()))
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{label}: `chaoslab {args:?}` still running after {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    // Killed when dropped: also when the deadline passes.
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_chaoslab"))
+            .args(args)
+            .arg(&path)
+            .env_remove("RUST_BACKTRACE")
+            .stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
+            .stderr(Stdio::from(std::fs::File::create(&err).unwrap()))
+            .spawn()
+            .unwrap(),
+    );
+    let status = wait_until(
+        DEADLINE,
+        &format!("{label}: `chaoslab {args:?}` to exit"),
+        || child.0.try_wait().unwrap(),
+    );
     let answer = Answer {
         code: status.code(),
         stdout: std::fs::read_to_string(&out).unwrap_or_default(),

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::common::{fleet_lock, get, root, Killed};
+use crate::common::{fleet_lock, get, root, wait_until, Killed};
 
 const CHAIN: &str = "topologies/uber-chain.yaml";
 const NAMES: [&str; 7] = ["A", "B", "C", "D", "E", "F", "G"];
@@ -198,8 +198,15 @@ fn the_ownership_table_holds_across_hosts_and_a_cut_off_host_is_a_missing_claim(
     let mut load = Killed(load);
 
     // The ownership table across hosts: 1, 1, 1, 1.1, 1.1, 1.1, 1.1.
-    std::thread::sleep(Duration::from_millis(1500));
-    let before: Vec<f64> = (0..NAMES.len()).map(|i| requests(&hosts, i)).collect();
+    let before: Vec<f64> = wait_until(
+        Duration::from_secs(10),
+        "the load to reach every host",
+        || {
+            let counts: Vec<f64> = (0..NAMES.len()).map(|i| requests(&hosts, i)).collect();
+            counts.iter().all(|&n| n > 0.0).then_some(counts)
+        },
+    );
+    // The window the table is measured over: 4 s of load.
     std::thread::sleep(Duration::from_millis(4000));
     let after: Vec<f64> = (0..NAMES.len()).map(|i| requests(&hosts, i)).collect();
     let a = after[0] - before[0];
@@ -221,16 +228,25 @@ fn the_ownership_table_holds_across_hosts_and_a_cut_off_host_is_a_missing_claim(
     let missing = "chaoslab_claims_seen_total{service=\"C\",claim=\"missing\"} ";
     let before = scrape(&hosts, 2, missing);
     ip(&["link", "set", &hosts.link(3), "down"]).expect("cut D's host off");
-    std::thread::sleep(Duration::from_millis(3000));
-    let after = scrape(&hosts, 2, missing);
+    // Read until the count is there, or 3 s have passed (the assertion
+    // below then says how many came).
+    let cut = Instant::now();
+    let after = wait_until(
+        Duration::from_secs(4),
+        "C's count of missing claims",
+        || {
+            let after = scrape(&hosts, 2, missing);
+            (after - before >= 200.0 || cut.elapsed() >= Duration::from_secs(3)).then_some(after)
+        },
+    );
     let status = load.0.wait().expect("load ends");
     let mut out = String::new();
     let _ = load.0.stdout.take().map(|mut o| o.read_to_string(&mut out));
     eprintln!("missing claims at C: {before} → {after}\n{out}");
     assert_eq!(status.code(), Some(0), "{out}");
-    // 3 s at 200 rps, every attempt on C → D failing without a claim
-    // (each call's attempts time out after 1 s, so at least the first
-    // second's worth is counted by now).
+    // Within 3 s at 200 rps, every attempt on C → D failing without a
+    // claim (each call's attempts time out after 1 s, so at least the
+    // first second's worth is counted by then).
     assert!(
         after - before >= 200.0,
         "C saw {} failed attempts without a claim after D's host was cut off",

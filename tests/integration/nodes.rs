@@ -17,7 +17,7 @@ use chaoslab::cli::Start;
 use chaoslab::lab::{fold, LabState};
 use chaoslab::topology::{model, Topology};
 
-use crate::common::{chaoslab, fleet_lock, get, raw_get, root, text, Killed};
+use crate::common::{chaoslab, fleet_lock, get, raw_get, root, text, wait_until, Killed};
 
 const CHAIN: &str = "topologies/uber-chain.yaml";
 
@@ -192,9 +192,9 @@ fn counts(nodes: &Nodes) -> Vec<f64> {
 
 /// Runs the chain as seven processes under `policy`, drives 200 rps into
 /// A for 7 s, and returns each service's requests relative to A's over
-/// 4.5 s in the middle of the run (the roots in flight when the load
-/// stops are cut short, so a window inside the run is the measure), as
-/// each node counted them.
+/// 4.5 s inside the run, from when the load has reached every node (the
+/// roots in flight when the load stops are cut short, so a window inside
+/// the run is the measure), as each node counted them.
 fn measure(policy: &str) -> Result<Vec<(String, f64)>, String> {
     let nodes = Nodes::chain(policy);
     let pids: Vec<u32> = nodes.0.iter().map(|n| n.child.id()).collect();
@@ -214,8 +214,15 @@ fn measure(policy: &str) -> Result<Vec<(String, f64)>, String> {
         .spawn()
         .expect("start chaoslab load");
     let mut load = Killed(load);
-    std::thread::sleep(Duration::from_millis(1500));
-    let before = counts(&nodes);
+    let before = wait_until(
+        Duration::from_secs(10),
+        "the load to reach every node",
+        || {
+            let seen = counts(&nodes);
+            seen.iter().all(|&n| n > 0.0).then_some(seen)
+        },
+    );
+    // The window the table is measured over: 4.5 s of the 7 s run.
     std::thread::sleep(Duration::from_millis(4500));
     let after = counts(&nodes);
     let status = load.0.wait().expect("load ends");

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::common::{fleet_lock, root, text, Killed};
+use crate::common::{fleet_lock, root, text, wait_until, Killed};
 
 const CHAIN: &str = "topologies/uber-chain.yaml";
 
@@ -43,17 +43,20 @@ pub fn nodes_alive() -> Vec<(u32, String)> {
 
 /// Waits up to `within` for every node process to be gone.
 pub fn assert_no_node_left(within: Duration, after: &str) {
+    // The last list read once `within` has passed, to name what is left.
     let until = Instant::now() + within;
-    loop {
-        let alive = nodes_alive();
-        if alive.is_empty() {
-            return;
-        }
-        if Instant::now() >= until {
-            panic!("{after}: node processes left running: {alive:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let alive = wait_until(
+        within + Duration::from_secs(1),
+        "the list of node processes",
+        || {
+            let alive = nodes_alive();
+            (alive.is_empty() || Instant::now() >= until).then_some(alive)
+        },
+    );
+    assert!(
+        alive.is_empty(),
+        "{after}: node processes left running: {alive:?}"
+    );
 }
 
 /// Sends `sig` to `pid` with kill(1).

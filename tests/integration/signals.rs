@@ -3,15 +3,16 @@
 //! and exits 130 or 143; a second signal exits at once; a bad output
 //! path is refused before any fleet starts.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::common::{chaoslab, fleet_lock, root, text, Killed};
+use crate::common::{chaoslab, fleet_lock, root, text, wait_until, Killed};
 
 fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("chaoslab-sig-{}-{name}", std::process::id()))
@@ -25,31 +26,91 @@ fn signal(pid: u32, sig: &str) {
     assert!(ok, "kill -{sig} {pid}");
 }
 
-/// Starts `chaoslab args`, waits `after`, sends `sig`, and returns the
-/// exit code, stdout and how long it took to exit after the signal.
-fn interrupt(args: &[&str], after: Duration, sig: &str) -> (Option<i32>, String, Duration) {
+/// Starts `chaoslab args` with its stdout and stderr piped, and returns
+/// the process and its lines as they come (`true` for stdout).
+fn start(args: &[&str]) -> (Killed, mpsc::Receiver<(bool, String)>) {
     let mut child = Killed(
         Command::new(env!("CARGO_BIN_EXE_chaoslab"))
             .args(args)
             .current_dir(root())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start chaoslab"),
     );
-    std::thread::sleep(after);
+    let (tx, rx) = mpsc::channel();
+    let out = child.0.stdout.take().unwrap();
+    let err = child.0.stderr.take().unwrap();
+    for (is_out, pipe) in [
+        (true, Box::new(out) as Box<dyn Read + Send>),
+        (false, Box::new(err)),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if tx.send((is_out, line)).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    (child, rx)
+}
+
+/// Waits until a line from `lines` (stdout or stderr) satisfies `ok`,
+/// keeping the stdout lines read meanwhile in `out`.
+fn wait_for_line(
+    lines: &mpsc::Receiver<(bool, String)>,
+    out: &mut Vec<String>,
+    what: &str,
+    ok: impl Fn(&str) -> bool,
+) {
+    wait_until(Duration::from_secs(20), what, || {
+        while let Ok((is_out, line)) = lines.try_recv() {
+            let found = ok(&line);
+            if is_out {
+                out.push(line);
+            }
+            if found {
+                return Some(());
+            }
+        }
+        None
+    });
+}
+
+/// Starts `chaoslab args`, waits for a line that satisfies `ready`, lets
+/// it run `then` more, sends `sig`, and returns the exit code, stdout and
+/// how long it took to exit after the signal.
+fn interrupt(
+    args: &[&str],
+    ready: (&str, fn(&str) -> bool),
+    then: Duration,
+    sig: &str,
+) -> (Option<i32>, String, Duration) {
+    let (mut child, lines) = start(args);
+    let mut out = vec![];
+    wait_for_line(&lines, &mut out, ready.0, ready.1);
+    // How long it runs before the signal is the experiment, not a guess.
+    std::thread::sleep(then);
     signal(child.0.id(), sig);
     let sent = Instant::now();
-    let mut out = String::new();
-    child
-        .0
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
+    // Both pipes end when the process does.
+    for (is_out, line) in lines.iter() {
+        if is_out {
+            out.push(line);
+        }
+    }
     let status = child.0.wait().unwrap();
-    (status.code(), out, sent.elapsed())
+    let took = sent.elapsed();
+    let mut out = out.join("\n");
+    out.push('\n');
+    (status.code(), out, took)
+}
+
+/// A headless run's first progress line past its warm-up.
+fn measuring(line: &str) -> bool {
+    line.starts_with('[') && !line.contains("warm-up")
 }
 
 #[test]
@@ -71,7 +132,9 @@ fn sigint_and_sigterm_keep_the_results_of_a_headless_run() {
                 "--junit",
                 junit.to_str().unwrap(),
             ],
-            Duration::from_secs(4),
+            ("the run to be past its warm-up", measuring),
+            // The run the report covers: 3 s of its measured window.
+            Duration::from_secs(3),
             sig,
         );
         assert_eq!(status, Some(code), "SIG{sig}: {out}");
@@ -109,7 +172,8 @@ fn sigterm_keeps_the_results_of_serve() {
             "--report",
             report.to_str().unwrap(),
         ],
-        Duration::from_secs(2),
+        ("serve to be serving", |l| l.starts_with("serving ")),
+        Duration::ZERO,
         "TERM",
     );
     assert_eq!(status, Some(143), "{out}");
@@ -131,24 +195,29 @@ fn a_second_sigint_exits_at_once() {
     )
     .unwrap();
     let report = temp("slow.json");
-    let mut child = Killed(
-        Command::new(env!("CARGO_BIN_EXE_chaoslab"))
-            .args([
-                "run",
-                topology.to_str().unwrap(),
-                "--headless",
-                "--duration",
-                "30s",
-            ])
-            .args(["--report", report.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    std::thread::sleep(Duration::from_secs(2));
+    let topology_arg = topology.to_str().unwrap();
+    let (mut child, lines) = start(&[
+        "run",
+        topology_arg,
+        "--headless",
+        "--duration",
+        "30s",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let mut out = vec![];
+    wait_for_line(&lines, &mut out, "requests in flight", |l| {
+        // `[  1.0s] 50 of 50 rps, ...`: sent, and hanging in B.
+        l.starts_with('[')
+            && l.split_once("] ")
+                .and_then(|(_, r)| r.split_whitespace().next())
+                .and_then(|n| n.parse::<f64>().ok())
+                .is_some_and(|n| n > 0.0)
+    });
     signal(child.0.id(), "INT");
-    std::thread::sleep(Duration::from_millis(200));
+    wait_for_line(&lines, &mut out, "the first SIGINT to be taken", |l| {
+        l.starts_with("SIGINT: stopping")
+    });
     signal(child.0.id(), "INT");
     let sent = Instant::now();
     let status = child.0.wait().unwrap();

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use serde_json::Value;
 
-use crate::common::{edge, fleet_lock, free_port, get, http, root, Killed};
+use crate::common::{edge, fleet_lock, free_port, get, http, root, wait_until, Killed};
 use crate::tables::{node, num};
 
 /// `%`-encodes a PromQL query for a URL.
@@ -70,14 +70,9 @@ pub fn prometheus(target: &str, dir: &Path) -> (Killed, String) {
             .spawn()
             .expect("prometheus runs (scripts/test installs it)"),
     );
-    let ready = Instant::now();
-    while get(&prom, "/-/ready").0 != 200 {
-        assert!(
-            ready.elapsed() < Duration::from_secs(20),
-            "prometheus never got ready"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until(Duration::from_secs(20), "prometheus to be ready", || {
+        (get(&prom, "/-/ready").0 == 200).then_some(())
+    });
     (server, prom)
 }
 
@@ -144,10 +139,22 @@ fn prometheus_agrees_with_the_report_and_sees_a_policy_switched_over_the_api() {
     let dir = std::env::temp_dir().join(format!("chaoslab-prom-{id}"));
     let (_prometheus, prom) = prometheus(&target, &dir);
 
-    // Under retry: Prometheus's rates against the report so far.
-    while started.elapsed() < Duration::from_secs(11) {
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    // Under retry: Prometheus's rates against the report so far, once
+    // Prometheus holds the rates' 5 s of scrapes of each series (by 13 s
+    // into the run, to leave the switch below its 5 s and more).
+    wait_until(
+        Duration::from_secs(13).saturating_sub(started.elapsed()),
+        "prometheus to hold 5 s of scrapes",
+        || {
+            [
+                "count_over_time(chaoslab_requests_total{service=\"D\"}[5s])",
+                "count_over_time(chaoslab_retries_total{caller=\"C\",callee=\"D\"}[5s])",
+            ]
+            .iter()
+            .all(|q| query(&prom, q).is_some_and(|n| n >= 5.0))
+            .then_some(())
+        },
+    );
     let d_rate = query(&prom, "rate(chaoslab_requests_total{service=\"D\"}[5s])")
         .expect("prometheus has D's requests");
     let cd_rate = query(
@@ -187,23 +194,26 @@ fn prometheus_agrees_with_the_report_and_sees_a_policy_switched_over_the_api() {
     assert_eq!(status, 200, "{body}");
     let switched = Instant::now();
     let want = 1.1;
-    let mut seen = f64::NAN;
-    let mut within = None;
-    while switched.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(250));
-        seen = query(
-            &prom,
-            "sum(rate(chaoslab_requests_total{service=\"D\"}[2s])) / sum(rate(chaoslab_requests_total{service=\"A\"}[2s]))",
-        )
-        .unwrap_or(f64::NAN);
-        if (seen - want).abs() <= 0.05 * want {
-            within = Some(switched.elapsed());
-            break;
-        }
-    }
-    let within = within.unwrap_or_else(|| {
-        panic!("5 s after the switch Prometheus still sees D at {seen:.2}× A, not {want}×")
-    });
+    // Read until D is there, or 5 s have passed (the assertion below then
+    // says where D was).
+    let (seen, within) = wait_until(
+        Duration::from_secs(6),
+        "Prometheus's ratio of D to A",
+        || {
+            let seen = query(
+                &prom,
+                "sum(rate(chaoslab_requests_total{service=\"D\"}[2s])) / sum(rate(chaoslab_requests_total{service=\"A\"}[2s]))",
+            )
+            .unwrap_or(f64::NAN);
+            let within = switched.elapsed();
+            ((seen - want).abs() <= 0.05 * want || within >= Duration::from_secs(5))
+                .then_some((seen, within))
+        },
+    );
+    assert!(
+        (seen - want).abs() <= 0.05 * want,
+        "5 s after the switch Prometheus still sees D at {seen:.2}× A, not {want}×"
+    );
     eprintln!("ownership: Prometheus sees D at {seen:.2}× A ({want}× expected) after {within:.1?}");
 
     let status = lab.0.wait().unwrap();
@@ -255,10 +265,28 @@ fn metric_names(expr: &str) -> Vec<String> {
     names
 }
 
+/// The series names a scrape serves.
+fn served_series(body: &str) -> std::collections::HashSet<&str> {
+    body.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect()
+}
+
+/// The series name that shows a catalogue family is served.
+fn sample_of(m: &chaoslab::endpoints::metrics::MetricDoc) -> String {
+    use chaoslab::endpoints::metrics::Kind;
+    match m.kind {
+        Kind::Counter => format!("{}_total", m.name),
+        Kind::Gauge => m.name.to_string(),
+        Kind::Histogram => format!("{}_bucket", m.name),
+    }
+}
+
 #[test]
 fn every_metric_of_the_catalogue_is_served_and_the_grafana_dashboard_reads_only_those() {
     let _fleet = fleet_lock();
-    use chaoslab::endpoints::metrics::{catalogue, Kind};
+    use chaoslab::endpoints::metrics::catalogue;
     use chaoslab::session::{Session, Setup};
     use chaoslab::topology::{PolicyFields, Preset, Topology};
     let t = Topology::load(&root().join("topologies/uber-chain.yaml")).unwrap();
@@ -273,8 +301,27 @@ fn every_metric_of_the_catalogue_is_served_and_the_grafana_dashboard_reads_only_
     let addr = chaoslab::endpoints::metrics::serve(&session, "127.0.0.1:0".parse().unwrap())
         .unwrap()
         .to_string();
-    std::thread::sleep(Duration::from_secs(2));
-    let (status, body) = get(&addr, "/metrics");
+    // Every family's series is there once the run has carried traffic:
+    // read until each is, or 2 s have passed (the assertions below then
+    // name what is missing).
+    let docs = catalogue();
+    let dashboard: Vec<String> = grafana_queries()
+        .iter()
+        .flat_map(|q| metric_names(q))
+        .collect();
+    let start = Instant::now();
+    let (status, body) = wait_until(
+        Duration::from_secs(3),
+        "a scrape of the metrics endpoint",
+        || {
+            let (status, body) = get(&addr, "/metrics");
+            let served = served_series(&body);
+            let complete = docs.iter().all(|m| served.contains(sample_of(m).as_str()))
+                && dashboard.iter().all(|n| served.contains(n.as_str()));
+            ((status == 200 && complete) || start.elapsed() >= Duration::from_secs(2))
+                .then_some((status, body))
+        },
+    );
     session.finish().unwrap();
     assert_eq!(status, 200);
     // Families as declared, and the series names on the wire.
@@ -283,12 +330,7 @@ fn every_metric_of_the_catalogue_is_served_and_the_grafana_dashboard_reads_only_
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    let series: std::collections::HashSet<&str> = body
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split(['{', ' ']).next())
-        .collect();
-    let docs = catalogue();
+    let series = served_series(&body);
     assert_eq!(
         families,
         docs.iter().map(|m| m.name).collect::<Vec<_>>(),
@@ -300,11 +342,7 @@ fn every_metric_of_the_catalogue_is_served_and_the_grafana_dashboard_reads_only_
             "{}: no HELP line from the catalogue",
             m.name
         );
-        let sample = match m.kind {
-            Kind::Counter => format!("{}_total", m.name),
-            Kind::Gauge => m.name.to_string(),
-            Kind::Histogram => format!("{}_bucket", m.name),
-        };
+        let sample = sample_of(m);
         assert!(series.contains(sample.as_str()), "{sample} not served");
     }
     for q in grafana_queries() {
@@ -338,7 +376,18 @@ fn the_endpoints_answer_within_a_second_while_the_fleet_is_saturated() {
         "--report",
         report.to_str().unwrap(),
     ]);
-    std::thread::sleep(Duration::from_secs(3));
+    wait_until(
+        Duration::from_secs(5),
+        "the lab to say it is saturated",
+        || {
+            let (_, body) = get(&metrics, "/metrics");
+            body.lines()
+                .filter(|l| l.starts_with("chaoslab_saturated{"))
+                .filter_map(|l| l.split_whitespace().last()?.parse::<f64>().ok())
+                .any(|v| v == 1.0)
+                .then_some(())
+        },
+    );
     let mut slowest = Duration::ZERO;
     for _ in 0..5 {
         for (addr, path) in [(&metrics, "/metrics"), (&control, "/state")] {
@@ -349,6 +398,8 @@ fn the_endpoints_answer_within_a_second_while_the_fleet_is_saturated() {
             assert!(took < Duration::from_secs(1), "{path} took {took:?}");
             slowest = slowest.max(took);
         }
+        // The probes are spread over 2.5 s of saturation: the pace is the
+        // experiment.
         std::thread::sleep(Duration::from_millis(500));
     }
     assert!(lab.0.wait().unwrap().success());
@@ -398,19 +449,25 @@ fn compare_serves_the_run_of_the_moment_labelled_with_its_policy() {
         })
         .expect("compare announces its metrics address");
     std::thread::spawn(move || lines.for_each(drop));
+    // Read until both runs have been scraped, or 15 s have passed (the
+    // assertion below then says which was).
     let mut seen = std::collections::BTreeSet::new();
     let start = Instant::now();
-    while seen.len() < 2 && start.elapsed() < Duration::from_secs(15) {
-        let (_, body) = get(&target, "/metrics");
-        for policy in ["retry", "ownership"] {
-            if body.contains(&format!(
-                "chaoslab_requests_total{{service=\"D\",policy=\"{policy}\"}}"
-            )) {
-                seen.insert(policy);
+    wait_until(
+        Duration::from_secs(16),
+        "the runs' labels on the metrics endpoint",
+        || {
+            let (_, body) = get(&target, "/metrics");
+            for policy in ["retry", "ownership"] {
+                if body.contains(&format!(
+                    "chaoslab_requests_total{{service=\"D\",policy=\"{policy}\"}}"
+                )) {
+                    seen.insert(policy);
+                }
             }
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+            (seen.len() == 2 || start.elapsed() >= Duration::from_secs(15)).then_some(())
+        },
+    );
     assert_eq!(
         seen.into_iter().collect::<Vec<_>>(),
         ["ownership", "retry"],

@@ -110,18 +110,15 @@ impl Tmux {
     /// Polls the screen until `ok` holds, or fails after `limit` with the
     /// last screen shown.
     fn wait_for(&self, what: &str, limit: Duration, ok: impl Fn(&str) -> bool) -> String {
+        // The last screen read once `limit` has passed, to show it.
         let start = Instant::now();
-        loop {
+        let (s, held) = common::wait_until(limit + Duration::from_secs(1), what, || {
             let s = self.screen();
-            if ok(&s) {
-                return s;
-            }
-            assert!(
-                start.elapsed() < limit,
-                "waited {limit:?} for {what}; the screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            let held = ok(&s);
+            (held || start.elapsed() >= limit).then_some((s, held))
+        });
+        assert!(held, "waited {limit:?} for {what}; the screen:\n{s}");
+        s
     }
 }
 
@@ -344,6 +341,8 @@ fn the_story_plays_in_the_dashboard_with_its_captions_and_verdict() {
             // timeline's clock stops and the caption stays.
             t.keys(&["P"]);
             let held = t.wait_for("HELD", Duration::from_secs(3), |s| s.contains("⏸ HELD"));
+            // The clock must stand still over this 1.5 s: the pause is
+            // the experiment.
             std::thread::sleep(Duration::from_millis(1500));
             let s = t.screen();
             assert_eq!(clock(&s), clock(&held), "held:\n{s}");
@@ -529,6 +528,7 @@ fn at_the_machines_limit_the_dashboard_stays_responsive() {
             screens += 1;
             last = s;
         }
+        // The sampling pace the count is judged by: the experiment.
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(
