@@ -20,10 +20,12 @@ const SEED: [(&str, [f64; 7]); 3] = [
 
 /// Runs `chaoslab run FILE --headless` with extra args; returns the report.
 pub fn headless_report(file: &str, extra: &[&str]) -> Value {
+    // A file of its own per call: runs side by side may share their flags.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!(
-        "chaoslab-report-{}-{}.json",
-        std::process::id(),
-        extra.join("_").replace(['/', '='], "-")
+        "chaoslab-report-{}-{call}.json",
+        std::process::id()
     ));
     let p = path.to_str().unwrap();
     let mut args = vec!["run", file, "--headless", "--report", p];
