@@ -137,6 +137,10 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"oops\n")
     def log_message(self, *args):
         pass
+# A backlog of 5 (socketserver's default) overflows when a burst of
+# connections comes at once, and a dropped SYN comes back a second later:
+# a 1 s stall the callers would time out on.
+http.server.HTTPServer.request_queue_size = 1024
 s = http.server.HTTPServer(("127.0.0.1", 0), H)
 print(s.server_address[1], flush=True)
 s.serve_forever()
