@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::common::{fleet_lock, get, root, wait_until, Killed};
+use crate::common::{fleet_lock, free_port, get, http, root, wait_until, Killed};
 
 const CHAIN: &str = "topologies/uber-chain.yaml";
 const NAMES: [&str; 7] = ["A", "B", "C", "D", "E", "F", "G"];
@@ -182,6 +182,7 @@ fn the_ownership_table_holds_across_hosts_and_a_cut_off_host_is_a_missing_claim(
         };
         nodes.push(node(&hosts, i, &peer));
     }
+    let control = format!("127.0.0.1:{}", free_port());
     let load = Command::new(env!("CARGO_BIN_EXE_chaoslab"))
         .args([
             "load",
@@ -190,6 +191,7 @@ fn the_ownership_table_holds_across_hosts_and_a_cut_off_host_is_a_missing_claim(
             &format!("A=http://{}:8080/", hosts.addr(0)),
         ])
         .args(["--rps", "200", "--duration", "12s", "--policy", "ownership"])
+        .args(["--control", &control])
         .current_dir(root())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -197,18 +199,44 @@ fn the_ownership_table_holds_across_hosts_and_a_cut_off_host_is_a_missing_claim(
         .expect("start chaoslab load");
     let mut load = Killed(load);
 
-    // The ownership table across hosts: 1, 1, 1, 1.1, 1.1, 1.1, 1.1.
-    let before: Vec<f64> = wait_until(
+    // The ownership table across hosts: 1, 1, 1, 1.1, 1.1, 1.1, 1.1,
+    // over the requests sent in a 4 s window between two pauses of the
+    // load. Each count is read once the fleet is quiet, so requests in
+    // flight (counted at A, not yet at B) do not skew the ratios.
+    wait_until(Duration::from_secs(10), "the load's control API", || {
+        (get(&control, "/state").0 == 200).then_some(())
+    });
+    wait_until(
         Duration::from_secs(10),
         "the load to reach every host",
         || {
-            let counts: Vec<f64> = (0..NAMES.len()).map(|i| requests(&hosts, i)).collect();
-            counts.iter().all(|&n| n > 0.0).then_some(counts)
+            (0..NAMES.len())
+                .all(|i| requests(&hosts, i) > 0.0)
+                .then_some(())
         },
     );
+    let pause = |paused: bool| {
+        let body = format!("{{\"pause\": {paused}}}");
+        let (status, answer) = http(&control, "POST", "/actions", body.as_bytes());
+        assert_eq!(status, 200, "pause {paused}: {answer}");
+    };
+    let quiet = |what: &str| -> Vec<f64> {
+        let mut last: Vec<f64> = vec![];
+        wait_until(Duration::from_secs(10), what, || {
+            let now: Vec<f64> = (0..NAMES.len()).map(|i| requests(&hosts, i)).collect();
+            let same = now == last;
+            last = now.clone();
+            same.then_some(now)
+        })
+    };
+    pause(true);
+    let before = quiet("the fleet to finish what was in flight before the window");
+    pause(false);
     // The window the table is measured over: 4 s of load.
     std::thread::sleep(Duration::from_millis(4000));
-    let after: Vec<f64> = (0..NAMES.len()).map(|i| requests(&hosts, i)).collect();
+    pause(true);
+    let after = quiet("the fleet to finish what was in flight in the window");
+    pause(false);
     let a = after[0] - before[0];
     assert!(a >= 600.0, "4 s at 200 rps reached A over the bridge: {a}");
     let model = [1.0, 1.0, 1.0, 1.1, 1.1, 1.1, 1.1];
