@@ -409,15 +409,16 @@ fn awkward(text: &str, key: &str) {
     assert!(read.stdout == text.as_bytes(), "PyYAML read other bytes");
 }
 
-/// Runs `chaoslab ARGS`; asserts exit 2 within a second, no panic, and
-/// every needle on stderr.
+/// Runs `chaoslab ARGS`; asserts exit 2 at once (within 5 s: no wait on a
+/// cluster, a network or a timeout; a start on a loaded machine has taken
+/// just over a second), no panic, and every needle on stderr.
 fn refuses(args: &[&str], needles: &[&str]) {
     let started = Instant::now();
     let out = common::chaoslab(args);
     let took = started.elapsed();
     let (stdout, stderr) = common::text(&out);
     assert_eq!(out.status.code(), Some(2), "{args:?}\n{stdout}\n{stderr}");
-    assert!(took.as_secs_f64() < 1.0, "{args:?} took {took:?}");
+    assert!(took.as_secs_f64() < 5.0, "{args:?} took {took:?}");
     assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     assert!(stdout.is_empty(), "{args:?} wrote manifests: {stdout}");
     for n in needles {

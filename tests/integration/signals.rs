@@ -223,7 +223,9 @@ fn a_second_sigint_exits_at_once() {
     let status = child.0.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(
-        sent.elapsed() < Duration::from_millis(700),
+        // Below the 2 s grace the first signal gives requests in flight,
+        // with room for a loaded machine.
+        sent.elapsed() < Duration::from_millis(1500),
         "the second signal took {:?}",
         sent.elapsed()
     );
@@ -291,7 +293,9 @@ fn bad_output_paths_are_refused_before_any_fleet_starts() {
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
         assert!(err.contains(says), "{extra:?}: {err}");
         assert!(
-            t.elapsed() < Duration::from_secs(1),
+            // At once, not after a run: a start on a loaded machine has
+            // taken just over a second.
+            t.elapsed() < Duration::from_secs(5),
             "{extra:?} took {:?}",
             t.elapsed()
         );
