@@ -45,8 +45,15 @@ fn requests_whose_callers_gave_up_are_counted() {
             (timeouts - got).abs() <= 0.01 * got + 2.0,
             "{callee}: {timeouts} timeouts of {got} requests"
         );
-        // None of them is an error answered: nobody was there to answer.
-        assert_eq!(num(node(&r, callee), "errors"), 0.0);
+        // Next to none is an error answered: nobody was there to answer.
+        // (B's two attempts end at 200 ms, 50 ms after A gives up; a
+        // loaded machine that delays A's timer past that lets a few of
+        // B's answers come first: 4 of 600 in one run.)
+        let errors = num(node(&r, callee), "errors");
+        assert!(
+            errors <= 0.01 * got + 2.0,
+            "{callee} answered {errors} errors of {got} requests"
+        );
     }
     // The end users wait for A's own answer: A's two attempts end in a 500
     // well inside their patience.
