@@ -226,7 +226,11 @@ impl Fleet {
                 spec,
                 spec.calls
                     .iter()
-                    .map(|&e| (edges[e].clone(), topology.edges[e].count.max(1)))
+                    .map(|&e| service::Call {
+                        edge: edges[e].clone(),
+                        count: topology.edges[e].count.max(1),
+                        p: topology.edges[e].p,
+                    })
                     .collect(),
                 client,
                 layer.config(),

@@ -29,11 +29,21 @@ use crate::topology::{Fault, Phase, Service};
 use super::workers::{QueueFull, Workers};
 use super::FleetError;
 
+/// One entry of a service's calls while the fleet runs.
+#[derive(Debug, Clone)]
+pub(super) struct Call {
+    pub(super) edge: Arc<EdgeState>,
+    /// Calls per request.
+    pub(super) count: u32,
+    /// The share of requests that make them (drawn once a request).
+    pub(super) p: f64,
+}
+
 /// A service's state while the fleet runs.
 pub struct ServiceRuntime {
     id: usize,
     name: String,
-    edges: Vec<(Arc<EdgeState>, u32)>,
+    calls: Vec<Call>,
     parallel: bool,
     /// Service time, µs (changed by `set`).
     work_us: AtomicU64,
@@ -96,7 +106,7 @@ impl ServiceRuntime {
     pub(super) fn new(
         id: usize,
         spec: &Service,
-        edges: Vec<(Arc<EdgeState>, u32)>,
+        calls: Vec<Call>,
         client: RetryClient,
         server: Arc<ServerConfig>,
         addr: Option<SocketAddr>,
@@ -121,7 +131,7 @@ impl ServiceRuntime {
         Ok(ServiceRuntime {
             id,
             name: spec.name.clone(),
-            edges,
+            calls,
             parallel: spec.parallel,
             work_us: AtomicU64::new(u64::try_from(spec.work.as_micros()).unwrap_or(u64::MAX)),
             outside_url: spec.url.clone(),
@@ -246,9 +256,9 @@ impl ServiceRuntime {
     /// its client's clock.
     pub(super) fn publish_gauges(&self, metrics: &Metrics) {
         let now = self.client.now();
-        for (edge, _) in &self.edges {
-            let (level, breaker) = edge.live(now);
-            metrics.set_edge_gauges(edge.id, level, breaker);
+        for c in &self.calls {
+            let (level, breaker) = c.edge.live(now);
+            metrics.set_edge_gauges(c.edge.id, level, breaker);
         }
     }
 
@@ -298,23 +308,29 @@ impl ServiceRuntime {
         }
     }
 
+    /// The calls this request makes, each sampled call drawn once (all its
+    /// `count` or none) from the service's seeded generator.
+    fn drawn(&self) -> impl Iterator<Item = &Call> {
+        self.calls.iter().filter(|c| self.roll(c.p))
+    }
+
     /// Makes this request's outbound calls; `false` when a fail-close call
     /// failed (the request has failed).
     async fn run_calls(&self, trace: Option<Trace>) -> bool {
         if self.parallel {
             let calls = self
-                .edges
-                .iter()
-                .flat_map(|(e, n)| std::iter::repeat_n(e, *n as usize))
+                .drawn()
+                .flat_map(|c| std::iter::repeat_n(&c.edge, c.count as usize))
                 .map(|e| self.client.call(e, trace));
             return join_all(calls)
                 .await
                 .iter()
                 .all(|o| !(o.failed && o.mode == DependencyMode::FailClose));
         }
-        for (edge, n) in &self.edges {
-            for _ in 0..*n {
-                let o = self.client.call(edge, trace).await;
+        let drawn: Vec<&Call> = self.drawn().collect();
+        for c in drawn {
+            for _ in 0..c.count {
+                let o = self.client.call(&c.edge, trace).await;
                 if o.failed && o.mode == DependencyMode::FailClose {
                     return false;
                 }
@@ -326,16 +342,17 @@ impl ServiceRuntime {
     /// The plain baseline: the same calls with bare reqwest, no retries, no
     /// headers, no records.
     async fn run_calls_plain(&self, http: &reqwest::Client) -> bool {
-        for (edge, n) in &self.edges {
-            for _ in 0..*n {
-                let ok = match http.get(edge.url()).send().await {
+        let drawn: Vec<&Call> = self.drawn().collect();
+        for c in drawn {
+            for _ in 0..c.count {
+                let ok = match http.get(c.edge.url()).send().await {
                     Ok(r) => {
                         let ok = r.status().is_success();
                         r.bytes().await.is_ok() && ok
                     }
                     Err(_) => false,
                 };
-                if !ok && edge.mode == DependencyMode::FailClose {
+                if !ok && c.edge.mode == DependencyMode::FailClose {
                     return false;
                 }
             }
@@ -454,7 +471,7 @@ async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> 
     if fault.phase == Phase::Before && rt.roll(fault.error_rate) {
         return (Answer::own(fault.status, "injected fault\n"), done);
     }
-    if rt.edges.is_empty() {
+    if rt.calls.is_empty() {
         return (finish(&rt, &fault), done);
     }
     let ok = if let Some(http) = &rt.plain {

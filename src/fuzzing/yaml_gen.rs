@@ -15,7 +15,7 @@ const KEYS: &[&str] = &[
     "name", "description", "ownership", "header", "attribution", "at_least_once", "policy",
     "preset", "attempts", "budget", "min_per_sec", "ttl", "backoff", "timeout", "budget_model",
     "signal", "breaker", "deadline", "load", "entry", "rps", "arrival", "services", "calls",
-    "to", "count", "mode", "parallel", "capacity", "context", "url", "fault", "error_rate",
+    "to", "count", "p", "mode", "parallel", "capacity", "context", "url", "fault", "error_rate",
     "phase", "latency", "status", "down", "workers", "queue", "work", "cancel", "scenario",
     "duration", "warmup", "steps", "at", "fail", "heal", "set", "expect", "during", "min",
     "max", "service", "edge", "root_availability", "amplification", "storm_radius", "retries",
@@ -165,7 +165,7 @@ fn value_for(key: &'static str) -> BoxedStrategy<String> {
         }
         "queue" => (&["0", "10", "1000"], &["1000001", "-1"]),
         "status" => (&["500", "503", "429"], &["200", "99", "600"]),
-        "budget" | "error_rate" | "min" | "max" | "approx" | "tolerance" => (
+        "budget" | "error_rate" | "p" | "min" | "max" | "approx" | "tolerance" => (
             &["0", "0.1", "0.5", "1", "1.0", "off"],
             &["-0.1", "2", ".nan"],
         ),
@@ -273,7 +273,7 @@ const OWNERSHIP_KEYS: &[&str] = &[
 fn call() -> impl Strategy<Value = String> {
     prop_oneof![
         3 => proptest::sample::select(NAMES).prop_map(str::to_string),
-        1 => (proptest::sample::select(NAMES), fields(&["count", "mode", "timeout", "attempts"]))
+        1 => (proptest::sample::select(NAMES), fields(&["count", "p", "mode", "timeout", "attempts"]))
             .prop_map(|(to, f)| with_first(format!("to: {to}"), f)),
     ]
 }

@@ -351,6 +351,9 @@ fn describe_call(t: &Topology, e: usize) -> String {
     if edge.count > 1 {
         let _ = write!(s, " x{}", edge.count);
     }
+    if edge.p < 1.0 {
+        let _ = write!(s, " for {} of requests", fmt_share(edge.p));
+    }
     if edge.mode == DependencyMode::FailOpen {
         s.push_str(" (fail-open)");
     }
@@ -358,6 +361,12 @@ fn describe_call(t: &Topology, e: usize) -> String {
         let _ = write!(s, " [{}]", describe_fields(&edge.policy));
     }
     s
+}
+
+/// `0.3` as `30%`, `0.125` as `12.5%`.
+fn fmt_share(p: f64) -> String {
+    let pct = format!("{:.1}", p * 100.0);
+    format!("{}%", pct.strip_suffix(".0").unwrap_or(&pct))
 }
 
 fn describe_fields(f: &PolicyFields) -> String {

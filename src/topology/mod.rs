@@ -285,6 +285,21 @@ pub struct Edge {
     pub mode: DependencyMode,
     /// Calls per request.
     pub count: u32,
+    /// The share of requests that make the call (all its `count`), drawn
+    /// per request; 1 is every request.
+    pub p: f64,
     /// Per-edge policy overrides.
     pub policy: PolicyFields,
+}
+
+impl Edge {
+    /// Calls on this edge per request of the caller, on average: `p × count`.
+    pub fn expected_calls(&self) -> f64 {
+        self.p * f64::from(self.count)
+    }
+
+    /// Whether some requests make this call (`p` above 0).
+    pub fn is_made(&self) -> bool {
+        self.p > 0.0
+    }
 }

@@ -64,6 +64,9 @@ impl Sim<'_> {
         let mut failed_close = false;
         'calls: for &e in &s.calls {
             let edge = &self.t.edges[e];
+            if !edge.is_made() {
+                continue; // `p: 0`: no request makes it
+            }
             let mut ep = self.policy.for_edge(&edge.policy);
             ep.ownership &= s.ownership;
             let callee = self.play(edge.to);

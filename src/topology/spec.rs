@@ -242,7 +242,7 @@ impl FaultSpec {
 }
 
 /// One entry of `calls:`: a bare name, or
-/// `{ to, mode, count, policy }`.
+/// `{ to, mode, count, p, policy }`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallSpec {
     /// The callee.
@@ -251,6 +251,9 @@ pub struct CallSpec {
     pub mode: DependencyMode,
     /// Calls per request (default 1).
     pub count: u32,
+    /// The share of requests that make the call, all its `count` (default
+    /// 1: every request).
+    pub p: f64,
     /// Per-edge policy overrides.
     pub policy: PolicyFields,
 }
@@ -263,6 +266,8 @@ struct CallMap {
     mode: DependencyMode,
     #[serde(default, deserialize_with = "count")]
     count: Option<u32>,
+    #[serde(default, deserialize_with = "share")]
+    p: Option<f64>,
     #[serde(default)]
     policy: PolicySpec,
 }
@@ -273,13 +278,14 @@ impl<'de> Deserialize<'de> for CallSpec {
         impl<'de> Visitor<'de> for V {
             type Value = CallSpec;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a service name or a map { to, mode, count, policy }")
+                f.write_str("a service name or a map { to, mode, count, p, policy }")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<CallSpec, E> {
                 Ok(CallSpec {
                     to: v.to_string(),
                     mode: DependencyMode::FailClose,
                     count: 1,
+                    p: 1.0,
                     policy: PolicyFields::default(),
                 })
             }
@@ -289,6 +295,7 @@ impl<'de> Deserialize<'de> for CallSpec {
                     to: m.to,
                     mode: m.mode,
                     count: m.count.unwrap_or(1),
+                    p: m.p.unwrap_or(1.0),
                     policy: m.policy.to_fields(),
                 })
             }
@@ -371,6 +378,24 @@ fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
         "a number of calls per request",
         "count needs a whole number of calls per request",
         |v| yaml::whole(v, 1, MAX_COUNT, "count"),
+    )
+}
+
+/// A call's `p:` the share of requests that make it, 0 to 1.
+fn share<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    yaml::number(
+        d,
+        "a share of requests between 0 and 1",
+        "p needs the share of requests that make the call, between 0 and 1",
+        |v| {
+            if (0.0..=1.0).contains(&v) {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "p must be the share of requests that make the call, between 0 and 1 (0.3: three requests in ten), got {v}"
+                ))
+            }
+        },
     )
 }
 

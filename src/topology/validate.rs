@@ -280,6 +280,7 @@ fn services_and_edges(
                 to,
                 mode: c.mode,
                 count: c.count,
+                p: c.p,
                 policy: c.policy.clone(),
             });
         }
@@ -439,8 +440,9 @@ fn find_entry(
     }
 }
 
-/// Depth (longest path from the entry) and baseline multiplicity, over
-/// the services in topological `order`.
+/// Depth (longest path from the entry) and baseline multiplicity (the
+/// sum over paths of the products of `p × count`), over the services in
+/// topological `order`.
 fn layer(services: &mut [Service], edges: &[Edge], order: &[ServiceId], entry: ServiceId) {
     let mut reached = vec![false; services.len()];
     let mut multiplicity = vec![0.0; services.len()];
@@ -452,7 +454,7 @@ fn layer(services: &mut [Service], edges: &[Edge], order: &[ServiceId], entry: S
             let w = edges[e].to;
             if reached[v] {
                 reached[w] = true;
-                multiplicity[w] += multiplicity[v] * f64::from(edges[e].count);
+                multiplicity[w] += multiplicity[v] * edges[e].expected_calls();
             }
         }
     }
@@ -729,6 +731,7 @@ mod tests {
             to: 0,
             mode: DependencyMode::FailClose,
             count: 1,
+            p: 1.0,
             policy: PolicyFields::default(),
         });
         services[1].calls.push(1);

@@ -14,6 +14,7 @@ mod input_bounds;
 mod k8s;
 mod limits;
 mod mechanism;
+mod meshes;
 mod metastable;
 mod netns;
 mod nodes;

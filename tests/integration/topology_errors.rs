@@ -547,3 +547,18 @@ fn industry_policy_fields_say_where_and_what() {
         &["unknown field `opens_after`"],
     );
 }
+
+#[test]
+fn a_call_share_outside_zero_to_one() {
+    for (label, p) in [("p-over", "1.5"), ("p-under", "-0.1"), ("p-text", "half")] {
+        let yaml = format!(
+            "name: t\nservices:\n  A:\n    calls:\n      - {{ to: B, p: {p} }}\n  B: {{}}\n"
+        );
+        let want = if p == "half" {
+            "p needs the share of requests that make the call, between 0 and 1"
+        } else {
+            "p must be the share of requests that make the call, between 0 and 1"
+        };
+        rejects(label, &yaml, ":5:21: ", &["services.A.calls[0].p", want]);
+    }
+}

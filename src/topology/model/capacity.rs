@@ -449,7 +449,7 @@ mod tests {
                                                pick in any::<u64>(), workers in 1u32..8,
                                                more in 1u32..8, r in 1u32..4,
                                                budget in 0.0f64..1.0) {
-            let mut t = topo(&random_dag(n, seed));
+            let mut t = topo(&random_dag(n, seed, true));
             t.policy.attempts = r;
             t.policy.budget = Some(budget);
             let picked: Vec<usize> = (0..n).filter(|i| (pick >> (i % 64)) & 1 == 1).collect();

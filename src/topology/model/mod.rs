@@ -425,8 +425,21 @@ impl<'a> Model<'a> {
                 self.rates[e],
             );
             let closes = edge.mode == DependencyMode::FailClose;
-            let per_invocation =
-                make_calls(&mut run, &mut err, &out, edge.count, closes, s.parallel);
+            let per_invocation = if edge.p >= 1.0 {
+                make_calls(&mut run, &mut err, &out, edge.count, closes, s.parallel)
+            } else {
+                // A sampled call: a share `p` of the mass makes all its
+                // calls, the rest goes on as it was.
+                let mut made = run.map(|row| row.map(|m| m * edge.p));
+                let skipped = run.map(|row| row.map(|m| m * (1.0 - edge.p)));
+                let per = make_calls(&mut made, &mut err, &out, edge.count, closes, s.parallel);
+                for (r, (m, k)) in run.iter_mut().zip(made.iter().zip(&skipped)) {
+                    for (x, (a, b)) in r.iter_mut().zip(m.iter().zip(k)) {
+                        *x = a + b;
+                    }
+                }
+                per
+            };
             self.calls[e] = EdgeCall {
                 per_invocation,
                 out,
