@@ -256,13 +256,24 @@ const PER_SECOND: &str = "a positive number of requests per second";
 /// machine cannot carry below it are flagged saturated instead).
 pub const MAX_RPS: f64 = 1_000_000.0;
 
+/// A number in a message, short however large: `-5`, `0.25`, `1.0e12`.
+/// (As `format::fmt_rate` prints it; written here so the parser
+/// needs nothing above it.)
+fn short(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 100_000.0 {
+        format!("{v:.1e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 fn per_second(v: f64, what: &str) -> Result<f64, String> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
     } else {
         Err(format!(
             "{what} must be a positive, finite number of requests per second, got {}",
-            crate::format::fmt_num(v)
+            short(v)
         ))
     }
 }
@@ -273,8 +284,8 @@ pub fn entry_rate(v: f64, what: &str) -> Result<f64, String> {
     if v > MAX_RPS {
         return Err(format!(
             "{what} {}: the load generator schedules at most {} root requests per second (one arrival a microsecond)",
-            crate::format::fmt_rate(v),
-            crate::format::fmt_rate(MAX_RPS)
+            short(v),
+            short(MAX_RPS)
         ));
     }
     Ok(v)
