@@ -309,7 +309,8 @@ impl ServiceRuntime {
     }
 
     /// The calls this request makes, each sampled call drawn once (all its
-    /// `count` or none) from the service's seeded generator.
+    /// `count` or none) from the service's seeded generator as the request
+    /// reaches it; no allocation on the request path.
     fn drawn(&self) -> impl Iterator<Item = &Call> {
         self.calls.iter().filter(|c| self.roll(c.p))
     }
@@ -327,8 +328,7 @@ impl ServiceRuntime {
                 .iter()
                 .all(|o| !(o.failed && o.mode == DependencyMode::FailClose));
         }
-        let drawn: Vec<&Call> = self.drawn().collect();
-        for c in drawn {
+        for c in self.drawn() {
             for _ in 0..c.count {
                 let o = self.client.call(&c.edge, trace).await;
                 if o.failed && o.mode == DependencyMode::FailClose {
@@ -342,8 +342,7 @@ impl ServiceRuntime {
     /// The plain baseline: the same calls with bare reqwest, no retries, no
     /// headers, no records.
     async fn run_calls_plain(&self, http: &reqwest::Client) -> bool {
-        let drawn: Vec<&Call> = self.drawn().collect();
-        for c in drawn {
+        for c in self.drawn() {
             for _ in 0..c.count {
                 let ok = match http.get(c.edge.url()).send().await {
                     Ok(r) => {
