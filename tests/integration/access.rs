@@ -13,7 +13,7 @@ use chaoslab::session::{Access, Session, Setup, Token};
 use chaoslab::topology::Topology;
 use serde_json::Value;
 
-use crate::common::{chaoslab, fleet_lock, root, text, wait_until, Killed};
+use crate::common::{chaoslab, fleet_lock, root, status_and_body, text, wait_until, Killed};
 
 /// One HTTP/1.1 request with exactly these headers (the `Host` too): its
 /// status and body.
@@ -38,16 +38,7 @@ fn request(
     s.write_all(body.as_bytes()).unwrap();
     let mut buf = String::new();
     let _ = s.read_to_string(&mut buf);
-    let status = buf
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string();
-    (status, body)
+    status_and_body(&buf)
 }
 
 fn policy_now(addr: &str) -> String {

@@ -77,13 +77,17 @@ pub fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) 
     let _ = s.write_all(body);
     let mut buf = Vec::new();
     let _ = s.read_to_end(&mut buf);
-    let buf = String::from_utf8_lossy(&buf);
-    let status = buf
+    status_and_body(&String::from_utf8_lossy(&buf))
+}
+
+/// A raw HTTP response's status (0 when there is none) and body.
+pub fn status_and_body(response: &str) -> (u16, String) {
+    let status = response
         .split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    let body = buf
+    let body = response
         .split_once("\r\n\r\n")
         .map_or("", |(_, b)| b)
         .to_string();
