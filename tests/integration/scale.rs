@@ -71,10 +71,14 @@ fn a_wide_fleets_table_and_progress_line_show_the_storm_first() {
         .lines()
         .find(|l| l.starts_with('[') && !l.contains("warm-up"))
         .unwrap_or_else(|| panic!("no progress line after the warm-up:\n{progress}"));
-    assert!(
-        line.contains("· B07 2.00x "),
-        "the failing service first: {line}"
-    );
+    let first: f64 = line
+        .split_once("· B07 ")
+        .and_then(|(_, rest)| rest.split_once("x "))
+        .unwrap_or_else(|| panic!("the failing service first: {line}"))
+        .0
+        .parse()
+        .unwrap();
+    assert!((1.9..=2.1).contains(&first), "B07 near 2x: {line}");
     assert!(
         line.ends_with("(+34 more)"),
         "six shown, 34 left out: {line}"
@@ -86,10 +90,18 @@ fn a_wide_fleets_table_and_progress_line_show_the_storm_first() {
     };
     assert_eq!(rows(&table), 20, "{table}");
     assert!(table.lines().any(|l| l.starts_with("B07 ")), "{table}");
-    assert!(
-        table.contains("… and 20 more services, none above 1.00x (--all lists every service)"),
-        "{table}"
-    );
+    // A leaf's count can lead its parent's by a request that reached A
+    // just before the window opened and its calls just after (40 beside
+    // 39 in 2 s: 1.03x), so the healthy leaves' ceiling is checked to be
+    // near 1, not exactly 1.00x.
+    let ceiling: f64 = table
+        .lines()
+        .find_map(|l| l.strip_prefix("… and 20 more services, none above "))
+        .and_then(|rest| rest.strip_suffix("x (--all lists every service)"))
+        .unwrap_or_else(|| panic!("no summary of the 20 left out:\n{table}"))
+        .parse()
+        .unwrap();
+    assert!((1.0..=1.1).contains(&ceiling), "{table}");
     let (all, progress) = run(true);
     assert_eq!(rows(&all), 40, "{all}");
     assert!(!all.contains("more services"), "{all}");
