@@ -291,6 +291,13 @@ impl RunArgs {
         }
         first.extend(initial);
         let (placement, nodes) = self.remote_nodes(&topology)?;
+        let replicated = topology.services.iter().find(|s| s.replicas > 1);
+        if let (Some(s), true) = (replicated, self.processes || !self.remote.is_empty()) {
+            return Err(UsageError(format!(
+                "service `{}` has {} replicas, and a run of one process per service cannot start replicas yet: run it in one process (leave out --processes and --remote), where each replica is a listener of its own",
+                s.name, s.replicas
+            )));
+        }
         Ok(Setup {
             topology,
             initial: first,

@@ -107,6 +107,12 @@ catalogue! {
     "chaoslab_budget_denied" Counter ["caller, callee"] "Retries the call's retry budget refused.";
     "chaoslab_short_circuited" Counter ["caller, callee"]
         "Calls its open circuit breaker failed fast, without reaching the callee.";
+    "chaoslab_replica_requests" Counter ["service, replica"]
+        "Requests one replica of the service received (a service without replicas is its replica 0).";
+    "chaoslab_replica_errors" Counter ["service, replica"]
+        "Error answers one replica of the service gave.";
+    "chaoslab_replica_attempts" Counter ["service, replica, attempt"]
+        "Attempts its callers' load balancers sent to one replica of the service, by attempt: first or retry.";
     "chaoslab_root_requests" Counter [""] "Root requests the end users sent into the entry.";
     "chaoslab_root_errors" Counter [""] "Root requests answered with an error, or not answered.";
     "chaoslab_root_dropped" Counter [""] Figure::RootDropped.help();
@@ -284,6 +290,84 @@ impl Source {
             .collect()
     }
 
+    /// Each replica's requests, errors and attempts; a service without
+    /// replicas is its own replica 0.
+    fn encode_replicas(
+        &self,
+        e: &mut DescriptorEncoder,
+        c: &Counts,
+    ) -> Result<(), std::fmt::Error> {
+        // (service, replica, requests, errors, first attempts, retries)
+        let mut rows: Vec<(usize, u32, u64, u64, u64, u64)> = vec![];
+        for (i, s) in c.services.iter().enumerate() {
+            let mine: Vec<_> = c.replicas.iter().filter(|r| r.service == i).collect();
+            if mine.is_empty() {
+                let into = self.edges_into(i);
+                let attempts: u64 = into.iter().map(|&k| c.edges[k].attempts).sum();
+                let retries: u64 = into.iter().map(|&k| c.edges[k].retries).sum();
+                rows.push((
+                    i,
+                    0,
+                    s.requests,
+                    s.errors,
+                    attempts.saturating_sub(retries),
+                    retries,
+                ));
+            } else {
+                rows.extend(mine.iter().map(|r| {
+                    (
+                        i,
+                        r.replica,
+                        r.requests,
+                        r.errors,
+                        r.first_attempts,
+                        r.retries,
+                    )
+                }));
+            }
+        }
+        let labels = |i: usize, r: u32| {
+            let mut l = self.svc(i);
+            l.insert(1, ("replica", r.to_string()));
+            l
+        };
+        family(
+            e,
+            "chaoslab_replica_requests",
+            rows.iter()
+                .map(|x| (labels(x.0, x.1), counter(x.2)))
+                .collect(),
+        )?;
+        family(
+            e,
+            "chaoslab_replica_errors",
+            rows.iter()
+                .map(|x| (labels(x.0, x.1), counter(x.3)))
+                .collect(),
+        )?;
+        family(
+            e,
+            "chaoslab_replica_attempts",
+            rows.iter()
+                .flat_map(|x| {
+                    [("first", x.4), ("retry", x.5)].map(|(a, v)| {
+                        let mut l = labels(x.0, x.1);
+                        l.insert(2, ("attempt", a.to_string()));
+                        (l, counter(v))
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// The edges into service `i`.
+    fn edges_into(&self, i: usize) -> Vec<usize> {
+        let name = &self.services[i];
+        (0..self.edges.len())
+            .filter(|&k| &self.edges[k].1 == name)
+            .collect()
+    }
+
     fn encode(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let c: Counts = self.metrics.counts();
         let snap = self.snapshot.borrow().clone();
@@ -369,6 +453,7 @@ impl Source {
             "chaoslab_short_circuited",
             self.per_edge(|i| counter(ec(i).short_circuited)),
         )?;
+        self.encode_replicas(e, &c)?;
         let fleet = |v| vec![(self.labels(vec![]), v)];
         let fleet_gauge = |v| vec![(self.labels(vec![]), v)];
         family(e, "chaoslab_root_requests", fleet(counter(c.root.sent)))?;

@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::metrics::Metrics;
+use crate::middleware::balance::Balancer;
 use crate::middleware::client::{EdgeState, RetryClient};
 use crate::middleware::server::{OwnershipControl, OwnershipLayer, ServerConfig};
 use crate::middleware::Observer;
@@ -75,7 +76,9 @@ impl Placement {
 /// A running fleet.
 pub struct Fleet {
     topology: Arc<Topology>,
-    services: Vec<Arc<ServiceRuntime>>,
+    /// Per service, its replicas (one for most; one for a service served
+    /// elsewhere, which holds no listener here).
+    services: Vec<Vec<Arc<ServiceRuntime>>>,
     edges: Vec<Arc<EdgeState>>,
     policy: RwLock<Policy>,
     control: Arc<OwnershipControl>,
@@ -117,15 +120,31 @@ impl Fleet {
                 && opts.placement.as_ref().is_none_or(|p| p.serves(id))
         };
         let outside: Vec<bool> = (0..topology.services.len()).map(|id| !here(id)).collect();
+        // Replicas of each service started here: a node serves one.
+        let replicas = |id: ServiceId| -> u32 {
+            if opts.placement.is_some() {
+                1
+            } else {
+                topology.services[id].replicas.max(1)
+            }
+        };
         // A node holds its own listener and its own calls, not the fleet's.
-        let served = outside.iter().filter(|o| !**o).count();
+        let served: usize = (0..topology.services.len())
+            .filter(|&id| here(id))
+            .map(|id| replicas(id) as usize)
+            .sum();
         let calls = topology.edges.iter().filter(|e| here(e.from)).count();
         raise_fd_limit(served, calls)?;
         let mut metrics = Metrics::new(
             topology.services.len(),
             topology.edges.iter().map(|e| (e.from, e.to)).collect(),
         )
-        .with_outside(&outside);
+        .with_outside(&outside)
+        .with_replicas(
+            &(0..topology.services.len())
+                .map(replicas)
+                .collect::<Vec<_>>(),
+        );
         // A node journals its retries for the session reading the fleet.
         if opts.placement.as_ref().is_some_and(|p| p.local.is_some()) {
             metrics = metrics.with_journal();
@@ -140,35 +159,37 @@ impl Fleet {
         let policy = topology.policy.clone();
         control.set_root_deadline(topology.load.timeout, policy.deadline);
 
-        // Bind first, so every edge knows its callee's address.
-        let mut listeners = Vec::with_capacity(topology.services.len());
-        let mut addrs: Vec<Option<SocketAddr>> = Vec::with_capacity(topology.services.len());
+        // Bind first, so every edge knows its callee's addresses: a
+        // listener per replica.
+        let mut listeners: Vec<Vec<TcpListener>> = Vec::with_capacity(topology.services.len());
+        let mut addrs: Vec<Vec<SocketAddr>> = Vec::with_capacity(topology.services.len());
         for (id, s) in topology.services.iter().enumerate() {
-            if !here(id) {
-                listeners.push(None);
-                addrs.push(None);
-                continue;
+            let mut ls = Vec::new();
+            let mut ads = Vec::new();
+            if here(id) {
+                for _ in 0..replicas(id) {
+                    let l = match &opts.placement {
+                        Some(p) => TcpListener::bind(p.listen)
+                            .await
+                            .map_err(|e| FleetError::listen(&s.name, p.listen, e))?,
+                        None => TcpListener::bind(LOOPBACK)
+                            .await
+                            .map_err(|e| FleetError::bind(&s.name, e))?,
+                    };
+                    ads.push(
+                        l.local_addr()
+                            .map_err(|e| FleetError::local_addr(&s.name, e))?,
+                    );
+                    ls.push(l);
+                }
             }
-            let l = match &opts.placement {
-                Some(p) => TcpListener::bind(p.listen)
-                    .await
-                    .map_err(|e| FleetError::listen(&s.name, p.listen, e))?,
-                None => TcpListener::bind(LOOPBACK)
-                    .await
-                    .map_err(|e| FleetError::bind(&s.name, e))?,
-            };
-            let addr = l
-                .local_addr()
-                .map_err(|e| FleetError::local_addr(&s.name, e))?;
-            addrs.push(Some(addr));
-            listeners.push(Some(l));
+            addrs.push(ads);
+            listeners.push(ls);
         }
-        let url_of = |id: ServiceId| -> String {
-            match (&remote[id], addrs[id]) {
-                (Some(u), _) => u.clone(),
-                (None, Some(a)) => format!("http://{a}/"),
-                // Placed nowhere: nobody here calls it.
-                (None, None) => String::new(),
+        let urls_of = |id: ServiceId| -> Vec<String> {
+            match &remote[id] {
+                Some(u) => vec![u.clone()],
+                None => addrs[id].iter().map(|a| format!("http://{a}/")).collect(),
             }
         };
         let edges: Vec<Arc<EdgeState>> = topology
@@ -176,11 +197,12 @@ impl Fleet {
             .iter()
             .enumerate()
             .map(|(id, e)| {
-                Arc::new(EdgeState::new(
+                let (lb, other_host) = policy.balancing(&e.policy);
+                Arc::new(EdgeState::balanced(
                     id,
                     e.to,
                     e.mode,
-                    url_of(e.to),
+                    Balancer::new(urls_of(e.to), lb, other_host),
                     edge_policy(&topology, &policy, id),
                 ))
             })
@@ -214,40 +236,63 @@ impl Fleet {
                 roots.clone(),
             )
             .map_err(claim_header)?;
-            let client = RetryClient::new(
-                id,
-                &topology.ownership.header,
-                observer.clone(),
-                opts.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            )
-            .map_err(claim_header)?;
-            let rt = Arc::new(ServiceRuntime::new(
-                id,
-                spec,
-                spec.calls
-                    .iter()
-                    .map(|&e| service::Call {
-                        edge: edges[e].clone(),
-                        count: topology.edges[e].count.max(1),
-                        p: topology.edges[e].p,
-                    })
-                    .collect(),
-                client,
-                layer.config(),
-                addrs[id],
-                opts.seed.wrapping_add(id as u64 + 1),
-                opts.plain,
-                &metrics,
-            )?);
-            if let Some(l) = listener {
-                tasks.push(tokio::spawn(service::serve(
-                    rt.clone(),
-                    l,
-                    layer,
-                    shutdown.subscribe(),
-                )));
+            let calls: Vec<service::Call> = spec
+                .calls
+                .iter()
+                .map(|&e| service::Call {
+                    edge: edges[e].clone(),
+                    count: topology.edges[e].count.max(1),
+                    p: topology.edges[e].p,
+                })
+                .collect();
+            // Replica 0 draws from the seeds a service of one replica had,
+            // so a topology without replicas runs as it always did.
+            let seeds = |r: u32| {
+                let k = u64::from(r).wrapping_mul(0xD1B5_4A32_D192_ED03);
+                (
+                    opts.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k,
+                    opts.seed.wrapping_add(id as u64 + 1) ^ k,
+                )
+            };
+            let mut replicas = Vec::new();
+            let mut listener = listener.into_iter();
+            let bound = addrs[id].len().max(1) as u32;
+            // A node is one replica of a replicated service, which one
+            // unknown (a pod of a Deployment): a fault on every replica
+            // reaches it, a fault naming replicas does not.
+            let one_of_many = opts.placement.is_some() && spec.replicas > 1;
+            for r in 0..bound {
+                let index = if one_of_many { u32::MAX } else { r };
+                let (client_seed, seed) = seeds(r);
+                let client = RetryClient::new(
+                    id,
+                    &topology.ownership.header,
+                    observer.clone(),
+                    client_seed,
+                )
+                .map_err(claim_header)?;
+                let rt = Arc::new(ServiceRuntime::new(
+                    (id, index),
+                    spec,
+                    calls.clone(),
+                    client,
+                    layer.config(),
+                    addrs[id].get(r as usize).copied(),
+                    seed,
+                    opts.plain,
+                    &metrics,
+                )?);
+                if let Some(l) = listener.next() {
+                    tasks.push(tokio::spawn(service::serve(
+                        rt.clone(),
+                        l,
+                        layer.clone(),
+                        shutdown.subscribe(),
+                    )));
+                }
+                replicas.push(rt);
             }
-            services.push(rt);
+            services.push(replicas);
         }
         let fleet = Fleet {
             topology,
@@ -268,12 +313,14 @@ impl Fleet {
     /// of the first edge into it, or the fleet's for the entry.
     fn speak_dialects(&self, policy: &Policy) {
         let t = &self.topology;
-        for (id, rt) in self.services.iter().enumerate() {
+        for (id, replicas) in self.services.iter().enumerate() {
             let signal = match t.edges.iter().position(|e| e.to == id) {
                 Some(e) => edge_policy(t, policy, e).signal,
                 None => policy.for_edge(&Default::default()).signal,
             };
-            rt.set_dialect(signal);
+            for rt in replicas {
+                rt.set_dialect(signal);
+            }
         }
     }
 
@@ -286,8 +333,9 @@ impl Fleet {
     /// the counters: called once a sample, so the request path only moves
     /// the budgets and breakers themselves.
     pub fn publish_gauges(&self) {
+        // The edges are shared by a service's replicas: one publishes.
         for s in &self.services {
-            s.publish_gauges(&self.metrics);
+            s[0].publish_gauges(&self.metrics);
         }
     }
 
@@ -298,7 +346,12 @@ impl Fleet {
 
     /// A service's URL (its listener, or its outside `url`).
     pub fn url(&self, id: ServiceId) -> String {
-        self.services[id].url()
+        self.services[id][0].url()
+    }
+
+    /// Every replica's URL of a service (one for most).
+    pub fn replica_urls(&self, id: ServiceId) -> Vec<String> {
+        self.services[id].iter().map(|r| r.url()).collect()
     }
 
     /// The entry service's URL.
@@ -306,14 +359,19 @@ impl Fleet {
         self.url(self.topology.load.entry)
     }
 
-    /// A service's runtime state.
+    /// A service's runtime state (its first replica's).
     pub fn service(&self, id: ServiceId) -> &Arc<ServiceRuntime> {
+        &self.services[id][0]
+    }
+
+    /// Every replica of a service.
+    pub fn replicas(&self, id: ServiceId) -> &[Arc<ServiceRuntime>] {
         &self.services[id]
     }
 
     /// A service's server-side configuration (what it has learned).
     pub fn server_config(&self, id: ServiceId) -> &Arc<ServerConfig> {
-        self.services[id].server_config()
+        self.services[id][0].server_config()
     }
 
     /// An edge's runtime state.
@@ -334,6 +392,8 @@ impl Fleet {
     pub fn set_policy(&self, policy: Policy) {
         for (id, edge) in self.edges.iter().enumerate() {
             edge.set_policy(edge_policy(&self.topology, &policy, id));
+            let (lb, other_host) = policy.balancing(&self.topology.edges[id].policy);
+            edge.balancer().set(lb, other_host);
         }
         self.speak_dialects(&policy);
         self.control
@@ -363,27 +423,31 @@ impl Fleet {
 
     /// A service's fault in force.
     pub fn fault(&self, id: ServiceId) -> Fault {
-        self.services[id].fault()
+        self.services[id][0].fault()
     }
 
     /// Sets a service's fault (`down` closes or reopens its listener).
     pub fn set_fault(&self, id: ServiceId, fault: Fault) {
-        self.services[id].set_fault(fault);
+        for r in &self.services[id] {
+            r.set_fault(fault.clone());
+        }
     }
 
     /// Whether a service's request context is dropped.
     pub fn context_dropped(&self, id: ServiceId) -> bool {
-        self.services[id].context_dropped()
+        self.services[id][0].context_dropped()
     }
 
     /// Drops or restores a service's request context.
     pub fn set_context_dropped(&self, id: ServiceId, dropped: bool) {
-        self.services[id].set_context_dropped(dropped);
+        for r in &self.services[id] {
+            r.set_context_dropped(dropped);
+        }
     }
 
     /// A service's resources now: workers, service time, queue.
     pub fn resources(&self, id: ServiceId) -> (Option<u32>, std::time::Duration, u32) {
-        self.services[id].resources()
+        self.services[id][0].resources()
     }
 
     /// Changes a service's resources (SPEC section 7): its workers and
@@ -395,7 +459,9 @@ impl Fleet {
         work: std::time::Duration,
         queue: u32,
     ) {
-        self.services[id].set_resources(workers, work, queue);
+        for r in &self.services[id] {
+            r.set_resources(workers, work, queue);
+        }
     }
 
     /// Stops every server and waits for them.

@@ -42,6 +42,10 @@ pub(super) struct Call {
 /// A service's state while the fleet runs.
 pub struct ServiceRuntime {
     id: usize,
+    /// Which of the service's replicas this is (0 for a service of one).
+    replica: u32,
+    /// Whether the service has more than one (its replicas are counted).
+    replicated: bool,
     name: String,
     calls: Vec<Call>,
     parallel: bool,
@@ -104,7 +108,7 @@ impl Shedder {
 impl ServiceRuntime {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
-        id: usize,
+        (id, replica): (usize, u32),
         spec: &Service,
         calls: Vec<Call>,
         client: RetryClient,
@@ -127,9 +131,11 @@ impl ServiceRuntime {
                 service: spec.name.clone(),
                 source,
             })?;
-        let (down, _) = watch::channel(spec.fault.down);
+        let (down, _) = watch::channel(spec.fault.down && spec.fault.on_replica(replica));
         Ok(ServiceRuntime {
             id,
+            replica,
+            replicated: spec.replicas > 1,
             name: spec.name.clone(),
             calls,
             parallel: spec.parallel,
@@ -203,9 +209,15 @@ impl ServiceRuntime {
         self.fault.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Sets its fault; `down` closes or reopens the listener.
+    /// Which of the service's replicas this is.
+    pub fn replica(&self) -> u32 {
+        self.replica
+    }
+
+    /// Sets its fault (the service's: it holds on this replica when it
+    /// names it, or names none); `down` closes or reopens the listener.
     pub fn set_fault(&self, fault: Fault) {
-        let down = fault.down;
+        let down = fault.down && fault.on_replica(self.replica);
         *self.fault.write().unwrap_or_else(|e| e.into_inner()) = fault;
         self.down.send_if_modified(|d| {
             let changed = *d != down;
@@ -417,6 +429,19 @@ fn refuse(
 
 async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response {
     drop(req);
+    if !rt.replicated {
+        return serve_request(rt).await;
+    }
+    let (id, replica, metrics) = (rt.id, rt.replica, rt.metrics.clone());
+    metrics.replica_request(id, replica);
+    let res = serve_request(rt).await;
+    if crate::ownership::is_error_status(res.status().as_u16()) {
+        metrics.replica_error(id, replica);
+    }
+    res
+}
+
+async fn serve_request(rt: Arc<ServiceRuntime>) -> Response {
     // The server layer made this request's context the task's current one
     // (none in the plain baseline, which runs no layer).
     let ctx = context::current();
@@ -461,7 +486,7 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response
 /// when it ideally ended: at the end of its service time when it made no
 /// calls, else when its calls came back.
 async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> (Answer, Instant) {
-    let fault = rt.fault();
+    let fault = rt.fault().for_replica(rt.replica);
     let time = fault.latency + rt.work();
     let done = start + time;
     if !time.is_zero() {

@@ -139,7 +139,7 @@ impl Workers {
                 self.metrics.shed(self.service);
                 return Err(QueueFull);
             }
-            self.metrics.queue_depth(self.service, depth);
+            self.metrics.queued(self.service);
         }
         let (tx, rx) = oneshot::channel();
         let me = self.clone();
@@ -151,8 +151,8 @@ impl Workers {
                     let Ok(permit) = me.permits.clone().acquire_owned().await else {
                         return;
                     };
-                    let depth = me.queued.fetch_sub(1, Ordering::Relaxed) - 1;
-                    me.metrics.queue_depth(me.service, depth);
+                    me.queued.fetch_sub(1, Ordering::Relaxed);
+                    me.metrics.dequeued(me.service);
                     permit
                 }
             };

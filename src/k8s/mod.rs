@@ -155,7 +155,7 @@ impl Options {
         Options {
             namespace: None,
             image: "chaoslab:dev".into(),
-            replicas: vec![1; t.services.len()],
+            replicas: t.services.iter().map(|s| s.replicas.max(1)).collect(),
             rps: t.load.rps,
             duration: Duration::from_secs(60),
             control_token: fresh_token(),

@@ -14,6 +14,7 @@ pub mod action;
 pub mod expect;
 pub mod figures;
 pub mod record;
+pub mod replicas;
 pub mod snapshot;
 mod snapshot_json;
 pub mod state;

@@ -65,6 +65,8 @@ pub struct ServiceView {
     pub learned: Vec<Learned>,
     /// Amplification per sample, oldest first (bounded).
     pub history: Vec<f64>,
+    /// Per replica over the window, for a service of more than one.
+    pub replicas: Vec<super::replicas::ReplicaReport>,
 }
 
 impl ServiceView {
@@ -489,5 +491,6 @@ fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize, learned: Vec<Learned
                 }
             })
             .collect(),
+        replicas: super::replicas::replicas(&live.w, id),
     }
 }

@@ -16,9 +16,10 @@ pub fn as_step(t: &Topology, a: &Action) -> Option<String> {
     Some(match a {
         Action::SetFault { service, fault } => {
             format!(
-                "fail: {{ service: {}, {} }}",
+                "fail: {{ service: {}, {}{} }}",
                 name(*service)?,
-                fault_keys(fault)
+                fault_keys(fault),
+                replica_keys(t, *service, fault)
             )
         }
         Action::SetContextDropped { service, dropped } => format!(
@@ -88,6 +89,19 @@ fn fault_keys(f: &Fault) -> String {
         f.status,
         f.down
     )
+}
+
+/// The replicas a fault is on, for a service of more than one: every
+/// replica listed when it is on all (a step without the key would keep
+/// the replicas an earlier step named).
+fn replica_keys(t: &Topology, service: usize, f: &Fault) -> String {
+    let n = t.services.get(service).map_or(1, |s| s.replicas);
+    let list: Vec<String> = match &f.replicas {
+        Some(r) => r.iter().map(u32::to_string).collect(),
+        None if n > 1 => (0..n).map(|r| r.to_string()).collect(),
+        None => return String::new(),
+    };
+    format!(", replicas: [{}]", list.join(", "))
 }
 
 fn policy(f: &PolicyFields) -> Option<String> {
@@ -175,6 +189,12 @@ fn policy(f: &PolicyFields) -> Option<String> {
             b.probes
         )),
         None => {}
+    }
+    if let Some(lb) = f.lb {
+        parts.push(format!("lb: {}", lb.name()));
+    }
+    if let Some(o) = f.retry_other_host {
+        parts.push(format!("retry_other_host: {o}"));
     }
     Some(format!("policy: {{ {} }}", parts.join(", ")))
 }

@@ -92,7 +92,8 @@ impl LoadControl {
     }
 }
 
-/// Starts the generator: root requests to `url` until `stop` turns true.
+/// Starts the generator: root requests to `urls` (the entry's replicas,
+/// taken in turn) until `stop` turns true.
 /// The end user gives a root request up after `timeout` (`load.timeout`;
 /// [`ROOT_TIMEOUT`] when `None`): it counts as a root error, and the
 /// request is dropped, which the entry counts as abandoned.
@@ -101,7 +102,7 @@ impl LoadControl {
 /// built.
 #[allow(clippy::too_many_arguments)]
 pub fn spawn(
-    url: String,
+    urls: Vec<String>,
     control: Arc<LoadControl>,
     arrival: Arrival,
     timeout: Option<Duration>,
@@ -118,9 +119,15 @@ pub fn spawn(
         .build()
     {
         Ok(http) => http,
-        Err(source) => return Err(LoadError { url, source }),
+        Err(source) => {
+            return Err(LoadError {
+                url: urls.join(" "),
+                source,
+            })
+        }
     };
-    let url: Arc<str> = url.into();
+    let urls: Vec<Arc<str>> = urls.into_iter().map(Into::into).collect();
+    let mut turn = 0usize;
     let slots = Arc::new(Semaphore::new(max_in_flight.max(1)));
     Ok(tokio::spawn(async move {
         let mut rng = SmallRng::seed_from_u64(seed);
@@ -163,7 +170,9 @@ pub fn spawn(
             match slots.clone().try_acquire_owned() {
                 Ok(permit) => {
                     metrics.root_sent();
-                    let (http, url, metrics) = (http.clone(), url.clone(), metrics.clone());
+                    let url = urls[turn % urls.len().max(1)].clone();
+                    turn = turn.wrapping_add(1);
+                    let (http, metrics) = (http.clone(), metrics.clone());
                     tokio::spawn(async move {
                         let t0 = Instant::now();
                         let ok = match http.get(&*url).send().await {

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use super::counts::{with_service_counters, Counts, EdgeCounts, RootCounts, ServiceCounts};
+use super::counts::{
+    with_service_counters, Counts, EdgeCounts, ReplicaCounts, RootCounts, ServiceCounts,
+};
 use super::journal::Journal;
 use super::latency::{latency_bucket, LatencyCounters, LatencyCounts};
 use super::refusals::Refusals;
@@ -111,6 +113,12 @@ pub struct Metrics {
     /// Every counter as last read from the nodes a distributed session
     /// drives (see [`Metrics::set_remote`]).
     remote: Mutex<Option<Counts>>,
+    /// Per service, where its replicas' counters start in `replicas`
+    /// (services of one replica have none).
+    replica_start: Vec<Option<usize>>,
+    /// Per replica: service, replica, and its requests, errors, first
+    /// attempts and retries.
+    replicas: Vec<(usize, u32, [AtomicU64; 4])>,
 }
 
 impl Metrics {
@@ -138,6 +146,47 @@ impl Metrics {
             tap: Tap::new(edge_count),
             refusals: Refusals::default(),
             remote: Mutex::new(None),
+            replica_start: vec![None; services],
+            replicas: Vec::new(),
+        }
+    }
+
+    /// Counts each replica of the services with more than one:
+    /// `replicas` per service, in topology order.
+    pub fn with_replicas(mut self, replicas: &[u32]) -> Metrics {
+        self.replicas.clear();
+        for (s, &n) in replicas.iter().enumerate() {
+            let start = (n > 1).then_some(self.replicas.len());
+            if let Some(slot) = self.replica_start.get_mut(s) {
+                *slot = start;
+            }
+            if n > 1 {
+                self.replicas
+                    .extend((0..n).map(|r| (s, r, std::array::from_fn(|_| AtomicU64::new(0)))));
+            }
+        }
+        self
+    }
+
+    fn replica(&self, service: usize, replica: u32) -> Option<&[AtomicU64; 4]> {
+        let start = self.replica_start.get(service).copied().flatten()?;
+        self.replicas
+            .get(start + replica as usize)
+            .filter(|(s, _, _)| *s == service)
+            .map(|(_, _, c)| c)
+    }
+
+    /// Replica `replica` of `service` received a request.
+    pub fn replica_request(&self, service: usize, replica: u32) {
+        if let Some(c) = self.replica(service, replica) {
+            bump(&c[0]);
+        }
+    }
+
+    /// Replica `replica` of `service` answered with an error.
+    pub fn replica_error(&self, service: usize, replica: u32) {
+        if let Some(c) = self.replica(service, replica) {
+            bump(&c[1]);
         }
     }
 
@@ -277,12 +326,23 @@ impl Metrics {
         }
     }
 
-    /// `service`'s queue now holds `depth` jobs.
-    pub fn queue_depth(&self, service: usize, depth: usize) {
+    /// A job joined one of `service`'s queues: the depth is the sum over
+    /// its replicas' queues.
+    pub fn queued(&self, service: usize) {
         if let Some(s) = self.services.get(service) {
-            let d = depth as u64;
-            s.queue_depth.store(d, Ordering::Relaxed);
+            let d = s.queue_depth.fetch_add(1, Ordering::Relaxed) + 1;
             s.queue_peak.fetch_max(d, Ordering::Relaxed);
+        }
+    }
+
+    /// A job left one of `service`'s queues for a worker.
+    pub fn dequeued(&self, service: usize) {
+        if let Some(s) = self.services.get(service) {
+            let _ = s
+                .queue_depth
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
+                    Some(d.saturating_sub(1))
+                });
         }
     }
 
@@ -383,6 +443,18 @@ impl Metrics {
                 fd_errors: l(&self.fd_errors),
                 node_misses: 0,
             },
+            replicas: self
+                .replicas
+                .iter()
+                .map(|(service, replica, c)| ReplicaCounts {
+                    service: *service,
+                    replica: *replica,
+                    requests: l(&c[0]),
+                    errors: l(&c[1]),
+                    first_attempts: l(&c[2]),
+                    retries: l(&c[3]),
+                })
+                .collect(),
         }
     }
 }
@@ -394,6 +466,12 @@ fn bump(a: &AtomicU64) {
 impl Observer for Metrics {
     fn out_of_files(&self) {
         self.fd_error();
+    }
+
+    fn sent_to_replica(&self, callee: usize, replica: u32, retry: bool) {
+        if let Some(c) = self.replica(callee, replica) {
+            bump(&c[if retry { 3 } else { 2 }]);
+        }
     }
 
     fn served(&self, e: &Served) {

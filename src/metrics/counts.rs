@@ -175,6 +175,38 @@ impl EdgeCounts {
     }
 }
 
+/// One replica's traffic, for a service of more than one replica (SPEC
+/// section 11): what it received and answered, and what its callers sent
+/// it, first attempts apart from retries.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaCounts {
+    /// The service.
+    pub service: usize,
+    /// Its replica (0-based).
+    pub replica: u32,
+    /// Requests it received.
+    pub requests: u64,
+    /// Error answers it gave.
+    pub errors: u64,
+    /// First attempts its callers sent it.
+    pub first_attempts: u64,
+    /// Retries its callers sent it.
+    pub retries: u64,
+}
+
+impl ReplicaCounts {
+    /// `self - earlier`.
+    pub fn since(&self, e: &ReplicaCounts) -> ReplicaCounts {
+        ReplicaCounts {
+            requests: self.requests.saturating_sub(e.requests),
+            errors: self.errors.saturating_sub(e.errors),
+            first_attempts: self.first_attempts.saturating_sub(e.first_attempts),
+            retries: self.retries.saturating_sub(e.retries),
+            ..*self
+        }
+    }
+}
+
 /// A copy of all counters at one moment.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct Counts {
@@ -184,6 +216,8 @@ pub struct Counts {
     pub edges: Vec<EdgeCounts>,
     /// The end user's view.
     pub root: RootCounts,
+    /// Per replica of each service with more than one, in topology order.
+    pub replicas: Vec<ReplicaCounts>,
 }
 
 impl Counts {
@@ -203,6 +237,12 @@ impl Counts {
                 .map(|(a, b)| a.since(b))
                 .collect(),
             root: self.root.since(&e.root),
+            replicas: self
+                .replicas
+                .iter()
+                .zip(&e.replicas)
+                .map(|(a, b)| a.since(b))
+                .collect(),
         }
     }
 
@@ -294,6 +334,9 @@ pub struct WireCounts {
     pub edges: Vec<EdgeCounts>,
     /// The root counts (the lab's health, on a node).
     pub root: RootCounts,
+    /// Per replica of each service with more than one.
+    #[serde(default)]
+    pub replicas: Vec<ReplicaCounts>,
 }
 
 impl From<&Counts> for WireCounts {
@@ -303,6 +346,7 @@ impl From<&Counts> for WireCounts {
             latency: c.services.iter().map(|s| s.latency.0.to_vec()).collect(),
             edges: c.edges.clone(),
             root: c.root,
+            replicas: c.replicas.clone(),
         }
     }
 }
@@ -321,6 +365,7 @@ impl From<WireCounts> for Counts {
             services,
             edges: w.edges,
             root: w.root,
+            replicas: w.replicas,
         }
     }
 }

@@ -13,7 +13,7 @@ pub mod tap;
 use std::time::Duration;
 
 pub use counters::Metrics;
-pub use counts::{Counts, EdgeCounts, RootCounts, ServiceCounts, WireCounts};
+pub use counts::{Counts, EdgeCounts, ReplicaCounts, RootCounts, ServiceCounts, WireCounts};
 pub use storm::RadiusStats;
 
 /// One sample: every counter at time `t`, and what happened in the
@@ -51,6 +51,7 @@ impl Clone for Sample {
         self.counts.services.clone_from(&src.counts.services);
         self.counts.edges.clone_from(&src.counts.edges);
         self.counts.root = src.counts.root;
+        self.counts.replicas.clone_from(&src.counts.replicas);
         self.radius = src.radius;
         self.latency_ms = src.latency_ms;
         self.latency.buckets.clone_from(&src.latency.buckets);

@@ -29,6 +29,7 @@ use rand::{RngExt, SeedableRng};
 use smallvec::SmallVec;
 use tokio::time::Instant;
 
+use super::balance::{Balancer, Tried};
 use super::context::{self, Trace, TraceHeader as _, DEADLINE, TRACE};
 use super::server::BadHeaderName;
 use super::slots::Slots;
@@ -39,6 +40,7 @@ use crate::ownership::claim::Outbound;
 use crate::ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
 use crate::ownership::observe::{is_out_of_files, Exchanged, Then, WireValue};
 use crate::ownership::policy::EdgePolicy;
+use crate::ownership::policy::Lb;
 use crate::ownership::quota::RetryKind;
 use crate::ownership::retry::StopReason;
 use crate::ownership::signal::{Advice, Signal};
@@ -59,7 +61,8 @@ pub struct EdgeState {
     pub dependency: usize,
     /// Fail-close or fail-open.
     pub mode: DependencyMode,
-    url: String,
+    /// The callee's replicas and how attempts spread over them.
+    balancer: Balancer,
     /// Read on every call from every worker thread: an `ArcSwap` reads
     /// without writing to a shared cache line.
     policy: ArcSwap<EdgePolicy>,
@@ -84,13 +87,30 @@ impl EdgeState {
         url: impl Into<String>,
         policy: EdgePolicy,
     ) -> EdgeState {
+        Self::balanced(
+            id,
+            dependency,
+            mode,
+            Balancer::new(vec![url.into()], Lb::RoundRobin, true),
+            policy,
+        )
+    }
+
+    /// A new edge to a callee of several replicas, spread by `balancer`.
+    pub fn balanced(
+        id: usize,
+        dependency: usize,
+        mode: DependencyMode,
+        balancer: Balancer,
+        policy: EdgePolicy,
+    ) -> EdgeState {
         let budget = policy.new_budget();
         let breaker = policy.breaker.map(Breaker::new);
         EdgeState {
             id,
             dependency,
             mode,
-            url: url.into(),
+            balancer,
             policy: ArcSwap::from_pointee(policy),
             budget: Mutex::new(budget),
             breaker: Mutex::new(breaker),
@@ -98,9 +118,14 @@ impl EdgeState {
         }
     }
 
-    /// The callee's URL.
+    /// The callee's URL (its first replica's).
     pub fn url(&self) -> &str {
-        &self.url
+        self.balancer.first_url()
+    }
+
+    /// How its attempts spread over the callee's replicas.
+    pub fn balancer(&self) -> &Balancer {
+        &self.balancer
     }
 
     /// The policy in force.
@@ -319,6 +344,7 @@ impl RetryClient {
     async fn attempt(
         &self,
         edge: &EdgeState,
+        url: &str,
         trace: Option<Trace>,
         (sent, timeout): (Instant, Duration),
         propagate: bool,
@@ -344,7 +370,7 @@ impl RetryClient {
                 (slot, left)
             }
         };
-        let mut req = self.http.get(&edge.url);
+        let mut req = self.http.get(url);
         if let Some(t) = trace {
             req = req.header(&TRACE, t.header_value());
         }
@@ -450,6 +476,7 @@ impl RetryClient {
         // deposit) until `books` is dropped.
         let mut books = Books::open(edge, self, policy.budget.is_some());
         let mut machine = AttemptMachine::for_policy(&policy);
+        let mut tried = Tried::default();
         let outcome = loop {
             let sent = Instant::now();
             let started = deadline.map(|_| sent);
@@ -486,9 +513,28 @@ impl RetryClient {
                     timed_out: true,
                 },
             };
+            let host = edge.balancer.pick(tried, &mut |n| {
+                self.rng
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .random_range(0..n)
+            });
+            tried.add(host.replica);
+            if edge.balancer.replicas() > 1 {
+                self.observer
+                    .sent_to_replica(edge.dependency, host.replica as u32, attempt > 0);
+            }
             let reply = self
-                .attempt(edge, child, (sent, timeout), propagate, policy.signal)
+                .attempt(
+                    edge,
+                    host.url,
+                    child,
+                    (sent, timeout),
+                    propagate,
+                    policy.signal,
+                )
                 .await;
+            drop(host);
             let answer = reply.class;
             in_flight.attempted.outcome = answer;
             in_flight.attempted.timed_out =

@@ -57,6 +57,7 @@
 //! # }
 //! ```
 
+pub mod balance;
 pub mod client;
 pub mod context;
 pub mod server;

@@ -204,6 +204,9 @@ pub trait Observer: Send + Sync + 'static {
     /// The lab's own process had no file descriptor left for a connection
     /// (`EMFILE`, `ENFILE`): a failure of the machine, not of the callee.
     fn out_of_files(&self) {}
+    /// An attempt went to replica `replica` of service `callee` (a first
+    /// attempt, or a retry).
+    fn sent_to_replica(&self, _callee: usize, _replica: u32, _retry: bool) {}
 }
 
 /// Whether an error, or any error it was caused by, is the process (or

@@ -41,6 +41,32 @@ use super::breaker::BreakerConfig;
 use super::edge_budget::{BudgetModel, EdgeBudget};
 use super::signal::Signal;
 
+/// How an edge spreads its attempts over the callee's replicas (SPEC
+/// section 11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lb {
+    /// Each attempt to the next replica in turn (the default).
+    #[default]
+    RoundRobin,
+    /// Each attempt to a replica drawn uniformly.
+    Random,
+    /// The power of two choices: of two replicas drawn, the one with fewer
+    /// of this caller's attempts in flight.
+    P2c,
+}
+
+impl Lb {
+    /// Its name in the topology file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lb::RoundRobin => "round-robin",
+            Lb::Random => "random",
+            Lb::P2c => "p2c",
+        }
+    }
+}
+
 /// The policy in force on one edge.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EdgePolicy {

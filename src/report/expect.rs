@@ -135,6 +135,7 @@ mod tests {
             depth: 1,
             figures: f,
             learned: vec![],
+            replicas: vec![],
         }
     }
 
@@ -245,6 +246,7 @@ mod tests {
             services: vec![ServiceCounts::default(); 3],
             edges: vec![Default::default(); 2],
             root: Default::default(),
+            replicas: vec![],
         };
         for tick in 0..=12u64 {
             let storm = tick > 4;

@@ -11,6 +11,7 @@ pub mod phases;
 pub mod series;
 pub mod table;
 
+pub use crate::lab::replicas::{replicas, ReplicaReport};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -129,6 +130,9 @@ pub struct NodeReport {
     /// Learned classification of its dependencies.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub learned: Vec<LearnedReport>,
+    /// Per replica, for a service of more than one (SPEC section 11).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<ReplicaReport>,
 }
 
 /// The figures of one window of the run: what an expectation read.
@@ -276,6 +280,7 @@ pub fn node(r: &Record, w: &Window<'_>, i: usize) -> NodeReport {
         depth: s.depth,
         figures: Figures::measure(w, Scope::Service, i),
         learned: r.learned[i].iter().map(|l| learned(t, i, l)).collect(),
+        replicas: replicas(w, i),
     }
 }
 

@@ -320,6 +320,7 @@ mod tests {
             services: vec![ServiceCounts::default(); 3],
             edges: vec![Default::default(); 2],
             root: Default::default(),
+            replicas: vec![],
         };
         for tick in 0..=24u64 {
             let storm = tick <= 12;

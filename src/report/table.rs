@@ -160,6 +160,39 @@ pub fn rows(r: &Report, keep: &dyn Fn(&str) -> bool) -> String {
             let _ = write!(out, " {}", cell(&n.figures, *f));
         }
         out.push('\n');
+        out.push_str(&replica_rows(n));
+    }
+    out
+}
+
+/// The most replicas listed under a service; the rest are summed up.
+const REPLICA_ROWS: usize = 12;
+
+/// A line per replica under a service of more than one: what it
+/// received, its errors, its share of the first attempts and the retries
+/// sent to it.
+fn replica_rows(n: &NodeReport) -> String {
+    let mut out = String::new();
+    for r in n.replicas.iter().take(REPLICA_ROWS) {
+        let _ = writeln!(
+            out,
+            "  #{:<3} {:>15.1} rps · err {:>5.1}% · first attempts {:>5.1}% · retries {}",
+            r.replica,
+            r.rps,
+            r.error_rate * 100.0,
+            r.first_attempt_share * 100.0,
+            r.retries
+        );
+    }
+    if n.replicas.len() > REPLICA_ROWS {
+        let left = &n.replicas[REPLICA_ROWS..];
+        let worst = left.iter().map(|r| r.error_rate).fold(0.0, f64::max);
+        let _ = writeln!(
+            out,
+            "  … and {} more replicas, none above {:.1}% errors",
+            left.len(),
+            worst * 100.0
+        );
     }
     out
 }

@@ -176,6 +176,7 @@ mod tests {
                         latency: Duration::from_micros(1500),
                         status: 503,
                         down: false,
+                        replicas: None,
                     },
                 },
             ),
@@ -246,6 +247,8 @@ mod tests {
                             ..crate::ownership::breaker::BreakerConfig::DEFAULT
                         },
                     )),
+                    lb: Some(crate::ownership::policy::Lb::P2c),
+                    retry_other_host: Some(false),
                 }),
             ),
             ev(

@@ -144,7 +144,30 @@ pub(super) fn step_action(
         }
     };
     Ok(match kind {
-        StepKind::Fail(f) => fault_change(id(&f.service, "fail")?, &|old| f.merge(old)),
+        StepKind::Fail(f) => {
+            let s = id(&f.service, "fail")?;
+            let n = t.services[s].replicas;
+            if let Some(&r) = f.replicas.iter().flatten().flatten().find(|&&r| r >= n) {
+                return Err(ScenarioError::CannotSet {
+                    at: loc.token_in_item(section, i, "replicas"),
+                    what: format!("{section}[{i}].fail.replicas"),
+                    service: f.service.clone(),
+                    why: format!(
+                        "has {n} replica{} (numbered 0 to {}), so a fault cannot be on replica {r}",
+                        if n == 1 { "" } else { "s" },
+                        n - 1
+                    ),
+                });
+            }
+            fault_change(s, &|old| {
+                let mut f = f.merge(old);
+                // Every replica named is every replica.
+                if f.replicas.as_ref().is_some_and(|r| r.len() as u32 >= n) {
+                    f.replicas = None;
+                }
+                f
+            })
+        }
         StepKind::Heal(n) => fault_change(id(n, "heal")?, &|old| Fault {
             phase: old.phase,
             status: old.status,

@@ -209,6 +209,9 @@ pub(super) struct FailSpec {
     latency: Option<Duration>,
     status: Option<u16>,
     down: Option<bool>,
+    /// `replicas:` the replicas it is on; `Some(None)` is every replica,
+    /// `None` keeps the replicas the fault had.
+    pub(super) replicas: Option<Option<Vec<u32>>>,
 }
 
 /// The map form of `fail:`.
@@ -226,6 +229,8 @@ struct FailMap {
     status: Option<u16>,
     #[serde(default)]
     down: Option<bool>,
+    #[serde(default)]
+    replicas: Option<Vec<u32>>,
 }
 
 /// What `fail:` takes, for a message.
@@ -262,6 +267,7 @@ impl FailSpec {
             latency: None,
             status: None,
             down: Some(false),
+            replicas: Some(None),
         })
     }
 }
@@ -286,6 +292,11 @@ impl<'de> Deserialize<'de> for FailSpec {
                     latency: f.latency,
                     status: f.status,
                     down: f.down,
+                    replicas: f.replicas.map(|mut r| {
+                        r.sort_unstable();
+                        r.dedup();
+                        Some(r)
+                    }),
                 })
             }
             fn visit_bool<E: de::Error>(self, v: bool) -> Result<FailSpec, E> {
@@ -320,6 +331,10 @@ impl FailSpec {
             latency: self.latency.unwrap_or(into.latency),
             status: self.status.unwrap_or(into.status),
             down: self.down.unwrap_or(into.down),
+            replicas: self
+                .replicas
+                .clone()
+                .unwrap_or_else(|| into.replicas.clone()),
         }
     }
 }

@@ -125,7 +125,7 @@ impl Live {
         let (stop, stop_rx) = watch::channel(false);
         let load_task = opts.load.then(|| {
             load::spawn(
-                fleet.entry_url(),
+                fleet.replica_urls(topology.load.entry),
                 control.clone(),
                 topology.load.arrival,
                 topology.load.timeout,

@@ -106,6 +106,26 @@ pub enum TopologyError {
         /// The service.
         service: String,
     },
+    /// A fault names a replica the service does not have.
+    #[error("{at}: services.{service}.fault.replicas names replica {index}, but \"{service}\" has {replicas} replica{plural} (numbered 0 to {last}); set `replicas:` on the service or name a replica it has", plural = if *replicas == 1 { "" } else { "s" }, last = replicas - 1)]
+    ReplicaOutOfRange {
+        /// The fault.
+        at: Location,
+        /// The service.
+        service: String,
+        /// The replica named.
+        index: u32,
+        /// How many it has.
+        replicas: u32,
+    },
+    /// An outside service given replicas.
+    #[error("{at}: service \"{service}\" has a url, so it runs outside the fleet and the lab cannot start replicas of it; remove `replicas:` (the load balancing behind that url is its own)")]
+    UrlWithReplicas {
+        /// The key.
+        at: Location,
+        /// The service.
+        service: String,
+    },
     /// A key that only means something on a service with `workers`.
     #[error("{at}: service \"{service}\" sets `{key}` but not `workers`: {why}; set `workers:` or remove `{key}:`")]
     NeedsWorkers {
@@ -185,6 +205,8 @@ impl TopologyError {
             | TopologyError::Cycle { service, .. }
             | TopologyError::UrlWithCalls { service, .. }
             | TopologyError::NeedsWorkers { service, .. }
+            | TopologyError::ReplicaOutOfRange { service, .. }
+            | TopologyError::UrlWithReplicas { service, .. }
             | TopologyError::UrlWithWorkers { service, .. }
             | TopologyError::AttemptOutlivesUser { service, .. } => Some(service),
             TopologyError::UnknownEntry { entry, .. } => Some(entry),

@@ -215,6 +215,8 @@ pub struct Fault {
     pub status: u16,
     /// Listener closed: connection refused.
     pub down: bool,
+    /// The replicas it is on (0-based, sorted); `None` is every replica.
+    pub replicas: Option<Vec<u32>>,
 }
 
 impl Default for Fault {
@@ -225,6 +227,7 @@ impl Default for Fault {
             latency: Duration::ZERO,
             status: 500,
             down: false,
+            replicas: None,
         }
     }
 }
@@ -233,6 +236,34 @@ impl Fault {
     /// Whether any fault is set.
     pub fn is_active(&self) -> bool {
         self.error_rate > 0.0 || !self.latency.is_zero() || self.down
+    }
+
+    /// Whether it is on replica `r`.
+    pub fn on_replica(&self, r: u32) -> bool {
+        self.replicas
+            .as_ref()
+            .is_none_or(|rs| rs.binary_search(&r).is_ok())
+    }
+
+    /// The fault replica `r` runs: this one, or none when it names other
+    /// replicas.
+    pub fn for_replica(&self, r: u32) -> Fault {
+        if self.on_replica(r) {
+            Fault {
+                replicas: None,
+                ..self.clone()
+            }
+        } else {
+            Fault::default()
+        }
+    }
+
+    /// The share of `n` replicas it is on.
+    pub fn replica_share(&self, n: u32) -> f64 {
+        match &self.replicas {
+            None => 1.0,
+            Some(rs) => rs.iter().filter(|&&r| r < n).count() as f64 / f64::from(n.max(1)),
+        }
     }
 }
 
@@ -272,6 +303,9 @@ pub struct Service {
     pub depth: usize,
     /// Calls it receives per root request with no faults and no retries.
     pub multiplicity: f64,
+    /// `replicas:` listeners behind its name (1: no replicas); workers,
+    /// queue and capacity are per replica.
+    pub replicas: u32,
 }
 
 /// One call edge.

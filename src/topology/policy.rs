@@ -42,6 +42,7 @@ use serde::{Deserialize, Serialize};
 use crate::ownership::breaker::BreakerConfig;
 use crate::ownership::edge_budget::BudgetModel;
 use crate::ownership::policy::EdgePolicy;
+use crate::ownership::policy::Lb;
 use crate::ownership::quota::QuotaCosts;
 use crate::ownership::signal::Signal;
 use crate::ownership::tokens::MAX_ATTEMPTS_CAP;
@@ -254,6 +255,11 @@ pub struct PolicyFields {
     pub timeout_cost: Option<u32>,
     /// `breaker:`.
     pub breaker: Option<BreakerSetting>,
+    /// `lb:` how an edge spreads its attempts over the callee's replicas.
+    pub lb: Option<Lb>,
+    /// `retry_other_host:` a retry goes to a replica this call has not
+    /// tried while one is left.
+    pub retry_other_host: Option<bool>,
 }
 
 impl PolicyFields {
@@ -306,6 +312,11 @@ pub struct Policy {
     /// A circuit breaker on every edge, if any. Independent of the
     /// preset: switching the mode keeps it.
     pub breaker: Option<BreakerConfig>,
+    /// How edges spread attempts over a callee's replicas.
+    pub lb: Lb,
+    /// Whether a retry avoids the replicas its call already tried (Envoy's
+    /// `previous_hosts`); on by default.
+    pub retry_other_host: bool,
 }
 
 impl Default for Policy {
@@ -329,6 +340,8 @@ impl Default for Policy {
             timeout: Duration::from_secs(1),
             deadline: false,
             breaker: None,
+            lb: Lb::RoundRobin,
+            retry_other_host: true,
         };
         p.apply_preset(Preset::Ownership);
         p
@@ -512,6 +525,17 @@ impl Policy {
                 BreakerSetting::Off => None,
             };
         }
+        self.lb = f.lb.unwrap_or(self.lb);
+        self.retry_other_host = f.retry_other_host.unwrap_or(self.retry_other_host);
+    }
+
+    /// How one edge balances over its callee's replicas: this policy with
+    /// the edge's overrides.
+    pub fn balancing(&self, overrides: &PolicyFields) -> (Lb, bool) {
+        (
+            overrides.lb.unwrap_or(self.lb),
+            overrides.retry_other_host.unwrap_or(self.retry_other_host),
+        )
     }
 
     /// The policy one edge runs: this policy with the edge's overrides.

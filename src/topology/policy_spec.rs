@@ -12,6 +12,7 @@ use serde::Deserialize;
 use super::spec::{Text, MAX_ATTEMPTS};
 use super::{BreakerSetting, BudgetKind, BudgetSetting, PolicyFields, Preset, SignalSetting};
 use crate::ownership::breaker::BreakerConfig;
+use crate::ownership::policy::Lb;
 use crate::ownership::signal::Signal;
 use crate::ownership::tokens::MAX_TOKENS_LIMIT;
 use crate::yaml;
@@ -75,6 +76,12 @@ pub struct PolicySpec {
     /// `breaker:` on | off | a map of its numbers.
     #[serde(default, deserialize_with = "breaker")]
     pub breaker: Option<BreakerSetting>,
+    /// `lb:` round-robin | random | p2c.
+    #[serde(default)]
+    pub lb: Option<Lb>,
+    /// `retry_other_host:` a retry avoids the replicas its call tried.
+    #[serde(default)]
+    pub retry_other_host: Option<bool>,
 }
 
 /// `breaker:` as a map: each number optional, the defaults fill the rest.
@@ -180,6 +187,8 @@ impl PolicySpec {
             retry_cost: self.retry_cost,
             timeout_cost: self.timeout_cost,
             breaker: self.breaker,
+            lb: self.lb,
+            retry_other_host: self.retry_other_host,
         }
     }
 }

@@ -42,6 +42,8 @@ pub use crate::yaml::parse_duration;
 pub const MAX_ATTEMPTS: u32 = 100;
 /// The largest `count:` accepted on a call.
 pub const MAX_COUNT: u32 = 1000;
+/// The largest `replicas:` accepted on a service.
+pub const MAX_REPLICAS: u32 = 1000;
 
 /// The whole topology file.
 #[derive(Debug, Clone, Deserialize)]
@@ -173,6 +175,10 @@ pub struct ServiceSpec {
     /// `workers`.
     #[serde(default)]
     pub cancel: Option<bool>,
+    /// `replicas:` listeners behind the service's name (1 or more); its
+    /// workers, queue and capacity are per replica.
+    #[serde(default, deserialize_with = "replicas")]
+    pub replicas: Option<u32>,
 }
 
 impl Default for ServiceSpec {
@@ -189,6 +195,7 @@ impl Default for ServiceSpec {
             workers: None,
             queue: None,
             cancel: None,
+            replicas: None,
         }
     }
 }
@@ -225,6 +232,9 @@ pub struct FaultSpec {
     /// `down:` listener closed.
     #[serde(default)]
     pub down: Option<bool>,
+    /// `replicas:` the replicas the fault is on (0-based); all when unset.
+    #[serde(default)]
+    pub replicas: Option<Vec<u32>>,
 }
 
 impl FaultSpec {
@@ -237,6 +247,11 @@ impl FaultSpec {
             latency: self.latency.unwrap_or(d.latency),
             status: self.status.unwrap_or(d.status),
             down: self.down.unwrap_or(d.down),
+            replicas: self.replicas.clone().map(|mut r| {
+                r.sort_unstable();
+                r.dedup();
+                r
+            }),
         }
     }
 }
@@ -378,6 +393,21 @@ fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
         "a number of calls per request",
         "count needs a whole number of calls per request",
         |v| yaml::whole(v, 1, MAX_COUNT, "count"),
+    )
+}
+
+/// `replicas:` listeners behind one service, 1 to [`MAX_REPLICAS`].
+fn replicas<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a number of replicas",
+        "replicas needs a whole number of listeners behind the service",
+        |v| {
+            if v == 0.0 {
+                return Err("replicas must be at least 1: it counts the listeners behind the service's name (1 is a service without replicas)".into());
+            }
+            yaml::whole(v, 1, MAX_REPLICAS, "replicas")
+        },
     )
 }
 

@@ -258,6 +258,7 @@ fn services_and_edges(
             });
         }
         check_workers(name, s, loc)?;
+        check_replicas(name, s, loc)?;
         let mut calls = Vec::with_capacity(s.calls.len());
         for c in &s.calls {
             let Some(&to) = ids.get(c.to.as_str()) else {
@@ -299,9 +300,32 @@ fn services_and_edges(
             cancel: s.cancel.unwrap_or(false),
             depth: 0,
             multiplicity: 0.0,
+            replicas: s.replicas.unwrap_or(1),
         });
     }
     Ok((services, edges))
+}
+
+/// A fault names replicas the service has; an outside service has none
+/// the lab starts.
+fn check_replicas(name: &str, s: &ServiceSpec, loc: &Locator) -> Result<(), TopologyError> {
+    let n = s.replicas.unwrap_or(1);
+    if s.url.is_some() && s.replicas.is_some() {
+        return Err(TopologyError::UrlWithReplicas {
+            at: loc.in_service(name, "replicas:"),
+            service: name.to_string(),
+        });
+    }
+    let named = s.fault.replicas.iter().flatten();
+    if let Some(&index) = named.clone().find(|&&r| r >= n) {
+        return Err(TopologyError::ReplicaOutOfRange {
+            at: loc.in_service(name, "fault"),
+            service: name.to_string(),
+            index,
+            replicas: n,
+        });
+    }
+    Ok(())
 }
 
 /// `queue` and `cancel` need `workers`; an outside service gets none.

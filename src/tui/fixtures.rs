@@ -19,6 +19,7 @@ fn svc(name: &str, depth: usize, rps: f64) -> ServiceView {
     live.set(Figure::Amplification, 1.0);
     live.set(Figure::ModelAmplification, 1.0);
     ServiceView {
+        replicas: vec![],
         name: name.into(),
         depth,
         live,

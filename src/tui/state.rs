@@ -138,6 +138,9 @@ pub struct State {
     pub listening: Vec<String>,
     /// The wire tap is shown in place of the event log.
     pub tap: bool,
+    /// The selected service's replicas are shown in place of the event
+    /// log.
+    pub replicas: bool,
     /// A scenario playing: its expectations as judged so far (empty when
     /// none is).
     pub verdicts: Vec<crate::tui::play::Judged>,
@@ -168,6 +171,7 @@ impl Default for State {
             pending: None,
             listening: vec![],
             tap: false,
+            replicas: false,
             verdicts: vec![],
             scenario_end: None,
             tour: false,

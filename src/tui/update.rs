@@ -52,6 +52,12 @@ pub fn update(state: &mut State, snap: &Snapshot, msg: Msg) -> Option<Action> {
         }
         Msg::ToggleTap => {
             state.tap = !state.tap;
+            state.replicas = false;
+            None
+        }
+        Msg::ToggleReplicas => {
+            state.replicas = !state.replicas;
+            state.tap = false;
             None
         }
         // The timeline's keys are the run loop's, not the lab's: the

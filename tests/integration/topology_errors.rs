@@ -562,3 +562,46 @@ fn a_call_share_outside_zero_to_one() {
         rejects(label, &yaml, ":5:21: ", &["services.A.calls[0].p", want]);
     }
 }
+
+#[test]
+fn replicas_that_cannot_be() {
+    rejects(
+        "replicas-zero",
+        "name: t\nservices:\n  A:\n    replicas: 0\n",
+        ":4:15: ",
+        &["services.A.replicas", "replicas must be at least 1"],
+    );
+    rejects(
+        "replicas-many",
+        "name: t\nservices:\n  A:\n    replicas: 5000\n",
+        ":4:15: ",
+        &["services.A.replicas", "1000"],
+    );
+    rejects(
+        "replica-out-of-range",
+        "name: t\nservices:\n  A:\n    replicas: 3\n    fault: { error_rate: 1.0, replicas: [0, 3] }\n",
+        ":5:5: ",
+        &[
+            "services.A.fault.replicas names replica 3",
+            "\"A\" has 3 replicas (numbered 0 to 2)",
+        ],
+    );
+    rejects(
+        "replica-of-one",
+        "name: t\nservices:\n  A:\n    fault: { error_rate: 1.0, replicas: [1] }\n",
+        ":4:5: ",
+        &["names replica 1", "has 1 replica (numbered 0 to 0)"],
+    );
+    rejects(
+        "replicas-outside",
+        "name: t\nservices:\n  A: { calls: [B] }\n  B: { url: \"http://127.0.0.1:9/\", replicas: 2 }\n",
+        ":4:",
+        &["service \"B\" has a url", "remove `replicas:`"],
+    );
+    rejects(
+        "lb-unknown",
+        "name: t\npolicy: { lb: fastest }\nservices:\n  A: {}\n",
+        ":2:",
+        &["policy.lb", "round-robin", "random", "p2c"],
+    );
+}

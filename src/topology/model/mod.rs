@@ -65,6 +65,7 @@ mod radius;
 use super::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};
 use crate::ownership::claim::{self, ClaimReason, Outbound};
 use crate::ownership::edge_budget::BudgetModel;
+use crate::ownership::policy::Lb;
 use crate::ownership::retry::{self, RetryVerdict};
 use crate::ownership::{is_error_status, Attribution, Claim, Classified, DependencyMode};
 use budget::EdgeRates;
@@ -362,6 +363,13 @@ struct Model<'a> {
     calls: Vec<EdgeCall>,
     /// Each edge's traffic, once a pass has computed the loads.
     rates: Vec<Option<EdgeRates>>,
+    /// Per service, its bad and good replicas when its fault is on some of
+    /// them only (as last evaluated).
+    split: Vec<Option<Split>>,
+    /// Per edge, whether a retry goes to a replica the call has not tried:
+    /// `retry_other_host`, or round-robin, whose next replica in turn is
+    /// another.
+    other_host: Vec<bool>,
 }
 
 impl<'a> Model<'a> {
@@ -378,12 +386,72 @@ impl<'a> Model<'a> {
             dist: vec![Dist::HEALTHY; n],
             calls: vec![EdgeCall::default(); t.edges.len()],
             rates: vec![None; t.edges.len()],
+            split: vec![None; n],
+            other_host: t
+                .edges
+                .iter()
+                .map(|e| {
+                    let (lb, other) = policy.balancing(&e.policy);
+                    other || lb == Lb::RoundRobin
+                })
+                .collect(),
+        }
+    }
+
+    /// How service `v` answers its callers: as one, or split into its bad
+    /// and good replicas while its distribution is the one `eval` left.
+    fn callee(&self, v: ServiceId) -> Callee {
+        match self.split[v] {
+            Some(s) if s.mix() == self.dist[v] => Callee::Split(s),
+            _ => Callee::One(self.dist[v]),
         }
     }
 
     /// Service `v`'s response distribution with `fault`, from its callees'
-    /// current distributions; records each of its edges in `calls`.
+    /// current distributions; records each of its edges in `calls`. A
+    /// fault on some of its replicas only evaluates the bad and the good
+    /// replicas apart; its calls are weighed by the bad replicas' share of
+    /// the replicas (exact when the fault leaves its calls as they are,
+    /// as an error after them does).
     fn eval(&mut self, v: ServiceId, fault: &Fault) -> Dist {
+        let n = self.t.services[v].replicas.max(1);
+        let share = fault.replica_share(n);
+        self.split[v] = None;
+        if fault.replicas.is_none() || share >= 1.0 || n == 1 {
+            return self.eval_one(v, fault);
+        }
+        let good_dist = self.eval_one(v, &Fault::default());
+        if share <= 0.0 {
+            return good_dist;
+        }
+        let calls = self.t.services[v].calls.clone();
+        let good_calls: Vec<f64> = calls
+            .iter()
+            .map(|&e| self.calls[e].per_invocation)
+            .collect();
+        let bad_dist = self.eval_one(
+            v,
+            &Fault {
+                replicas: None,
+                ..fault.clone()
+            },
+        );
+        for (&e, g) in calls.iter().zip(good_calls) {
+            let b = self.calls[e].per_invocation;
+            self.calls[e].per_invocation = share * b + (1.0 - share) * g;
+        }
+        let split = Split {
+            bad_dist,
+            good_dist,
+            bad: (share * f64::from(n)).round() as u32,
+            n,
+        };
+        self.split[v] = Some(split);
+        split.mix()
+    }
+
+    /// [`eval`](Self::eval) for a fault on every replica.
+    fn eval_one(&mut self, v: ServiceId, fault: &Fault) -> Dist {
         let t = self.t;
         let s = &t.services[v];
         for &e in &s.calls {
@@ -419,7 +487,8 @@ impl<'a> Model<'a> {
             let edge = &t.edges[e];
             let out = call_outcome(
                 &self.policies[e],
-                self.dist[edge.to],
+                self.callee(edge.to),
+                self.other_host[e],
                 edge.mode,
                 attribution,
                 self.rates[e],
@@ -530,64 +599,160 @@ fn response(s: &Service, at_least_once: bool, ok: f64, err: &[f64; 4]) -> Dist {
     d
 }
 
-/// One logical call on an edge with policy `p` to a callee answering with
-/// `callee`, attempts independent.
+/// A callee whose replicas answer alike ([`Callee::One`]), or whose fault
+/// is on `bad` of its `n` replicas ([`Callee::Split`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Callee {
+    One(Dist),
+    Split(Split),
+}
+
+/// A service of `n` replicas, `bad` of them running its fault.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Split {
+    bad_dist: Dist,
+    good_dist: Dist,
+    bad: u32,
+    n: u32,
+}
+
+impl Split {
+    /// How the service answers an attempt sent to a replica drawn at
+    /// random.
+    fn mix(&self) -> Dist {
+        let k = f64::from(self.bad) / f64::from(self.n.max(1));
+        let (b, g) = (self.bad_dist, self.good_dist);
+        Dist {
+            s: k * b.s + (1.0 - k) * g.s,
+            c: k * b.c + (1.0 - k) * g.c,
+            u: k * b.u + (1.0 - k) * g.u,
+            m: k * b.m + (1.0 - k) * g.m,
+        }
+    }
+}
+
+impl Callee {
+    fn mix(&self) -> Dist {
+        match self {
+            Callee::One(d) => *d,
+            Callee::Split(s) => s.mix(),
+        }
+    }
+
+    /// The chance that attempt `j` (0-based) reaches a bad replica when
+    /// the call's `b` earlier attempts reached bad ones, and how each kind
+    /// answers. A retry to another host draws from the replicas not yet
+    /// tried (SPEC section 11); otherwise every attempt draws afresh.
+    fn branches(&self, j: u32, b: u32, other_host: bool) -> [(f64, Dist); 2] {
+        match *self {
+            Callee::One(d) => [(0.0, d), (1.0, d)],
+            Callee::Split(s) => {
+                let p_bad = if other_host && j < s.n {
+                    f64::from(s.bad.saturating_sub(b)) / f64::from(s.n - j)
+                } else if other_host {
+                    // Every replica tried: any, again.
+                    f64::from(s.bad) / f64::from(s.n.max(1))
+                } else {
+                    f64::from(s.bad) / f64::from(s.n.max(1))
+                };
+                [(p_bad, s.bad_dist), (1.0 - p_bad, s.good_dist)]
+            }
+        }
+    }
+}
+
+/// The errors of `d` a policy retries, and those it spares a retry.
+fn retried_and_spared(p: &EdgePolicy, d: Dist) -> (f64, f64) {
+    let (mut e, mut su) = (0.0, 0.0);
+    for k in Claim::ALL {
+        match retry::decide(Classified::Error { claim: k }, p.ownership) {
+            RetryVerdict::Retry => e += d.of(k),
+            RetryVerdict::Suppress => su += d.of(k),
+            RetryVerdict::Done => {}
+        }
+    }
+    (e, su)
+}
+
+/// One logical call on an edge with policy `p` to `callee`: attempts
+/// independent, or, for a callee with one bad host among its replicas,
+/// each attempt's replica drawn as the edge's balancer draws it
+/// (`other_host`: a retry goes to a replica not yet tried).
 fn call_outcome(
     p: &EdgePolicy,
-    callee: Dist,
+    callee: Callee,
+    other_host: bool,
     mode: DependencyMode,
     attribution: Attribution,
     rates: Option<EdgeRates>,
 ) -> CallOutcome {
     let r = p.attempts.max(1);
-    let (mut e, mut su) = (0.0, 0.0);
-    for k in Claim::ALL {
-        match retry::decide(Classified::Error { claim: k }, p.ownership) {
-            RetryVerdict::Retry => e += callee.of(k),
-            RetryVerdict::Suppress => su += callee.of(k),
-            RetryVerdict::Done => {}
-        }
-    }
+    let mix = callee.mix();
+    let (e, _) = retried_and_spared(p, mix);
     let allowed = p
         .budget
-        .map(|b| budget::allowance(&b, 1.0 - callee.s, unbudgeted_retries(e, r), rates));
+        .map(|b| budget::allowance(&b, 1.0 - mix.s, unbudgeted_retries(e, r), rates));
     let q = grant_probability(e, r, allowed);
     let mut o = CallOutcome::default();
-    let mut reach = 1.0;
-    let mut eligible_end = 0.0;
+    // The calls still going, by how many bad replicas they have tried.
+    let mut reach = vec![1.0];
+    // How the calls that failed for good ended, by the claim they saw.
+    let mut ended = [0.0; 3];
     for j in 0..r {
-        o.attempts += reach;
-        o.ok += reach * callee.s;
-        let failed = reach * e;
-        if j + 1 < r {
-            o.retries += failed * q;
-            o.denied += failed * (1.0 - q);
-            eligible_end += failed * (1.0 - q);
-            reach = failed * q;
-        } else {
-            eligible_end += failed;
+        let mut next = vec![0.0; reach.len() + 1];
+        for (b, &m) in reach.iter().enumerate() {
+            if m == 0.0 {
+                continue;
+            }
+            o.attempts += m;
+            for (bad, (w, d)) in callee
+                .branches(j, b as u32, other_host)
+                .into_iter()
+                .enumerate()
+            {
+                let mass = m * w;
+                if mass == 0.0 {
+                    continue;
+                }
+                o.ok += mass * d.s;
+                let (de, dsu) = retried_and_spared(p, d);
+                o.suppressed += mass * dsu;
+                let mut again = 0.0;
+                for (i, k) in Claim::ALL.into_iter().enumerate() {
+                    let pk = mass * d.of(k);
+                    if pk == 0.0 {
+                        continue;
+                    }
+                    match retry::decide(Classified::Error { claim: k }, p.ownership) {
+                        RetryVerdict::Suppress => ended[i] += pk,
+                        RetryVerdict::Retry if j + 1 < r => {
+                            ended[i] += pk * (1.0 - q);
+                            again += pk * q;
+                        }
+                        RetryVerdict::Retry => ended[i] += pk,
+                        RetryVerdict::Done => {}
+                    }
+                }
+                if j + 1 < r {
+                    o.retries += mass * de * q;
+                    o.denied += mass * de * (1.0 - q);
+                }
+                next[b + usize::from(bad == 0)] += again;
+            }
         }
-        if reach == 0.0 {
+        reach = next;
+        if reach.iter().all(|&m| m == 0.0) {
             break;
         }
     }
-    o.suppressed = su * o.attempts;
-    for k in Claim::ALL {
-        let pk = callee.of(k);
-        if pk == 0.0 {
-            continue;
+    for (i, k) in Claim::ALL.into_iter().enumerate() {
+        if ended[i] > 0.0 {
+            o.fail[failed_call(p, k, mode, attribution) as usize] += ended[i];
         }
-        let verdict = retry::decide(Classified::Error { claim: k }, p.ownership);
-        let prob = match verdict {
-            RetryVerdict::Suppress => pk * o.attempts,
-            RetryVerdict::Retry if e > 0.0 => eligible_end * (pk / e),
-            _ => continue,
-        };
-        o.fail[failed_call(p, k, mode, attribution) as usize] += prob;
     }
     if let Some(b) = &p.breaker {
         let rate = rates.map(|r| r.first_per_sec * o.attempts);
-        let open = breaker::open_share(b, 1.0 - callee.s, rate);
+        let open = breaker::open_share(b, 1.0 - mix.s, rate);
         if open > 0.0 {
             // Calls it fails fast: no attempt, the caller's own error.
             let pass = 1.0 - open;

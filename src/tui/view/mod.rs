@@ -18,6 +18,7 @@ pub mod format;
 pub mod header;
 pub mod help;
 pub mod log;
+pub mod replicas;
 pub mod table;
 pub mod tap;
 pub mod theme;
@@ -122,6 +123,8 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         charts::render(state, s, charts_a, buf);
         if state.tap {
             tap::render(state, s, log_a, buf);
+        } else if state.replicas {
+            replicas::render(state, s, log_a, buf);
         } else {
             log::render(state, s, log_a, buf);
         }
