@@ -72,7 +72,12 @@ impl Action {
         };
         match self {
             Action::SetFault { service, fault } => {
-                let s = name(*service);
+                let mut s = name(*service);
+                if let Some(r) = &fault.replicas {
+                    let list: Vec<String> = r.iter().map(u32::to_string).collect();
+                    let word = if r.len() == 1 { "replica" } else { "replicas" };
+                    s = format!("{s} {word} {}", list.join(", "));
+                }
                 if fault.down {
                     format!("{s} down (connection refused)")
                 } else if !fault.is_active() {

@@ -23,6 +23,8 @@ pub struct ReplicaReport {
     pub first_attempts: u64,
     /// Retries its callers sent it.
     pub retries: u64,
+    /// Retries its callers sent it, per second.
+    pub retry_rps: f64,
     /// Its share of the first attempts sent to the service's replicas.
     pub first_attempt_share: f64,
 }
@@ -46,6 +48,7 @@ pub fn replicas(w: &Window<'_>, i: usize) -> Vec<ReplicaReport> {
             error_rate: ratio(r.errors, r.requests),
             first_attempts: r.first_attempts,
             retries: r.retries,
+            retry_rps: w.rate(r.retries),
             first_attempt_share: ratio(r.first_attempts, firsts),
         })
         .collect()

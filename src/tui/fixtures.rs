@@ -555,3 +555,25 @@ pub fn metastable_storm() -> Snapshot {
     s.events = vec![rps(30.0, 300.0), rps(33.0, 120.0)];
     s
 }
+
+/// The uber chain under retry, D given ten replicas of which replica 0
+/// fails every request: the replicas panel's fixture.
+pub fn uber_chain_replicas() -> Snapshot {
+    let mut s = uber_chain_retry();
+    if let Some(d) = s.services.iter_mut().find(|v| v.name == "D") {
+        d.replicas = (0..10u32)
+            .map(|r| crate::lab::replicas::ReplicaReport {
+                replica: r,
+                rps: if r == 1 { 80.0 } else { 40.0 },
+                requests: if r == 1 { 160 } else { 80 },
+                errors: if r == 0 { 80 } else { 0 },
+                error_rate: if r == 0 { 1.0 } else { 0.0 },
+                first_attempts: 80,
+                retries: if r == 1 { 80 } else { 0 },
+                retry_rps: if r == 1 { 40.0 } else { 0.0 },
+                first_attempt_share: 0.1,
+            })
+            .collect();
+    }
+    s
+}

@@ -15,7 +15,9 @@ use crate::tui::state::{Focus, State};
 
 /// Draws the selected service's replicas, one line each.
 pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
-    let rows = area.height.saturating_sub(3) as usize;
+    // Inside the border: the header line, then a line per replica, the
+    // last one saying how many did not fit.
+    let inner = area.height.saturating_sub(2) as usize;
     let view = s.services.get(state.selected);
     let name = view.map_or("?", |v| v.name.as_str());
     let title = Line::from(vec![
@@ -29,14 +31,20 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     let mut lines = vec![];
     if replicas.is_empty() {
         lines.push(Line::from(Span::styled(
-            format!(" {name} has one replica (give it `replicas: N` in the topology)"),
+            format!(" {name}: one replica (replicas: N in the topology)"),
             theme::label(),
         )));
     } else {
         lines.push(Line::from(Span::styled(
-            "   #       rps    err%  first%  retries",
+            "   #     rps   err%   1st% retry/s",
             theme::label(),
         )));
+        let room = inner.saturating_sub(1);
+        let rows = if replicas.len() > room {
+            room.saturating_sub(1)
+        } else {
+            room
+        };
         for r in replicas.iter().take(rows) {
             let style = if r.error_rate >= 0.5 {
                 theme::alarm()
@@ -47,19 +55,19 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             };
             lines.push(Line::from(Span::styled(
                 format!(
-                    " {:>3} {:>9.1} {:>6.1}% {:>6.1}% {:>8}",
+                    " {:>3} {:>7.1} {:>5.1}% {:>5.1}% {:>7.1}",
                     r.replica,
                     r.rps,
                     r.error_rate * 100.0,
                     r.first_attempt_share * 100.0,
-                    r.retries
+                    r.retry_rps
                 ),
                 style,
             )));
         }
         if replicas.len() > rows {
             lines.push(Line::from(Span::styled(
-                format!(" … and {} more", replicas.len() - rows),
+                format!(" … {} more (a taller terminal)", replicas.len() - rows),
                 theme::label(),
             )));
         }

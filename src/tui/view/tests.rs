@@ -564,3 +564,28 @@ fn the_log_shows_what_the_endpoints_refused_in_time_order() {
         assert!(e < refusal, "{out}");
     }
 }
+
+#[test]
+fn replicas_panel_80x24() {
+    let s = fixtures::uber_chain_replicas();
+    let mut st = select(&s, "D");
+    update(&mut st, &s, Msg::ToggleReplicas);
+    let t = screen(&st, &s, 80, 24);
+    let shown = text(&t);
+    assert!(shown.contains("replicas · D"), "{shown}");
+    assert!(shown.contains("retry/s"), "every column fits: {shown}");
+    assert!(shown.contains("9 more (a taller terminal)"), "{shown}");
+    insta::assert_snapshot!("replicas_80x24", t.backend());
+}
+
+#[test]
+fn replicas_panel_160x45_lists_every_replica() {
+    let s = fixtures::uber_chain_replicas();
+    let mut st = select(&s, "D");
+    update(&mut st, &s, Msg::ToggleReplicas);
+    let t = screen(&st, &s, 160, 45);
+    let shown = text(&t);
+    assert!(shown.contains("  9 "), "{shown}");
+    assert!(!shown.contains("more (a taller"), "{shown}");
+    insta::assert_snapshot!("replicas_160x45", t.backend());
+}
