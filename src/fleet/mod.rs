@@ -144,6 +144,14 @@ impl Fleet {
             &(0..topology.services.len())
                 .map(replicas)
                 .collect::<Vec<_>>(),
+        )
+        .with_roots(
+            &topology
+                .load
+                .roots
+                .iter()
+                .map(|r| r.entry)
+                .collect::<Vec<_>>(),
         );
         // A node journals its retries for the session reading the fleet.
         if opts.placement.as_ref().is_some_and(|p| p.local.is_some()) {

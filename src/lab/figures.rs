@@ -135,9 +135,14 @@ impl Window<'_> {
             .fold(f64::NAN, f64::min)
     }
 
-    /// Root requests per second the entry opened.
+    /// Root requests per second the roots opened (the entry's, for one).
     pub fn root_rate(&self) -> f64 {
-        self.rate(self.svc(self.topology.load.entry).roots)
+        self.topology
+            .load
+            .roots
+            .iter()
+            .map(|r| self.rate(self.svc(r.entry).roots))
+            .sum()
     }
 
     /// Root requests that ended, and how many failed: the load
@@ -153,8 +158,19 @@ impl Window<'_> {
         }
     }
 
+    /// Service `i`'s no-fault load at the root rates measured: each
+    /// root's rate times the calls one of its requests makes of `i`.
     fn baseline(&self, i: usize) -> f64 {
-        self.root_rate() * self.topology.services[i].multiplicity
+        let s = &self.topology.services[i];
+        let roots = &self.topology.load.roots;
+        if roots.len() < 2 || s.root_multiplicity.len() != roots.len() {
+            return self.root_rate() * s.multiplicity;
+        }
+        roots
+            .iter()
+            .zip(&s.root_multiplicity)
+            .map(|(r, m)| self.rate(self.svc(r.entry).roots) * m)
+            .sum()
     }
 
     /// Service `i`'s workers, when it has them.

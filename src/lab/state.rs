@@ -150,7 +150,7 @@ impl LabState {
         t.policy = self.policy.clone();
         t.ownership.attribution = self.attribution;
         t.ownership.at_least_once = self.at_least_once;
-        t.load.rps = self.rps;
+        t.load.set_rps(self.rps);
         for (i, s) in t.services.iter_mut().enumerate() {
             if let Some(f) = self.faults.get(i) {
                 s.fault = f.clone();

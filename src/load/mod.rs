@@ -92,8 +92,21 @@ impl LoadControl {
     }
 }
 
-/// Starts the generator: root requests to `urls` (the entry's replicas,
-/// taken in turn) until `stop` turns true.
+/// Where one generator sends its root requests: a root's replicas (taken
+/// in turn), its share of the rate in force, and its index among the
+/// roots of a topology of many (`None` for one root).
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The root's URLs, one per replica.
+    pub urls: Vec<String>,
+    /// Its share of [`LoadControl::rps`].
+    pub share: f64,
+    /// Its index in `load.roots`, when there are many.
+    pub root: Option<usize>,
+}
+
+/// Starts the generator: root requests to `target` until `stop` turns
+/// true.
 /// The end user gives a root request up after `timeout` (`load.timeout`;
 /// [`ROOT_TIMEOUT`] when `None`): it counts as a root error, and the
 /// request is dropped, which the entry counts as abandoned.
@@ -102,7 +115,7 @@ impl LoadControl {
 /// built.
 #[allow(clippy::too_many_arguments)]
 pub fn spawn(
-    urls: Vec<String>,
+    target: Target,
     control: Arc<LoadControl>,
     arrival: Arrival,
     timeout: Option<Duration>,
@@ -121,11 +134,12 @@ pub fn spawn(
         Ok(http) => http,
         Err(source) => {
             return Err(LoadError {
-                url: urls.join(" "),
+                url: target.urls.join(" "),
                 source,
             })
         }
     };
+    let Target { urls, share, root } = target;
     let urls: Vec<Arc<str>> = urls.into_iter().map(Into::into).collect();
     let mut turn = 0usize;
     let slots = Arc::new(Semaphore::new(max_in_flight.max(1)));
@@ -136,7 +150,7 @@ pub fn spawn(
             if *stop.borrow() {
                 break;
             }
-            let rps = control.rps();
+            let rps = control.rps() * share;
             if control.paused() || rps <= 0.0 {
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(20)) => {}
@@ -170,6 +184,9 @@ pub fn spawn(
             match slots.clone().try_acquire_owned() {
                 Ok(permit) => {
                     metrics.root_sent();
+                    if let Some(k) = root {
+                        metrics.root_sent_at(k);
+                    }
                     let url = urls[turn % urls.len().max(1)].clone();
                     turn = turn.wrapping_add(1);
                     let (http, metrics) = (http.clone(), metrics.clone());
@@ -187,7 +204,11 @@ pub fn spawn(
                                 false
                             }
                         };
-                        metrics.root_done(ok, t0.elapsed());
+                        let took = t0.elapsed();
+                        metrics.root_done(ok, took);
+                        if let Some(k) = root {
+                            metrics.root_done_at(k, ok, took);
+                        }
                         drop(permit);
                     });
                 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use super::counts::{
-    with_service_counters, Counts, EdgeCounts, ReplicaCounts, RootCounts, ServiceCounts,
+    with_service_counters, Counts, EdgeCounts, PerRootCounts, ReplicaCounts, RootCounts,
+    ServiceCounts, RADIUS_BUCKETS,
 };
 use super::journal::Journal;
 use super::latency::{latency_bucket, LatencyCounters, LatencyCounts};
@@ -119,6 +120,20 @@ pub struct Metrics {
     /// Per replica: service, replica, and its requests, errors, first
     /// attempts and retries.
     replicas: Vec<(usize, u32, [AtomicU64; 4])>,
+    /// Per service, the root it is, in a topology of many.
+    root_of: Vec<Option<usize>>,
+    /// Per root of a topology of many.
+    roots: Vec<RootCounters>,
+}
+
+/// One root's live counters.
+#[derive(Debug, Default)]
+struct RootCounters {
+    sent: AtomicU64,
+    ok: AtomicU64,
+    errors: AtomicU64,
+    latency: LatencyCounters,
+    radius: [AtomicU64; RADIUS_BUCKETS],
 }
 
 impl Metrics {
@@ -148,6 +163,39 @@ impl Metrics {
             remote: Mutex::new(None),
             replica_start: vec![None; services],
             replicas: Vec::new(),
+            root_of: vec![None; services],
+            roots: Vec::new(),
+        }
+    }
+
+    /// Counts each root apart when there are more than one: `roots` are
+    /// their services, in `load.roots` order.
+    pub fn with_roots(mut self, roots: &[usize]) -> Metrics {
+        if roots.len() < 2 {
+            return self;
+        }
+        self.roots = roots.iter().map(|_| RootCounters::default()).collect();
+        for (k, &s) in roots.iter().enumerate() {
+            if let Some(slot) = self.root_of.get_mut(s) {
+                *slot = Some(k);
+            }
+        }
+        self
+    }
+
+    /// Root `root` (in `load.roots` order) sent a request.
+    pub fn root_sent_at(&self, root: usize) {
+        if let Some(r) = self.roots.get(root) {
+            bump(&r.sent);
+        }
+    }
+
+    /// A request of root `root` ended.
+    pub fn root_done_at(&self, root: usize, ok: bool, latency: Duration) {
+        if let Some(r) = self.roots.get(root) {
+            bump(if ok { &r.ok } else { &r.errors });
+            let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+            r.latency.0[latency_bucket(us)].fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -443,6 +491,19 @@ impl Metrics {
                 fd_errors: l(&self.fd_errors),
                 node_misses: 0,
             },
+            roots: self
+                .roots
+                .iter()
+                .map(|r| PerRootCounts {
+                    sent: l(&r.sent),
+                    ok: l(&r.ok),
+                    errors: l(&r.errors),
+                    latency: LatencyCounts(std::array::from_fn(|b| {
+                        r.latency.0[b].load(Ordering::Relaxed)
+                    })),
+                    radius: r.radius.iter().map(l).collect(),
+                })
+                .collect(),
             replicas: self
                 .replicas
                 .iter()
@@ -484,7 +545,13 @@ impl Observer for Metrics {
         s.latency_us.fetch_add(us, Ordering::Relaxed);
         if e.is_root {
             bump(&s.roots);
-            self.storm.finish(e.trace.root);
+            let radius = self.storm.finish(e.trace.root);
+            if let (Some(r), Some(k)) = (radius, self.root_of.get(e.service).copied().flatten()) {
+                if let Some(c) = self.roots.get(k) {
+                    let b = (r.max(1) as usize - 1).min(RADIUS_BUCKETS - 1);
+                    bump(&c.radius[b]);
+                }
+            }
             if let Some(j) = &self.journal {
                 j.done(e.trace.root);
             }

@@ -207,6 +207,96 @@ impl ReplicaCounts {
     }
 }
 
+/// Storm radii a root's counts tell apart; a larger one counts as the
+/// last.
+pub const RADIUS_BUCKETS: usize = 32;
+
+/// One root's view (SPEC section 11), for a topology of many: what its end
+/// users sent and saw, and the storm radius of its requests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PerRootCounts {
+    /// Root requests sent.
+    pub sent: u64,
+    /// Answered with success.
+    pub ok: u64,
+    /// Answered with an error, or not answered.
+    pub errors: u64,
+    /// The end user's latency, bucketed as a service's.
+    #[serde(skip)]
+    pub latency: LatencyCounts,
+    /// Its root requests that sent a retry, by storm radius (index 0 is
+    /// radius 1).
+    pub radius: Vec<u64>,
+}
+
+impl Default for PerRootCounts {
+    fn default() -> Self {
+        PerRootCounts {
+            sent: 0,
+            ok: 0,
+            errors: 0,
+            latency: LatencyCounts::default(),
+            radius: vec![0; RADIUS_BUCKETS],
+        }
+    }
+}
+
+impl PerRootCounts {
+    /// `self - earlier`.
+    pub fn since(&self, e: &PerRootCounts) -> PerRootCounts {
+        PerRootCounts {
+            sent: self.sent.saturating_sub(e.sent),
+            ok: self.ok.saturating_sub(e.ok),
+            errors: self.errors.saturating_sub(e.errors),
+            latency: self.latency.since(&e.latency),
+            radius: self
+                .radius
+                .iter()
+                .zip(e.radius.iter().chain(std::iter::repeat(&0)))
+                .map(|(a, b)| a.saturating_sub(*b))
+                .collect(),
+        }
+    }
+
+    /// Its root requests that completed.
+    pub fn completed(&self) -> u64 {
+        self.ok + self.errors
+    }
+
+    /// `ok / completed`, NaN with none.
+    pub fn availability(&self) -> f64 {
+        match self.completed() {
+            0 => f64::NAN,
+            n => self.ok as f64 / n as f64,
+        }
+    }
+
+    /// The storm radius of its requests: the largest, and the mean over
+    /// those with a retry.
+    pub fn radius(&self) -> (u64, f64) {
+        let count: u64 = self.radius.iter().sum();
+        let sum: u64 = self
+            .radius
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (i as u64 + 1) * n)
+            .sum();
+        let max = self
+            .radius
+            .iter()
+            .rposition(|&n| n > 0)
+            .map_or(0, |i| i as u64 + 1);
+        (
+            max,
+            if count == 0 {
+                0.0
+            } else {
+                sum as f64 / count as f64
+            },
+        )
+    }
+}
+
 /// A copy of all counters at one moment.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct Counts {
@@ -218,6 +308,9 @@ pub struct Counts {
     pub root: RootCounts,
     /// Per replica of each service with more than one, in topology order.
     pub replicas: Vec<ReplicaCounts>,
+    /// Per root of a topology of many, in `load.roots` order (empty for
+    /// one root, and in a session over nodes).
+    pub roots: Vec<PerRootCounts>,
 }
 
 impl Counts {
@@ -241,6 +334,12 @@ impl Counts {
                 .replicas
                 .iter()
                 .zip(&e.replicas)
+                .map(|(a, b)| a.since(b))
+                .collect(),
+            roots: self
+                .roots
+                .iter()
+                .zip(&e.roots)
                 .map(|(a, b)| a.since(b))
                 .collect(),
         }
@@ -366,6 +465,7 @@ impl From<WireCounts> for Counts {
             edges: w.edges,
             root: w.root,
             replicas: w.replicas,
+            roots: vec![],
         }
     }
 }

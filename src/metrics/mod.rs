@@ -13,7 +13,9 @@ pub mod tap;
 use std::time::Duration;
 
 pub use counters::Metrics;
-pub use counts::{Counts, EdgeCounts, ReplicaCounts, RootCounts, ServiceCounts, WireCounts};
+pub use counts::{
+    Counts, EdgeCounts, PerRootCounts, ReplicaCounts, RootCounts, ServiceCounts, WireCounts,
+};
 pub use storm::RadiusStats;
 
 /// One sample: every counter at time `t`, and what happened in the
@@ -52,6 +54,7 @@ impl Clone for Sample {
         self.counts.edges.clone_from(&src.counts.edges);
         self.counts.root = src.counts.root;
         self.counts.replicas.clone_from(&src.counts.replicas);
+        self.counts.roots.clone_from(&src.counts.roots);
         self.radius = src.radius;
         self.latency_ms = src.latency_ms;
         self.latency.buckets.clone_from(&src.latency.buckets);

@@ -119,12 +119,13 @@ impl StormTracker {
         }
     }
 
-    /// The root request completed: measure and forget it.
-    pub fn finish(&self, root: u64) {
+    /// The root request completed: measure and forget it. Its radius,
+    /// when it sent a retry.
+    pub fn finish(&self, root: u64) -> Option<u64> {
         let edges = {
             let mut s = self.slot(root);
             if s.root != root || s.edges.is_empty() {
-                return;
+                return None;
             }
             std::mem::take(&mut s.edges)
         };
@@ -138,6 +139,7 @@ impl StormTracker {
             s.edges = edges;
             s.edges.clear();
         }
+        Some(r)
     }
 
     /// Takes the statistics gathered since the last call.

@@ -247,6 +247,7 @@ mod tests {
             edges: vec![Default::default(); 2],
             root: Default::default(),
             replicas: vec![],
+            roots: vec![],
         };
         for tick in 0..=12u64 {
             let storm = tick > 4;

@@ -236,6 +236,7 @@ mod tests {
             saturation: vec![],
             unmeasured: vec![],
             fleet: Figures::filled(Scope::Fleet, 0.0),
+            roots: vec![],
             nodes: vec![],
             edges: vec![],
             expectations,

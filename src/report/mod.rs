@@ -8,10 +8,12 @@
 pub mod expect;
 pub mod junit;
 pub mod phases;
+pub mod roots;
 pub mod series;
 pub mod table;
 
 pub use crate::lab::replicas::{replicas, ReplicaReport};
+pub use roots::RootReport;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -204,6 +206,9 @@ pub struct Report {
     /// Every fleet figure (`root`, `storm_radius`, `spurious_avoided`).
     #[serde(flatten)]
     pub fleet: Figures,
+    /// Per root, for a topology of many (SPEC section 11).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub roots: Vec<RootReport>,
     /// Per service.
     pub nodes: Vec<NodeReport>,
     /// Per edge.
@@ -374,6 +379,7 @@ impl Report {
             unmeasured: unmeasured(&fleet),
             saturation,
             fleet,
+            roots: roots::roots(t, &w),
             nodes: (0..t.services.len()).map(|i| node(r, &w, i)).collect(),
             edges: t
                 .edges

@@ -321,6 +321,7 @@ mod tests {
             edges: vec![Default::default(); 2],
             root: Default::default(),
             replicas: vec![],
+            roots: vec![],
         };
         for tick in 0..=24u64 {
             let storm = tick <= 12;

@@ -235,6 +235,26 @@ pub fn entry(r: &Report) -> String {
         root[Figure::LatencyP50],
         root[Figure::LatencyP99],
     );
+    for root in &r.roots {
+        let ms = |v: Option<f64>| v.map_or_else(|| "—".into(), |v| format!("{v:.1} ms"));
+        let _ = writeln!(
+            out,
+            "root {}: offered {} rps, {} answered, {} (model {:.2}%), p50 {}, p99 {} · storm radius max {}, mean {:.2} (static {})",
+            root.entry,
+            fmt_rate(root.offered_rps),
+            root.requests,
+            root.availability.map_or_else(
+                || "availability —".into(),
+                |a| format!("availability {:.2}%", a * 100.0)
+            ),
+            root.model_availability * 100.0,
+            ms(root.latency_ms.p50),
+            ms(root.latency_ms.p99),
+            root.storm_radius.max,
+            root.storm_radius.mean,
+            root.static_radius
+        );
+    }
     for reason in &r.saturation {
         let _ = writeln!(
             out,

@@ -123,19 +123,42 @@ impl Live {
         };
         let control = Arc::new(LoadControl::new(topology.load.rps));
         let (stop, stop_rx) = watch::channel(false);
-        let load_task = opts.load.then(|| {
-            load::spawn(
-                fleet.replica_urls(topology.load.entry),
-                control.clone(),
-                topology.load.arrival,
-                topology.load.timeout,
-                opts.max_in_flight
-                    .min(load::in_flight_for(topology.load.rps)),
-                opts.seed.wrapping_mul(31).wrapping_add(7),
-                fleet.metrics().clone(),
-                stop_rx,
-            )
-        });
+        // A generator per root, each with its share of the rate; the
+        // first draws from the seed one root always did.
+        let many = topology.load.many_roots();
+        let load_task = opts
+            .load
+            .then(|| -> Result<JoinHandle<()>, load::LoadError> {
+                let shares: Vec<(usize, f64)> = topology.load.shares().collect();
+                let mut tasks = Vec::with_capacity(shares.len());
+                for (k, ((entry, share), root)) in
+                    shares.into_iter().zip(&topology.load.roots).enumerate()
+                {
+                    tasks.push(load::spawn(
+                        load::Target {
+                            urls: fleet.replica_urls(entry),
+                            share,
+                            root: many.then_some(k),
+                        },
+                        control.clone(),
+                        root.arrival,
+                        topology.load.timeout,
+                        opts.max_in_flight
+                            .min(load::in_flight_for(topology.load.rps * share)),
+                        opts.seed
+                            .wrapping_mul(31)
+                            .wrapping_add(7)
+                            .wrapping_add(k as u64 * 0x9E37_79B9),
+                        fleet.metrics().clone(),
+                        stop_rx.clone(),
+                    )?);
+                }
+                Ok(tokio::spawn(async move {
+                    for t in tasks {
+                        let _ = t.await;
+                    }
+                }))
+            });
         let load_task = load_task.transpose()?;
         // A node's own series serves only its /state and its exit table:
         // the session reading the fleet keeps the run's.

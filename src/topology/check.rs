@@ -175,16 +175,34 @@ fn write_settings(out: &mut String, t: &Topology) {
             let _ = writeln!(out, "{label:<10} {line}");
         }
     }
-    let _ = writeln!(
-        out,
-        "entry      {} at {} rps ({} arrivals)",
-        t.entry().name,
-        fmt_num(t.load.rps),
-        match t.load.arrival {
-            super::Arrival::Constant => "constant",
-            super::Arrival::Poisson => "poisson",
-        }
-    );
+    let arrival = |a: super::Arrival| match a {
+        super::Arrival::Constant => "constant",
+        super::Arrival::Poisson => "poisson",
+    };
+    if t.load.many_roots() {
+        let roots: Vec<String> = t
+            .load
+            .roots
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} at {} rps ({})",
+                    t.services[r.entry].name,
+                    fmt_num(r.rps),
+                    arrival(r.arrival)
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "roots      {}", roots.join(", "));
+    } else {
+        let _ = writeln!(
+            out,
+            "entry      {} at {} rps ({} arrivals)",
+            t.entry().name,
+            fmt_num(t.load.rps),
+            arrival(t.load.arrival)
+        );
+    }
     if let Some(u) = t.load.timeout {
         let _ = writeln!(
             out,
@@ -226,7 +244,11 @@ fn service_row(t: &Topology, s: &Service) -> Vec<String> {
     let calls: Vec<String> = s.calls.iter().map(|&e| describe_call(t, e)).collect();
     let mut flags = Vec::new();
     if s.multiplicity == 0.0 {
-        flags.push("not reached from the entry".to_string());
+        flags.push(if t.load.many_roots() {
+            "not reached from any root".to_string()
+        } else {
+            "not reached from the entry".to_string()
+        });
     }
     if s.parallel {
         flags.push("parallel".into());
@@ -291,9 +313,42 @@ fn write_radius(out: &mut String, t: &Topology) {
         out,
         "static storm radius (worst single service failing every request):"
     );
+    if t.load.many_roots() {
+        write_root_radii(out, t, &retry);
+        return;
+    }
     let _ = writeln!(out, "  {:<10} {}", t.policy.mode_name(), radius(&t.policy));
     if t.policy.mode_name() != "retry" {
         let _ = writeln!(out, "  {:<10} {}", "retry", radius(&retry));
+    }
+}
+
+/// Many roots: each root's static radius (its own worst failure's), and
+/// their maximum and mean over the roots, the two figures Uber gives for
+/// its user-facing APIs (25 → 3, 20 → 2), under the topology's policy
+/// and under `retry`.
+fn write_root_radii(out: &mut String, t: &Topology, retry: &Policy) {
+    let mut policies = vec![(t.policy.mode_name(), t.policy.clone())];
+    if t.policy.mode_name() != "retry" {
+        policies.push(("retry".into(), retry.clone()));
+    }
+    for (name, p) in policies {
+        let radii = model::static_radius_per_root(t, &p);
+        let values: Vec<usize> = radii.iter().map(|r| r.map_or(0, |(_, r)| r)).collect();
+        let max = values.iter().copied().max().unwrap_or(0);
+        let mean = values.iter().sum::<usize>() as f64 / values.len().max(1) as f64;
+        let _ = writeln!(
+            out,
+            "  {name:<10} max {max}, mean {mean:.2} over {} roots",
+            values.len()
+        );
+        for (root, r) in t.load.roots.iter().zip(&radii) {
+            let text = match r {
+                Some((who, r)) => format!("{r} (when {} fails)", t.services[*who].name),
+                None => "0".into(),
+            };
+            let _ = writeln!(out, "    {:<12} {text}", t.services[root.entry].name);
+        }
     }
 }
 

@@ -139,6 +139,30 @@ impl Topology {
         &self.services[self.load.entry]
     }
 
+    /// The topology as root `k` alone sees it: that root the only entry, at
+    /// its own rate, each service's multiplicity that root's. What the
+    /// per-root figures of a topology of many are modelled on.
+    pub fn root_view(&self, k: usize) -> Topology {
+        let mut t = self.clone();
+        let Some(&root) = self.load.roots.get(k) else {
+            return t;
+        };
+        t.load.entry = root.entry;
+        t.load.rps = root.rps;
+        t.load.arrival = root.arrival;
+        t.load.roots = vec![root];
+        for s in &mut t.services {
+            let m = s
+                .root_multiplicity
+                .get(k)
+                .copied()
+                .unwrap_or(s.multiplicity);
+            s.multiplicity = m;
+            s.root_multiplicity = vec![m];
+        }
+        t
+    }
+
     /// The largest depth of any service.
     pub fn max_depth(&self) -> usize {
         self.services.iter().map(|s| s.depth).max().unwrap_or(0)
@@ -169,15 +193,62 @@ impl Default for OwnershipSettings {
 /// `load:` settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadSettings {
-    /// The entry service.
+    /// The entry service (the first root's).
     pub entry: ServiceId,
-    /// Root requests per second.
+    /// Root requests per second, over every root.
     pub rps: f64,
+    /// Every root: `load.entries`, or the one `entry:` at `rps:`. Never
+    /// empty; the first is [`LoadSettings::entry`].
+    pub roots: Vec<Root>,
     /// How arrivals are spaced.
     pub arrival: Arrival,
     /// `load.timeout`: the end user gives up on a root request after this
     /// (a root error); `None` waits for the answer however long it takes.
     pub timeout: Option<Duration>,
+}
+
+/// One user-facing root: where its requests go, how many a second, how
+/// they are spaced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Root {
+    /// Its service.
+    pub entry: ServiceId,
+    /// Its root requests per second (at the topology's total rate).
+    pub rps: f64,
+    /// How its arrivals are spaced.
+    pub arrival: Arrival,
+}
+
+impl LoadSettings {
+    /// Each root's share of the root requests.
+    pub fn shares(&self) -> impl Iterator<Item = (ServiceId, f64)> + '_ {
+        let total: f64 = self.roots.iter().map(|r| r.rps).sum();
+        self.roots.iter().map(move |r| {
+            (
+                r.entry,
+                if total > 0.0 {
+                    r.rps / total
+                } else {
+                    1.0 / self.roots.len() as f64
+                },
+            )
+        })
+    }
+
+    /// Sets the total rate; every root keeps its share of it (`--rps`
+    /// and the rate keys scale every root).
+    pub fn set_rps(&mut self, rps: f64) {
+        let shares: Vec<f64> = self.shares().map(|(_, s)| s).collect();
+        for (r, s) in self.roots.iter_mut().zip(shares) {
+            r.rps = rps * s;
+        }
+        self.rps = rps;
+    }
+
+    /// Whether the topology has more than one root.
+    pub fn many_roots(&self) -> bool {
+        self.roots.len() > 1
+    }
 }
 
 /// How the open-loop generator spaces root requests.
@@ -301,8 +372,12 @@ pub struct Service {
     pub cancel: bool,
     /// Longest path from the entry (the entry is 0); every edge goes deeper.
     pub depth: usize,
-    /// Calls it receives per root request with no faults and no retries.
+    /// Calls it receives per root request with no faults and no retries
+    /// (over every root, each by its share of the root requests).
     pub multiplicity: f64,
+    /// Per root (in [`LoadSettings::roots`] order), the calls it receives
+    /// per request of that root.
+    pub root_multiplicity: Vec<f64>,
     /// `replicas:` listeners behind its name (1: no replicas); workers,
     /// queue and capacity are per replica.
     pub replicas: u32,

@@ -102,6 +102,24 @@ pub struct LoadSpec {
     /// `timeout:` the end user gives up after this (more than 0).
     #[serde(default, deserialize_with = "user_timeout")]
     pub timeout: Option<Duration>,
+    /// `entries:` many roots, each with its own rate and arrival (SPEC
+    /// section 11); in place of `entry:` and `rps:`.
+    #[serde(default)]
+    pub entries: Option<Vec<EntrySpec>>,
+}
+
+/// One of `load.entries`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EntrySpec {
+    /// `entry:` the root service.
+    pub entry: String,
+    /// `rps:` its root requests per second (default 100).
+    #[serde(default, deserialize_with = "yaml::rps")]
+    pub rps: Option<f64>,
+    /// `arrival:` constant | poisson (default: `load.arrival`).
+    #[serde(default)]
+    pub arrival: Option<Arrival>,
 }
 
 /// `services:`: every service, in the order the file lists them.

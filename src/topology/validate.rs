@@ -34,9 +34,10 @@ pub use super::error::TopologyError;
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::spec::{ContextSpec, ServiceSpec, TopologySpec};
+use super::spec::{ContextSpec, LoadSpec, ServiceSpec, TopologySpec};
 use super::{
-    Edge, LoadSettings, OwnershipSettings, Policy, Service, ServiceId, Topology, DEFAULT_QUEUE,
+    Edge, LoadSettings, OwnershipSettings, Policy, Root, Service, ServiceId, Topology,
+    DEFAULT_QUEUE,
 };
 use crate::format::fmt_duration;
 use crate::yaml::{self, key_of, Lines};
@@ -178,15 +179,9 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
 
     let order = super::topological_order(&services, &edges)
         .map_err(|cycle| cycle_error(&services, &cycle, loc))?;
-    let entry = find_entry(
-        spec.load.entry.as_deref(),
-        &ids,
-        &names,
-        &services,
-        &edges,
-        loc,
-    )?;
-    layer(&mut services, &edges, &order, entry);
+    let roots = find_roots(&spec.load, &ids, &names, &services, &edges, loc)?;
+    let entry = roots[0].entry;
+    layer(&mut services, &edges, &order, &roots);
     let user_timeout = spec.load.timeout;
     if let Some(user) = user_timeout {
         check_attempt_timeouts(&services, &edges, &policy, &fleet_fields, user, loc)?;
@@ -204,8 +199,9 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
         policy,
         load: LoadSettings {
             entry,
-            rps: spec.load.rps.unwrap_or(DEFAULT_RPS),
-            arrival: spec.load.arrival.unwrap_or_default(),
+            rps: roots.iter().map(|r| r.rps).sum(),
+            arrival: roots[0].arrival,
+            roots,
             timeout: user_timeout,
         },
         services,
@@ -300,6 +296,7 @@ fn services_and_edges(
             cancel: s.cancel.unwrap_or(false),
             depth: 0,
             multiplicity: 0.0,
+            root_multiplicity: Vec::new(),
             replicas: s.replicas.unwrap_or(1),
         });
     }
@@ -427,6 +424,70 @@ fn cycle_error(services: &[Service], cycle: &[ServiceId], loc: &Locator) -> Topo
 }
 
 /// The entry: `load.entry` if given, else the one service nothing calls.
+/// The roots: `load.entries`, each named service checked (a did-you-mean
+/// for a near miss) and listed once; or the one `entry` at `rps`.
+fn find_roots(
+    load: &LoadSpec,
+    ids: &HashMap<&str, ServiceId>,
+    names: &[&str],
+    services: &[Service],
+    edges: &[Edge],
+    loc: &Locator,
+) -> Result<Vec<Root>, TopologyError> {
+    let arrival = load.arrival.unwrap_or_default();
+    let Some(entries) = &load.entries else {
+        let entry = find_entry(load.entry.as_deref(), ids, names, services, edges, loc)?;
+        return Ok(vec![Root {
+            entry,
+            rps: load.rps.unwrap_or(DEFAULT_RPS),
+            arrival,
+        }]);
+    };
+    let at = loc.key_under("load", "entries");
+    let bad = |message: String| TopologyError::Yaml {
+        at: at.clone(),
+        service: None,
+        message,
+    };
+    if load.entry.is_some() || load.rps.is_some() {
+        return Err(bad(format!(
+            "load.entries: give the roots either as `entries:` (each with its own entry and rps) or as one `entry:` and `rps:`, not both{}",
+            load.entry.as_deref().map(|e| format!(" (here entry: {e})")).unwrap_or_default()
+        )));
+    }
+    if entries.is_empty() {
+        return Err(bad(
+            "load.entries: the list is empty: list at least one root, e.g. `- { entry: web, rps: 100 }`".into(),
+        ));
+    }
+    let mut roots: Vec<Root> = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let Some(&id) = ids.get(e.entry.as_str()) else {
+            return Err(TopologyError::Yaml {
+                at: at.clone(),
+                service: Some(e.entry.clone()),
+                message: format!(
+                    "load.entries[{i}].entry: there is no service \"{}\" in the topology{}",
+                    e.entry,
+                    did_you_mean(&e.entry, names)
+                ),
+            });
+        };
+        if let Some(first) = roots.iter().position(|r| r.entry == id) {
+            return Err(bad(format!(
+                "load.entries[{i}]: \"{}\" is already a root (load.entries[{first}]): list each root once, with the sum of its rates",
+                e.entry
+            )));
+        }
+        roots.push(Root {
+            entry: id,
+            rps: e.rps.unwrap_or(DEFAULT_RPS),
+            arrival: e.arrival.unwrap_or(arrival),
+        });
+    }
+    Ok(roots)
+}
+
 fn find_entry(
     given: Option<&str>,
     ids: &HashMap<&str, ServiceId>,
@@ -464,24 +525,43 @@ fn find_entry(
     }
 }
 
-/// Depth (longest path from the entry) and baseline multiplicity (the
-/// sum over paths of the products of `p × count`), over the services in
-/// topological `order`.
-fn layer(services: &mut [Service], edges: &[Edge], order: &[ServiceId], entry: ServiceId) {
-    let mut reached = vec![false; services.len()];
-    let mut multiplicity = vec![0.0; services.len()];
-    let mut depth = vec![0usize; services.len()];
-    reached[entry] = true;
-    multiplicity[entry] = 1.0;
+/// Depth (longest path from a root) and baseline multiplicity (the sum
+/// over paths of the products of `p × count`, per root and over the roots
+/// by their shares), over the services in topological `order`.
+fn layer(services: &mut [Service], edges: &[Edge], order: &[ServiceId], roots: &[Root]) {
+    let n = services.len();
+    let mut reached = vec![false; n];
+    let mut per_root = vec![vec![0.0; roots.len()]; n];
+    for (k, r) in roots.iter().enumerate() {
+        reached[r.entry] = true;
+        per_root[r.entry][k] = 1.0;
+    }
     for &v in order {
         for &e in &services[v].calls {
             let w = edges[e].to;
             if reached[v] {
                 reached[w] = true;
-                multiplicity[w] += multiplicity[v] * edges[e].expected_calls();
+                let calls = edges[e].expected_calls();
+                let from = per_root[v].clone();
+                for (to, m) in per_root[w].iter_mut().zip(from) {
+                    *to += m * calls;
+                }
             }
         }
     }
+    let total: f64 = roots.iter().map(|r| r.rps).sum();
+    let share = |k: usize| {
+        if total > 0.0 {
+            roots[k].rps / total
+        } else {
+            1.0 / roots.len() as f64
+        }
+    };
+    let multiplicity: Vec<f64> = per_root
+        .iter()
+        .map(|m| m.iter().enumerate().map(|(k, x)| share(k) * x).sum())
+        .collect();
+    let mut depth = vec![0usize; n];
     for &v in order {
         for &e in &services[v].calls {
             let w = edges[e].to;
@@ -491,9 +571,10 @@ fn layer(services: &mut [Service], edges: &[Edge], order: &[ServiceId], entry: S
             }
         }
     }
-    for (i, s) in services.iter_mut().enumerate() {
+    for (i, (s, m)) in services.iter_mut().zip(per_root).enumerate() {
         s.depth = depth[i];
         s.multiplicity = multiplicity[i];
+        s.root_multiplicity = m;
     }
 }
 

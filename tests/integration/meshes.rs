@@ -181,3 +181,62 @@ fn one_bad_host_among_ten_fails_a_call_only_when_a_retry_returns_to_it() {
     );
     assert_eq!(num(&rr["root"], "availability"), 1.0);
 }
+
+/// Two user-facing roots sharing a backend (`topologies/multi-root.yaml`
+/// under naive retries, `--rps 900`: web 600, mobile 300, each root
+/// keeping its share). Each root's availability is the model's within
+/// three binomial spreads of its own requests; db's amplification, load
+/// over the baseline summed over both roots, is the model's within 4%;
+/// and each root's storm radius is what its own paths allow (web three
+/// hops, mobile two).
+#[test]
+fn two_roots_sharing_a_backend_each_match_the_model() {
+    let _fleet = fleet_lock();
+    let file = crate::common::root().join("topologies/multi-root.yaml");
+    let r = headless_report(
+        file.to_str().unwrap(),
+        &[
+            "--duration",
+            "5s",
+            "--warmup",
+            "1s",
+            "--policy",
+            "retry",
+            "--rps",
+            "900",
+        ],
+    );
+    let roots = r["roots"].as_array().cloned().unwrap_or_default();
+    assert_eq!(roots.len(), 2, "{r}");
+    for (root, offered, radius) in [(&roots[0], 600.0, 3.0), (&roots[1], 300.0, 2.0)] {
+        assert_eq!(num(root, "offered_rps"), offered, "{root}");
+        let n = num(root, "requests");
+        assert!(
+            n >= 0.8 * offered * 5.0,
+            "only {n} requests measured: {root}"
+        );
+        let (avail, model) = (num(root, "availability"), num(root, "model_availability"));
+        let spread = (model * (1.0 - model) / n).sqrt();
+        assert!(
+            (avail - model).abs() <= 3.0 * spread.max(0.001),
+            "availability {avail:.4}, model {model:.4} (spread {spread:.4}): {root}"
+        );
+        assert_eq!(num(&root["storm_radius"], "max"), radius, "{root}");
+        assert_eq!(num(root, "static_radius"), radius, "{root}");
+    }
+    let db = node(&r, "db");
+    let (amp, want) = (num(db, "amplification"), num(db, "model_amplification"));
+    assert!(
+        (amp - want).abs() <= 0.04 * want,
+        "db at {amp}×, model {want}×"
+    );
+    // The baseline is both roots' share: web's request reaches db twice
+    // (through cart and directly), mobile's once.
+    let rate = |name: &str| num(node(&r, name), "rps");
+    let baseline = num(db, "baseline_rps");
+    let want = 2.0 * rate("web") + rate("mobile");
+    assert!(
+        (baseline - want).abs() <= 1e-6 * want,
+        "db's baseline {baseline}, 2 × web + mobile {want}"
+    );
+}

@@ -605,3 +605,40 @@ fn replicas_that_cannot_be() {
         &["policy.lb", "round-robin", "random", "p2c"],
     );
 }
+
+#[test]
+fn roots_that_cannot_be() {
+    let two = "services:\n  web: { calls: [db] }\n  mobile: { calls: [db] }\n  db: {}\n";
+    rejects(
+        "root-unknown",
+        &format!("name: t\nload:\n  entries:\n    - {{ entry: web, rps: 10 }}\n    - {{ entry: mobil, rps: 5 }}\n{two}"),
+        ":3:3: ",
+        &["load.entries[1].entry", "no service \"mobil\"", "did you mean \"mobile\"?"],
+    );
+    rejects(
+        "root-twice",
+        &format!(
+            "name: t\nload:\n  entries:\n    - {{ entry: web }}\n    - {{ entry: web }}\n{two}"
+        ),
+        ":3:3: ",
+        &["load.entries[1]", "already a root (load.entries[0])"],
+    );
+    rejects(
+        "root-and-entry",
+        &format!("name: t\nload:\n  entry: web\n  entries:\n    - {{ entry: web }}\n{two}"),
+        ":4:3: ",
+        &["either as `entries:`", "not both"],
+    );
+    rejects(
+        "roots-empty",
+        &format!("name: t\nload:\n  entries: []\n{two}"),
+        ":3:3: ",
+        &["the list is empty"],
+    );
+    rejects(
+        "root-rate-zero",
+        &format!("name: t\nload:\n  entries:\n    - {{ entry: web, rps: 0 }}\n{two}"),
+        ":4:26: ",
+        &["load.entries[0].rps", "positive"],
+    );
+}

@@ -70,7 +70,7 @@ use crate::ownership::retry::{self, RetryVerdict};
 use crate::ownership::{is_error_status, Attribution, Claim, Classified, DependencyMode};
 use budget::EdgeRates;
 
-pub use radius::{static_radius, worst_failure};
+pub use radius::{per_root as static_radius_per_root, static_radius, worst_failure};
 
 /// Retries per root request below this count as none (floating-point dust).
 const EPS: f64 = 1e-12;
@@ -82,8 +82,12 @@ pub struct Prediction {
     pub services: Vec<ServicePrediction>,
     /// Per edge, in [`Topology::edges`] order.
     pub edges: Vec<EdgePrediction>,
-    /// The probability that a root request succeeds.
+    /// The probability that a root request succeeds (over every root, by
+    /// its share of the root requests).
     pub root_availability: f64,
+    /// Per root (in `load.roots` order), the probability that one of its
+    /// requests succeeds.
+    pub roots: Vec<f64>,
     /// The longest path of consecutive edges that send retries.
     pub storm_radius: usize,
 }
@@ -208,7 +212,17 @@ pub fn predict_with_latency(
     Prediction {
         services,
         edges,
-        root_availability: m.dist.get(t.load.entry).map_or(1.0, |d| d.s),
+        root_availability: t
+            .load
+            .shares()
+            .map(|(r, w)| w * m.dist.get(r).map_or(1.0, |d| d.s))
+            .sum(),
+        roots: t
+            .load
+            .roots
+            .iter()
+            .map(|r| m.dist.get(r.entry).map_or(1.0, |d| d.s))
+            .collect(),
         storm_radius,
     }
 }
@@ -216,8 +230,10 @@ pub fn predict_with_latency(
 /// Invocations per root request of every service, top-down from the entry.
 fn loads(t: &Topology, m: &Model<'_>, order: &[ServiceId]) -> Vec<f64> {
     let mut load = vec![0.0; t.services.len()];
-    if let Some(l) = load.get_mut(t.load.entry) {
-        *l = 1.0;
+    for (r, w) in t.load.shares() {
+        if let Some(l) = load.get_mut(r) {
+            *l += w;
+        }
     }
     for &v in order {
         for &e in &t.services[v].calls {

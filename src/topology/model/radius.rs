@@ -23,15 +23,40 @@ use crate::topology::{Fault, Phase, Policy, ServiceId, Topology};
 /// The static storm radius: the worst [`super::Prediction::storm_radius`] over
 /// each single service failing every request (phase after), every other
 /// fault cleared.
+///
+/// With many roots, the largest over the roots (each root's radius is its
+/// own worst failure's; see [`per_root`]).
 pub fn static_radius(t: &Topology, policy: &Policy) -> usize {
     worst_failure(t, policy).map_or(0, |(_, r)| r)
 }
 
 /// The service whose failure gives the static storm radius, and that
 /// radius; `None` when no single failure makes any edge retry. Ties go to
-/// the service listed first.
+/// the service listed first; with many roots, to the root listed first.
 pub fn worst_failure(t: &Topology, policy: &Policy) -> Option<(ServiceId, usize)> {
-    search(t, policy).0
+    if !t.load.many_roots() {
+        return search(t, policy).0;
+    }
+    per_root(t, policy).into_iter().flatten().fold(
+        None,
+        |best: Option<(ServiceId, usize)>, (x, r)| match best {
+            Some((_, br)) if br >= r => best,
+            _ => Some((x, r)),
+        },
+    )
+}
+
+/// Each root's static radius (SPEC section 11): the worst single failure
+/// for that root's requests, as [`worst_failure`] finds it on
+/// [`Topology::root_view`]. Uber gives the maximum and the mean over its
+/// user-facing APIs.
+pub fn per_root(t: &Topology, policy: &Policy) -> Vec<Option<(ServiceId, usize)>> {
+    if !t.load.many_roots() {
+        return vec![search(t, policy).0];
+    }
+    (0..t.load.roots.len())
+        .map(|k| search(&t.root_view(k), policy).0)
+        .collect()
 }
 
 /// [`worst_failure`], and the work it took: services and calls walked

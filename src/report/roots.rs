@@ -1,0 +1,89 @@
+//! Per-root figures of a topology of many roots (SPEC section 11): each
+//! user-facing root's availability, latency and storm radius as its own
+//! end users saw them, beside the model's availability and static radius
+//! for that root.
+
+use serde::Serialize;
+
+use crate::lab::figures::Window;
+use crate::topology::model::static_radius_per_root;
+use crate::topology::Topology;
+
+/// One root's figures over a window.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RootReport {
+    /// Its service.
+    pub entry: String,
+    /// Root requests per second offered to it.
+    pub offered_rps: f64,
+    /// Root requests sent to it.
+    pub sent: u64,
+    /// Its root requests that were answered (or given up on).
+    pub requests: u64,
+    /// Of those, answered with an error or not answered.
+    pub errors: u64,
+    /// `1 - errors / requests`; `null` with no request measured.
+    pub availability: Option<f64>,
+    /// The model's availability for its requests.
+    pub model_availability: f64,
+    /// Its end users' latency.
+    pub latency_ms: Latency,
+    /// The storm radius of its requests: the largest, and the mean over
+    /// those that sent a retry.
+    pub storm_radius: Radius,
+    /// The worst single failure's radius for its requests, under the
+    /// policy in force (Uber's per-API figure).
+    pub static_radius: usize,
+}
+
+/// p50 and p99, ms (`null` with no request).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Latency {
+    /// Median.
+    pub p50: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
+}
+
+/// A storm radius over a window.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Radius {
+    /// The largest.
+    pub max: u64,
+    /// The mean over root requests that sent a retry.
+    pub mean: f64,
+}
+
+/// Every root's figures over the window, for a topology of many (empty
+/// otherwise, or when the roots were not counted apart).
+pub fn roots(t: &Topology, w: &Window<'_>) -> Vec<RootReport> {
+    if !t.load.many_roots() || w.counts.roots.len() != t.load.roots.len() {
+        return vec![];
+    }
+    let statics = static_radius_per_root(t, &t.policy);
+    t.load
+        .roots
+        .iter()
+        .zip(&w.counts.roots)
+        .enumerate()
+        .map(|(k, (root, c))| {
+            let (max, mean) = c.radius();
+            let availability = c.availability();
+            RootReport {
+                entry: t.services[root.entry].name.clone(),
+                offered_rps: root.rps,
+                sent: c.sent,
+                requests: c.completed(),
+                errors: c.errors,
+                availability: (!availability.is_nan()).then_some(availability),
+                model_availability: w.prediction.roots.get(k).copied().unwrap_or(f64::NAN),
+                latency_ms: Latency {
+                    p50: c.latency.quantile_ms(0.5),
+                    p99: c.latency.quantile_ms(0.99),
+                },
+                storm_radius: Radius { max, mean },
+                static_radius: statics.get(k).copied().flatten().map_or(0, |(_, r)| r),
+            }
+        })
+        .collect()
+}
