@@ -114,6 +114,10 @@ catalogue! {
     "chaoslab_replica_attempts" Counter ["service, replica, attempt"]
         "Attempts its callers' load balancers sent to one replica of the service, by attempt: first or retry.";
     "chaoslab_root_requests" Counter [""] "Root requests the end users sent into the entry.";
+    "chaoslab_entry_requests" Counter ["root"]
+        "Root requests the end users sent into one root (a topology of one root has one, the entry).";
+    "chaoslab_entry_errors" Counter ["root"]
+        "Root requests of one root answered with an error, or not answered.";
     "chaoslab_root_errors" Counter [""] "Root requests answered with an error, or not answered.";
     "chaoslab_root_dropped" Counter [""] Figure::RootDropped.help();
     "chaoslab_root_skipped" Counter [""] Figure::RootSkipped.help();
@@ -153,6 +157,8 @@ pub struct Source {
     services: Vec<String>,
     /// Each edge's caller and callee.
     edges: Vec<(String, String)>,
+    /// Each root's service, in `load.roots` order.
+    roots: Vec<String>,
     snapshot: watch::Receiver<Arc<Snapshot>>,
     /// The `policy` label, under `compare`.
     policy: Option<String>,
@@ -174,6 +180,12 @@ impl Source {
                         t.services[e.to].name.clone(),
                     )
                 })
+                .collect(),
+            roots: t
+                .load
+                .roots
+                .iter()
+                .map(|r| t.services[r.entry].name.clone())
                 .collect(),
             snapshot: session.snapshots(),
             policy,
@@ -360,6 +372,36 @@ impl Source {
         )
     }
 
+    /// Each root's requests and errors: the per-root counts of a topology
+    /// of many, the root counts of one.
+    fn encode_entries(&self, e: &mut DescriptorEncoder, c: &Counts) -> Result<(), std::fmt::Error> {
+        let rows: Vec<(String, u64, u64)> =
+            if c.roots.len() == self.roots.len() && self.roots.len() > 1 {
+                self.roots
+                    .iter()
+                    .zip(&c.roots)
+                    .map(|(n, r)| (n.clone(), r.sent, r.errors))
+                    .collect()
+            } else {
+                self.roots
+                    .first()
+                    .map(|n| (n.clone(), c.root.sent, c.root.errors))
+                    .into_iter()
+                    .collect()
+            };
+        let labels = |n: &str| self.labels(vec![("root", n.to_string())]);
+        family(
+            e,
+            "chaoslab_entry_requests",
+            rows.iter().map(|r| (labels(&r.0), counter(r.1))).collect(),
+        )?;
+        family(
+            e,
+            "chaoslab_entry_errors",
+            rows.iter().map(|r| (labels(&r.0), counter(r.2))).collect(),
+        )
+    }
+
     /// The edges into service `i`.
     fn edges_into(&self, i: usize) -> Vec<usize> {
         let name = &self.services[i];
@@ -454,6 +496,7 @@ impl Source {
             self.per_edge(|i| counter(ec(i).short_circuited)),
         )?;
         self.encode_replicas(e, &c)?;
+        self.encode_entries(e, &c)?;
         let fleet = |v| vec![(self.labels(vec![]), v)];
         let fleet_gauge = |v| vec![(self.labels(vec![]), v)];
         family(e, "chaoslab_root_requests", fleet(counter(c.root.sent)))?;

@@ -22,6 +22,9 @@ pub struct Expectation {
     pub service: Option<ServiceId>,
     /// The service's name, for per-service figures.
     pub service_name: Option<String>,
+    /// The root (its index in `load.roots` and its name), for a fleet
+    /// figure read over that root's requests alone (SPEC section 11).
+    pub root: Option<(usize, String)>,
     /// What is measured.
     pub figure: Figure,
     /// What it must be.
@@ -37,9 +40,10 @@ pub struct Expectation {
 impl Expectation {
     /// `D amplification <= 1.15`, `root_availability >= 0.99`.
     pub fn what(&self) -> String {
-        let subject = match &self.service_name {
-            Some(s) => format!("{s} {}", self.figure.name()),
-            None => self.figure.name().to_string(),
+        let subject = match (&self.service_name, &self.root) {
+            (Some(s), _) => format!("{s} {}", self.figure.name()),
+            (None, Some((_, r))) => format!("root {r} {}", self.figure.name()),
+            (None, None) => self.figure.name().to_string(),
         };
         format!("{subject} {}", self.bound)
     }

@@ -26,8 +26,47 @@ use crate::topology::ServiceId;
 pub fn evaluate(r: &Record, expectations: &[Expectation]) -> Vec<ExpectationReport> {
     expectations
         .iter()
-        .map(|e| judge(e, measure_window(r, e.window, e.service)))
+        .map(|e| {
+            let mut figures = measure_window(r, e.window, e.service);
+            if let Some((k, _)) = &e.root {
+                figures.fleet = measure_root(r, e.window, *k);
+            }
+            judge(e, figures)
+        })
         .collect()
+}
+
+/// The fleet figures of one window read over root `k`'s requests alone:
+/// its end users' counts, latency and storm radius, and the model's
+/// availability for it.
+pub fn measure_root(r: &Record, span: spec::Window, k: usize) -> Figures {
+    let slack = r.tick / 2;
+    let from = r.lab_time(r.warmup + span.from).saturating_sub(slack);
+    let to = r.lab_time(r.warmup + span.to) + slack;
+    let ends = samples_between(r, from, to);
+    let state = r.planned_state_at(r.warmup + span.from);
+    let counts = ends.1.counts.since(&ends.0.counts);
+    let (mut prediction, static_radius) = r.model_measured(&state, Some(&counts));
+    if let Some(&a) = prediction.roots.get(k) {
+        prediction.root_availability = a;
+    }
+    let mine = counts.roots.get(k).cloned().unwrap_or_default();
+    let latency_ms = (
+        mine.latency.quantile_ms(0.5).unwrap_or(0.0),
+        mine.latency.quantile_ms(0.99).unwrap_or(0.0),
+    );
+    let mut w = window(r, ends, (&prediction, static_radius), latency_ms);
+    w.counts.root.sent = mine.sent;
+    w.counts.root.ok = mine.ok;
+    w.counts.root.errors = mine.errors;
+    let (max, mean) = mine.radius();
+    let count: u64 = mine.radius.iter().sum();
+    w.radius = crate::metrics::RadiusStats {
+        max,
+        sum: (mean * count as f64).round() as u64,
+        count,
+    };
+    Figures::measure(&w, Scope::Fleet, 0)
 }
 
 /// Measures one window (on the scenario's clock: the warm-up is added).
@@ -97,6 +136,7 @@ pub fn judge(e: &Expectation, figures: WindowFigures) -> ExpectationReport {
         window_s: (e.window.from.as_secs_f64(), e.window.to.as_secs_f64()),
         figure: e.figure.name().to_string(),
         service: e.service_name.clone(),
+        root: e.root.as_ref().map(|(_, n)| n.clone()),
         expected: e.bound.to_string(),
         source: e.source.to_string(),
         line: e.source.line,

@@ -159,7 +159,10 @@ pub fn to_junit(report: &Report, file: Option<&str>) -> String {
         let r = &e.figures.fleet;
         let _ = writeln!(
             body,
-            "entry over the window: {:.1} rps, availability {}, storm radius max {} mean {:.2}",
+            "{} over the window: {:.1} rps, availability {}, storm radius max {} mean {:.2}",
+            e.root
+                .as_ref()
+                .map_or_else(|| "entry".to_string(), |n| format!("root {n}")),
             r[Figure::RootRps],
             match r[Figure::RootAvailability] {
                 a if a.is_nan() => "— (no root requests)".to_string(),
@@ -210,6 +213,7 @@ mod tests {
             window_s: (8.0, 10.0),
             figure: "amplification".into(),
             service: Some("D".into()),
+            root: None,
             expected: "≈ 8 ± 5%".into(),
             source: "story & co.yaml:42:5".into(),
             line: Some(42),

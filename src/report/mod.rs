@@ -105,6 +105,9 @@ pub struct ExpectationReport {
     /// The service, for a per-service figure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service: Option<String>,
+    /// The root, for a fleet figure read over one root's requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
     /// The bound, in words: `<= 1.15`, `≈ 8 ± 5%`.
     pub expected: String,
     /// Where the expectation is written: `story.yaml:42:5`.

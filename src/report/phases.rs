@@ -477,6 +477,7 @@ mod tests {
             window_s: measured_s,
             figure: "amplification".into(),
             service: None,
+            root: None,
             expected: "<= 2".into(),
             source: "s.yaml:1:1".into(),
             line: None,

@@ -17,6 +17,8 @@ pub use crate::lab::expect::{Bound, Expectation, Window, DEFAULT_TOLERANCE};
 pub(super) struct ExpectSpec {
     pub(super) window: Window,
     pub(super) service: Option<String>,
+    /// `root:` a fleet figure over one root's requests.
+    pub(super) root: Option<String>,
     pub(super) figures: Vec<(String, Bound)>,
 }
 
@@ -52,6 +54,7 @@ impl<'de> Deserialize<'de> for ExpectSpec {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExpectSpec, A::Error> {
                 let mut window = None;
                 let mut service: Option<String> = None;
+                let mut root: Option<String> = None;
                 let mut figures: Vec<(String, Bound)> = Vec::new();
                 while let Some(k) = map.next_key::<String>()? {
                     match k.as_str() {
@@ -66,6 +69,12 @@ impl<'de> Deserialize<'de> for ExpectSpec {
                                 return Err(de::Error::duplicate_field("service"));
                             }
                             service = Some(map.next_value()?);
+                        }
+                        "root" => {
+                            if root.is_some() {
+                                return Err(de::Error::duplicate_field("root"));
+                            }
+                            root = Some(map.next_value()?);
                         }
                         _ => {
                             if figures.iter().any(|(g, _)| *g == k) {
@@ -88,9 +97,15 @@ impl<'de> Deserialize<'de> for ExpectSpec {
                         Figure::list(Scope::Fleet)
                     )));
                 }
+                if service.is_some() && root.is_some() {
+                    return Err(de::Error::custom(
+                        "an expectation takes `service:` (a per-service figure) or `root:` (a root's availability, latency or storm radius), not both",
+                    ));
+                }
                 Ok(ExpectSpec {
                     window,
                     service,
+                    root,
                     figures,
                 })
             }

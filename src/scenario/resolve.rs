@@ -282,12 +282,31 @@ fn resolve_expectations(
             ),
             None => (None, None),
         };
+        let root = match &e.root {
+            Some(n) => Some(root_of(loc, t, n, i)?),
+            None => None,
+        };
         for (figure_name, bound) in e.figures {
             let figure = figure(figure_name, e.service.as_deref(), i, loc)?;
+            if root.is_some() && !ROOT_FIGURES.contains(&figure) {
+                return Err(ScenarioError::Yaml {
+                    at: loc.token_in_item("expect", i, figure.name()),
+                    message: format!(
+                        "expect[{i}]: `{}` is not read per root: with `root:` give one of {}",
+                        figure.name(),
+                        ROOT_FIGURES
+                            .iter()
+                            .map(|f| f.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
             expectations.push(Expectation {
                 window: e.window,
                 service: id,
                 service_name: name.clone(),
+                root: root.clone(),
                 figure,
                 bound,
                 entry: format!("expect[{i}]"),
@@ -297,6 +316,42 @@ fn resolve_expectations(
         }
     }
     Ok(expectations)
+}
+
+/// The fleet figures an expectation can read over one root's requests.
+const ROOT_FIGURES: [Figure; 6] = [
+    Figure::RootAvailability,
+    Figure::ModelAvailability,
+    Figure::LatencyP50,
+    Figure::LatencyP99,
+    Figure::StormRadius,
+    Figure::StormRadiusMean,
+];
+
+/// `root: NAME` of expectation `i`: a service that is one of the roots.
+fn root_of(
+    loc: &Locator,
+    t: &Topology,
+    name: &str,
+    i: usize,
+) -> Result<(usize, String), ScenarioError> {
+    let id = service(loc, t, name, ("expect", i), format!("expect[{i}].root"))?;
+    match t.load.roots.iter().position(|r| r.entry == id) {
+        Some(k) => Ok((k, name.to_string())),
+        None => Err(ScenarioError::Yaml {
+            at: loc.token_in_item("expect", i, name),
+            message: format!(
+                "expect[{i}].root: \"{name}\" is not a root of topology {} (roots: {})",
+                t.name,
+                t.load
+                    .roots
+                    .iter()
+                    .map(|r| t.services[r.entry].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    }
 }
 
 /// The figure `figure_name` of expectation `i`, which must take a service

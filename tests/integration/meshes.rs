@@ -193,19 +193,31 @@ fn one_bad_host_among_ten_fails_a_call_only_when_a_retry_returns_to_it() {
 fn two_roots_sharing_a_backend_each_match_the_model() {
     let _fleet = fleet_lock();
     let file = crate::common::root().join("topologies/multi-root.yaml");
-    let r = headless_report(
-        file.to_str().unwrap(),
-        &[
-            "--duration",
-            "5s",
-            "--warmup",
-            "1s",
-            "--policy",
-            "retry",
-            "--rps",
-            "900",
-        ],
+    // Expectations read over one root's requests (`root:`), judged in
+    // the report beside the figures below.
+    let scenario = topology_file(
+        "multi-root-expect",
+        "expect:\n  - { during: 0s..5s, root: mobile, storm_radius: { max: 2 }, root_availability: { min: 0.95 } }\n  - { during: 0s..5s, root: web, storm_radius: { min: 3 } }\n",
     );
+    let args = [
+        "--duration",
+        "5s",
+        "--warmup",
+        "1s",
+        "--policy",
+        "retry",
+        "--rps",
+        "900",
+        "--scenario",
+        &scenario,
+    ];
+    let r = headless_report(file.to_str().unwrap(), &args);
+    let judged = r["expectations"].as_array().cloned().unwrap_or_default();
+    assert_eq!(judged.len(), 3, "{judged:?}");
+    for e in &judged {
+        assert_eq!(e["passed"], true, "{e}");
+        assert!(e["root"].is_string(), "{e}");
+    }
     let roots = r["roots"].as_array().cloned().unwrap_or_default();
     assert_eq!(roots.len(), 2, "{r}");
     for (root, offered, radius) in [(&roots[0], 600.0, 3.0), (&roots[1], 300.0, 2.0)] {

@@ -155,7 +155,7 @@ fn a_wrong_expectation_exits_1_and_junit_names_it() {
 #[test]
 fn a_bad_scenario_exits_2_with_file_and_line() {
     // Refused before any fleet starts: no lock needed.
-    let cases: [(&str, &[&str], &str); 4] = [
+    let cases: [(&str, &[&str], &str); 7] = [
         (
             "duration: 10s\nsteps:\n  - at: 1s\n    fail: { service: X, error_rate: 1 }\n",
             &[],
@@ -175,6 +175,21 @@ fn a_bad_scenario_exits_2_with_file_and_line() {
             "expect:\n  - during: 1s..2s\n    service: D\n    amplification: { approx: lots }\n",
             &[],
             ":4:",
+        ),
+        (
+            "expect:\n  - during: 1s..2s\n    root: C\n    root_availability: { min: 0.9 }\n",
+            &[],
+            ":3:11: expect[0].root: \"C\" is not a root of topology uber-chain (roots: A)",
+        ),
+        (
+            "expect:\n  - during: 1s..2s\n    root: A\n    root_rps: { min: 1 }\n",
+            &[],
+            ":4:5: expect[0]: `root_rps` is not read per root: with `root:` give one of root_availability",
+        ),
+        (
+            "steps:\n  - at: 1s\n    fail: { service: D, replicas: [1] }\n",
+            &[],
+            ":3:",
         ),
     ];
     for (i, (yaml, extra, want)) in cases.iter().enumerate() {
@@ -199,6 +214,13 @@ fn a_bad_scenario_exits_2_with_file_and_line() {
         assert!(stderr.starts_with(&expected), "case {i}: {stderr}");
         if i == 3 {
             assert!(stderr.contains("approx needs a number"), "{stderr}");
+        }
+        if i == 6 {
+            assert!(
+                stderr
+                    .contains("has 1 replica (numbered 0 to 0), so a fault cannot be on replica 1"),
+                "{stderr}"
+            );
         }
         assert!(stdout.is_empty(), "no run happened: {stdout}");
         let _ = std::fs::remove_file(&path);
