@@ -63,6 +63,35 @@ pub fn layered(layers: usize, width: usize, policy: &str) -> String {
     y
 }
 
+/// A mesh of many roots as YAML (SPEC section 11): `roots` user-facing
+/// chains of `depth` services (`R{r}_0` calls `R{r}_1`, …), the last of
+/// each calling one of `shared` backends `DB{k}`, every service with
+/// `replicas` replicas, the roots sharing `rps` evenly. A root request
+/// makes `depth` calls, so the rate stays one a machine can carry however
+/// many services there are: `roots × depth + shared` services in all.
+pub fn mesh(roots: usize, depth: usize, shared: usize, replicas: u32, rps: f64) -> String {
+    let (roots, depth, shared) = (roots.max(1), depth.max(1), shared.max(1));
+    let mut y = String::from("name: mesh\npolicy: { preset: ownership }\nload:\n  entries:\n");
+    for r in 0..roots {
+        let _ = writeln!(y, "    - {{ entry: R{r}_0, rps: {} }}", rps / roots as f64);
+    }
+    y.push_str("services:\n");
+    for r in 0..roots {
+        for d in 0..depth {
+            let next = if d + 1 < depth {
+                format!("R{r}_{}", d + 1)
+            } else {
+                format!("DB{}", r % shared)
+            };
+            let _ = writeln!(y, "  R{r}_{d}: {{ replicas: {replicas}, calls: [{next}] }}");
+        }
+    }
+    for k in 0..shared {
+        let _ = writeln!(y, "  DB{k}: {{ replicas: {replicas} }}");
+    }
+    y
+}
+
 /// A chain of `n` services as YAML: `S0` calls `S1`, which calls `S2`, …
 pub fn chain(n: usize, policy: &str) -> String {
     let n = n.max(1);
@@ -78,6 +107,22 @@ pub fn chain(n: usize, policy: &str) -> String {
 mod tests {
     use super::*;
     use crate::topology::Topology;
+
+    #[test]
+    fn a_generated_mesh_has_its_roots_and_replicas() {
+        let t = Topology::from_yaml(&mesh(3, 4, 2, 3, 60.0), "g").unwrap();
+        assert_eq!(t.services.len(), 3 * 4 + 2);
+        assert_eq!(t.load.roots.len(), 3);
+        assert!((t.load.rps - 60.0).abs() < 1e-9);
+        assert!(t.services.iter().all(|s| s.replicas == 3));
+        let db0 = &t.services[t.service_id("DB0").unwrap()];
+        // Roots 0 and 2 reach DB0, each with a third of the requests.
+        assert!(
+            (db0.multiplicity - 2.0 / 3.0).abs() < 1e-9,
+            "{}",
+            db0.multiplicity
+        );
+    }
 
     #[test]
     fn generated_dags_validate() {
