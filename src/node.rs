@@ -100,12 +100,15 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
 /// runs, for `--duration` or until a signal; then the table's entry line.
 pub fn load(args: LoadArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
-    let entry = t.load.entry;
     let peers = args.peers.read(&t).map_err(RunError::usage)?;
     let mut placed = vec![None; t.services.len()];
-    if t.entry().url.is_none() {
-        let why = format!("the load goes to the entry `{}`", t.entry().name);
-        placed[entry] = Some(peers.url(&t, entry, &why).map_err(RunError::usage)?);
+    // Every root, where the peers say it runs.
+    for root in &t.load.roots {
+        let s = &t.services[root.entry];
+        if s.url.is_none() {
+            let why = format!("the load goes to the root `{}`", s.name);
+            placed[root.entry] = Some(peers.url(&t, root.entry, &why).map_err(RunError::usage)?);
+        }
     }
     let mut initial = args.start.actions(&t).map_err(RunError::usage)?;
     initial.extend(args.load.actions().map_err(RunError::usage)?);

@@ -348,11 +348,14 @@ impl RunArgs {
                 c[id] = Some(controls.url(t, id, &why)?);
             }
         }
-        let entry = t.load.entry;
         let mut placed = vec![None; t.services.len()];
-        if t.entry().url.is_none() {
-            let why = format!("the load goes to the entry `{}`", t.entry().name);
-            placed[entry] = Some(peers.url(t, entry, &why)?);
+        // The load goes to every root where the peers say it runs.
+        for root in &t.load.roots {
+            let s = &t.services[root.entry];
+            if s.url.is_none() {
+                let why = format!("the load goes to the root `{}`", s.name);
+                placed[root.entry] = Some(peers.url(t, root.entry, &why)?);
+            }
         }
         let placement = Placement {
             local: None,

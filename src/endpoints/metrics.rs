@@ -113,11 +113,11 @@ catalogue! {
         "Error answers one replica of the service gave.";
     "chaoslab_replica_attempts" Counter ["service, replica, attempt"]
         "Attempts its callers' load balancers sent to one replica of the service, by attempt: first or retry.";
-    "chaoslab_root_requests" Counter [""] "Root requests the end users sent into the entry.";
     "chaoslab_entry_requests" Counter ["root"]
         "Root requests the end users sent into one root (a topology of one root has one, the entry).";
     "chaoslab_entry_errors" Counter ["root"]
         "Root requests of one root answered with an error, or not answered.";
+    "chaoslab_root_requests" Counter [""] "Root requests the end users sent into the entry.";
     "chaoslab_root_errors" Counter [""] "Root requests answered with an error, or not answered.";
     "chaoslab_root_dropped" Counter [""] Figure::RootDropped.help();
     "chaoslab_root_skipped" Counter [""] Figure::RootSkipped.help();

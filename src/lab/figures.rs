@@ -161,21 +161,15 @@ impl Window<'_> {
     /// Service `i`'s no-fault load at the root rates measured: each
     /// root's rate times the calls one of its requests makes of `i`.
     fn baseline(&self, i: usize) -> f64 {
-        let s = &self.topology.services[i];
-        let roots = &self.topology.load.roots;
-        if roots.len() < 2 || s.root_multiplicity.len() != roots.len() {
-            return self.root_rate() * s.multiplicity;
-        }
-        roots
-            .iter()
-            .zip(&s.root_multiplicity)
-            .map(|(r, m)| self.rate(self.svc(r.entry).roots) * m)
-            .sum()
+        self.topology.baseline(i, |r| self.rate(self.svc(r).roots))
     }
 
     /// Service `i`'s workers, when it has them.
+    /// Over every replica: workers are per replica.
     fn workers(&self, i: usize) -> Option<f64> {
-        self.topology.services[i].workers.map(f64::from)
+        let s = &self.topology.services[i];
+        s.workers
+            .map(|w| f64::from(w) * f64::from(s.replicas.max(1)))
     }
 
     /// Busy worker time over available worker time.

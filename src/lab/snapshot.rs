@@ -448,9 +448,13 @@ fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize, learned: Vec<Learned
     // Over its rate limit, or its queue full (a claimed 503 at once) for
     // at least 1% of what it received.
     let queue_full = c.shed > 0 && c.shed * 100 >= c.requests;
-    let shedding =
-        (s.capacity.is_some_and(|cap| rps > cap * 1.02) || queue_full) && c.own_errors > 0;
-    let state = if fault.down {
+    let shedding = (s
+        .capacity
+        .is_some_and(|cap| rps > cap * f64::from(s.replicas.max(1)) * 1.02)
+        || queue_full)
+        && c.own_errors > 0;
+    // Down on every replica (a fault on some is shown by its errors).
+    let state = if fault.down && fault.replicas.is_none() {
         ServiceState::Down
     } else if context_dropped {
         ServiceState::ContextDropped
@@ -467,7 +471,6 @@ fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize, learned: Vec<Learned
     } else {
         ServiceState::Propagating
     };
-    let entry = i.topology.load.entry;
     ServiceView {
         name: s.name.clone(),
         depth: s.depth,
@@ -483,9 +486,11 @@ fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize, learned: Vec<Learned
             .windows(2)
             .map(|p| {
                 let (a, b) = (&p[0].counts.services, &p[1].counts.services);
-                let r = b[entry].roots.saturating_sub(a[entry].roots) as f64;
-                if r > 0.0 && s.multiplicity > 0.0 {
-                    b[id].requests.saturating_sub(a[id].requests) as f64 / (r * s.multiplicity)
+                let base = i
+                    .topology
+                    .baseline(id, |r| b[r].roots.saturating_sub(a[r].roots) as f64);
+                if base > 0.0 {
+                    b[id].requests.saturating_sub(a[id].requests) as f64 / base
                 } else {
                     0.0
                 }

@@ -199,6 +199,8 @@ impl LabState {
                 retry_cost: Some(p.quota.transient),
                 timeout_cost: Some(p.quota.timeout),
                 breaker: Some(p.breaker.map_or(BreakerSetting::Off, BreakerSetting::On)),
+                lb: Some(p.lb),
+                retry_other_host: Some(p.retry_other_host),
                 ..PolicyFields::default()
             }),
             Action::Mode {

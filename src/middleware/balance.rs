@@ -3,9 +3,9 @@
 //!
 //! Each edge balances on its own, as a client-side balancer in the caller
 //! does: `round-robin` gives each call's first attempt the next replica in
-//! turn and a retry the replica after the one it last tried (so retries
-//! do not shift the rotation: every replica gets 1/N of the first
-//! attempts), `random` draws one,
+//! turn and draws a retry's replica (so retries do not shift the rotation:
+//! every replica gets 1/N of the first attempts, and bad replicas side by
+//! side are not met together), `random` draws one,
 //! `p2c` draws two and takes the one with fewer of this edge's attempts in
 //! flight. With `retry_other_host` a retry skips the replicas its call
 //! already tried while one is left, as Envoy's `previous_hosts` retry
@@ -16,8 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use crate::ownership::policy::Lb;
 
-/// Replicas a call remembers having tried (a retry to a replica past
-/// these is not told apart from a fresh one).
+/// Replicas a call remembers in a bit set; past these, in a list.
 const REMEMBERED: usize = 64;
 
 /// Draws a replica uniformly; a retry with `retry_other_host` draws again
@@ -34,24 +33,40 @@ pub struct Balancer {
     in_flight: Box<[AtomicU32]>,
 }
 
-/// The replicas one call has tried, and the last of them.
-#[derive(Debug, Default, Clone, Copy)]
+/// The replicas one call has tried: a bit set for the first
+/// [`REMEMBERED`], a list past them (allocated only for such a replica).
+#[derive(Debug, Default, Clone)]
 pub struct Tried {
     mask: u64,
-    last: Option<usize>,
+    beyond: Vec<usize>,
+    count: usize,
 }
 
 impl Tried {
-    fn has(self, r: usize) -> bool {
-        r < REMEMBERED && self.mask & (1 << r) != 0
+    fn has(&self, r: usize) -> bool {
+        if r < REMEMBERED {
+            self.mask & (1 << r) != 0
+        } else {
+            self.beyond.contains(&r)
+        }
     }
 
     /// Remembers replica `r`.
     pub fn add(&mut self, r: usize) {
+        if self.has(r) {
+            return;
+        }
         if r < REMEMBERED {
             self.mask |= 1 << r;
+        } else {
+            self.beyond.push(r);
         }
-        self.last = Some(r);
+        self.count += 1;
+    }
+
+    /// Whether it has tried none.
+    fn is_empty(&self) -> bool {
+        self.count == 0
     }
 }
 
@@ -123,7 +138,7 @@ impl Balancer {
 
     /// Picks the replica for a call's next attempt, given those it has
     /// `tried`; `draw(n)` is a uniform draw from `0..n`.
-    pub fn pick(&self, tried: Tried, draw: &mut dyn FnMut(usize) -> usize) -> Picked<'_> {
+    pub fn pick(&self, tried: &Tried, draw: &mut dyn FnMut(usize) -> usize) -> Picked<'_> {
         let r = self.choose(tried, draw);
         let in_flight = &self.in_flight[r];
         in_flight.fetch_add(1, Ordering::Relaxed);
@@ -134,20 +149,21 @@ impl Balancer {
         }
     }
 
-    fn choose(&self, tried: Tried, draw: &mut dyn FnMut(usize) -> usize) -> usize {
+    fn choose(&self, tried: &Tried, draw: &mut dyn FnMut(usize) -> usize) -> usize {
         let n = self.urls.len();
         if n == 1 {
             return 0;
         }
         // Every replica tried (or none to avoid): any will do.
-        let avoid = if self.other_host.load(Ordering::Relaxed)
-            && (0..n.min(REMEMBERED)).any(|r| !tried.has(r))
-        {
+        let none = Tried::default();
+        let avoid = if self.other_host.load(Ordering::Relaxed) && tried.count < n {
             tried
         } else {
-            Tried::default()
+            &none
         };
-        let untried = |avoid: Tried, draw: &mut dyn FnMut(usize) -> usize| {
+        // A uniform draw among the replicas not avoided: rejection, then
+        // (rarely) a scan from a drawn start; `avoid` leaves one at least.
+        let untried = |avoid: &Tried, draw: &mut dyn FnMut(usize) -> usize| {
             for _ in 0..REDRAWS {
                 let r = draw(n);
                 if !avoid.has(r) {
@@ -161,25 +177,19 @@ impl Balancer {
                 .unwrap_or(start)
         };
         match self.lb() {
-            Lb::RoundRobin => {
-                let start = match tried.last {
-                    Some(last) => last + 1,
-                    None => self.next.fetch_add(1, Ordering::Relaxed),
-                };
-                (0..n)
-                    .map(|k| (start + k) % n)
-                    .find(|&r| !avoid.has(r))
-                    .unwrap_or(start % n)
-            }
-            Lb::Random => untried(avoid, draw),
+            Lb::RoundRobin if tried.is_empty() => self.next.fetch_add(1, Ordering::Relaxed) % n,
+            Lb::RoundRobin | Lb::Random => untried(avoid, draw),
             Lb::P2c => {
                 let a = untried(avoid, draw);
                 // The second choice differs from the first while another
                 // replica is left to choose.
-                let mut without_a = avoid;
+                let mut without_a = avoid.clone();
                 without_a.add(a);
-                let left = (0..n.min(REMEMBERED)).any(|r| !without_a.has(r)) || n > REMEMBERED;
-                let b = if left { untried(without_a, draw) } else { a };
+                let b = if without_a.count < n {
+                    untried(&without_a, draw)
+                } else {
+                    a
+                };
                 let load = |r: usize| self.in_flight[r].load(Ordering::Relaxed);
                 if load(b) < load(a) {
                     b
@@ -208,25 +218,39 @@ mod tests {
         let b = Balancer::new(urls(3), Lb::RoundRobin, true);
         let mut never = |_: usize| unreachable!("round-robin draws nothing");
         let got: Vec<usize> = (0..6)
-            .map(|_| b.pick(Tried::default(), &mut never).replica)
+            .map(|_| b.pick(&Tried::default(), &mut never).replica)
             .collect();
         assert_eq!(got, [0, 1, 2, 0, 1, 2]);
     }
 
     #[test]
-    fn a_round_robin_retry_takes_the_next_replica_and_leaves_the_rotation_alone() {
-        let b = Balancer::new(urls(4), Lb::RoundRobin, false);
-        let mut never = |_: usize| unreachable!("round-robin draws nothing");
-        let first = b.pick(Tried::default(), &mut never).replica;
+    fn a_round_robin_retry_leaves_the_rotation_alone() {
+        let b = Balancer::new(urls(4), Lb::RoundRobin, true);
+        let first = b.pick(&Tried::default(), &mut |_| 0).replica;
         let mut tried = Tried::default();
         tried.add(first);
-        assert_eq!(b.pick(tried, &mut never).replica, (first + 1) % 4);
-        // The next call's first attempt is the rotation's next, as if the
-        // retry had not been made.
+        // The retry is drawn (here the draw says replica 3) ...
+        assert_eq!(b.pick(&tried, &mut |_| 3).replica, 3);
+        // ... and the next call's first attempt is the rotation's next, as
+        // if the retry had not been made.
         assert_eq!(
-            b.pick(Tried::default(), &mut never).replica,
+            b.pick(&Tried::default(), &mut |_| 0).replica,
             (first + 1) % 4
         );
+    }
+
+    #[test]
+    fn past_sixty_four_replicas_a_retry_still_avoids_every_one_tried() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        let mut draw = |n: usize| rng.random_range(0..n);
+        let b = Balancer::new(urls(100), Lb::Random, true);
+        let mut tried = Tried::default();
+        for _ in 0..100 {
+            let r = b.pick(&tried, &mut draw).replica;
+            assert!(!tried.has(r), "went back to {r}");
+            tried.add(r);
+        }
+        assert_eq!(tried.count, 100);
     }
 
     #[test]
@@ -239,13 +263,13 @@ mod tests {
                 let mut tried = Tried::default();
                 let mut seen = Vec::new();
                 for _ in 0..4 {
-                    let r = b.pick(tried, &mut draw).replica;
+                    let r = b.pick(&tried, &mut draw).replica;
                     assert!(!seen.contains(&r), "{lb:?} went back to {r}: {seen:?}");
                     seen.push(r);
                     tried.add(r);
                 }
                 // All four tried: a fifth attempt goes anywhere.
-                assert!(b.pick(tried, &mut draw).replica < 4);
+                assert!(b.pick(&tried, &mut draw).replica < 4);
             }
         }
     }
@@ -258,7 +282,7 @@ mod tests {
         let mut tried = Tried::default();
         tried.add(3);
         let back = (0..20_000)
-            .filter(|_| b.pick(tried, &mut draw).replica == 3)
+            .filter(|_| b.pick(&tried, &mut draw).replica == 3)
             .count();
         // 1 in 10: 2,000 ± 3σ (σ = 42).
         assert!((1_870..=2_130).contains(&back), "{back}");
@@ -274,12 +298,12 @@ mod tests {
             .map(|_| {
                 let mut t = Tried::default();
                 t.add(1);
-                b.pick(t, &mut draw)
+                b.pick(&t, &mut draw)
             })
             .collect();
         assert!(held.iter().all(|p| p.replica == 0));
         for _ in 0..100 {
-            assert_eq!(b.pick(Tried::default(), &mut draw).replica, 1);
+            assert_eq!(b.pick(&Tried::default(), &mut draw).replica, 1);
         }
         drop(held);
         assert_eq!(b.in_flight[0].load(Ordering::Relaxed), 0);

@@ -513,7 +513,7 @@ impl RetryClient {
                     timed_out: true,
                 },
             };
-            let host = edge.balancer.pick(tried, &mut |n| {
+            let host = edge.balancer.pick(&tried, &mut |n| {
                 self.rng
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())

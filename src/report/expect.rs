@@ -28,7 +28,8 @@ pub fn evaluate(r: &Record, expectations: &[Expectation]) -> Vec<ExpectationRepo
         .iter()
         .map(|e| {
             let mut figures = measure_window(r, e.window, e.service);
-            if let Some((k, _)) = &e.root {
+            // One root's figures are the fleet's when it is the only one.
+            if let (Some((k, _)), true) = (&e.root, r.topology.load.many_roots()) {
                 figures.fleet = measure_root(r, e.window, *k);
             }
             judge(e, figures)

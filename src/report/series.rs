@@ -109,7 +109,15 @@ impl TimeSeries {
             out.availability.push(round(c.root.availability()));
             for (i, s) in topology.services.iter().enumerate() {
                 let n = c.services.get(i).map_or(0, |x| x.requests) as f64;
-                let base = entry_roots * s.multiplicity;
+                let base = if topology.load.many_roots() {
+                    topology.baseline(i, |r| {
+                        let at =
+                            |x: &crate::metrics::Counts| x.services.get(r).map_or(0, |e| e.roots);
+                        at(&w[1].counts).saturating_sub(at(&w[0].counts)) as f64
+                    })
+                } else {
+                    entry_roots * s.multiplicity
+                };
                 out.services[i].rps.push(round(n / dt));
                 out.services[i]
                     .amplification

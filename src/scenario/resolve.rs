@@ -147,6 +147,17 @@ pub(super) fn step_action(
         StepKind::Fail(f) => {
             let s = id(&f.service, "fail")?;
             let n = t.services[s].replicas;
+            if f.replicas
+                .as_ref()
+                .is_some_and(|r| r.as_ref().is_some_and(Vec::is_empty))
+            {
+                return Err(ScenarioError::CannotSet {
+                    at: loc.token_in_item(section, i, "replicas"),
+                    what: format!("{section}[{i}].fail.replicas"),
+                    service: f.service.clone(),
+                    why: "gets an empty list of replicas: name the replicas the fault is on (e.g. [0]), or leave the key out".into(),
+                });
+            }
             if let Some(&r) = f.replicas.iter().flatten().flatten().find(|&&r| r >= n) {
                 return Err(ScenarioError::CannotSet {
                     at: loc.token_in_item(section, i, "replicas"),

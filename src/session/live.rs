@@ -134,7 +134,7 @@ impl Live {
                 for (k, ((entry, share), root)) in
                     shares.into_iter().zip(&topology.load.roots).enumerate()
                 {
-                    tasks.push(load::spawn(
+                    let spawned = load::spawn(
                         load::Target {
                             urls: fleet.replica_urls(entry),
                             share,
@@ -143,7 +143,9 @@ impl Live {
                         control.clone(),
                         root.arrival,
                         topology.load.timeout,
-                        opts.max_in_flight
+                        // The run's in-flight bound, shared by the roots.
+                        ((opts.max_in_flight as f64 * share).ceil() as usize)
+                            .max(1)
                             .min(load::in_flight_for(topology.load.rps * share)),
                         opts.seed
                             .wrapping_mul(31)
@@ -151,7 +153,17 @@ impl Live {
                             .wrapping_add(k as u64 * 0x9E37_79B9),
                         fleet.metrics().clone(),
                         stop_rx.clone(),
-                    )?);
+                    );
+                    match spawned {
+                        Ok(t) => tasks.push(t),
+                        Err(e) => {
+                            // None of the roots runs when one cannot.
+                            for t in &tasks {
+                                t.abort();
+                            }
+                            return Err(e);
+                        }
+                    }
                 }
                 Ok(tokio::spawn(async move {
                     for t in tasks {

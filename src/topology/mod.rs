@@ -163,6 +163,22 @@ impl Topology {
         t
     }
 
+    /// Service `i`'s no-fault load given the root requests each root
+    /// service opened (`roots_at`): the sum over the roots of that count
+    /// times the calls one of its requests makes of `i`.
+    pub fn baseline(&self, i: ServiceId, roots_at: impl Fn(ServiceId) -> f64) -> f64 {
+        let s = &self.services[i];
+        let roots = &self.load.roots;
+        if roots.len() < 2 || s.root_multiplicity.len() != roots.len() {
+            return roots_at(self.load.entry) * s.multiplicity;
+        }
+        roots
+            .iter()
+            .zip(&s.root_multiplicity)
+            .map(|(r, m)| roots_at(r.entry) * m)
+            .sum()
+    }
+
     /// The largest depth of any service.
     pub fn max_depth(&self) -> usize {
         self.services.iter().map(|s| s.depth).max().unwrap_or(0)

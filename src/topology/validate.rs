@@ -313,6 +313,15 @@ fn check_replicas(name: &str, s: &ServiceSpec, loc: &Locator) -> Result<(), Topo
             service: name.to_string(),
         });
     }
+    if s.fault.replicas.as_ref().is_some_and(Vec::is_empty) {
+        return Err(TopologyError::Yaml {
+            at: loc.in_service(name, "fault"),
+            service: Some(name.to_string()),
+            message: format!(
+                "services.{name}.fault.replicas is empty: name the replicas the fault is on (e.g. [0]), or leave the key out for every replica"
+            ),
+        });
+    }
     let named = s.fault.replicas.iter().flatten();
     if let Some(&index) = named.clone().find(|&&r| r >= n) {
         return Err(TopologyError::ReplicaOutOfRange {

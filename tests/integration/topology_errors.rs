@@ -587,6 +587,12 @@ fn replicas_that_cannot_be() {
         ],
     );
     rejects(
+        "replicas-none-named",
+        "name: t\nservices:\n  A:\n    replicas: 3\n    fault: { error_rate: 1.0, replicas: [] }\n",
+        ":5:5: ",
+        &["services.A.fault.replicas is empty", "leave the key out"],
+    );
+    rejects(
         "replica-of-one",
         "name: t\nservices:\n  A:\n    fault: { error_rate: 1.0, replicas: [1] }\n",
         ":4:5: ",

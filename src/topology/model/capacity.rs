@@ -137,7 +137,8 @@ pub fn service_time(s: &Service) -> Duration {
 /// workers / service time, `None` without workers; `f64::INFINITY` when
 /// the service time is 0.
 pub fn capacity_rps(s: &Service) -> Option<f64> {
-    let w = f64::from(s.workers?);
+    // Workers are per replica: the service serves with all of them.
+    let w = f64::from(s.workers?) * f64::from(s.replicas.max(1));
     let secs = service_time(s).as_secs_f64();
     Some(if secs > 0.0 { w / secs } else { f64::INFINITY })
 }
@@ -170,7 +171,8 @@ pub fn capacity(t: &Topology, policy: &Policy) -> Capacity {
             service_time: time,
             capacity_rps,
             load,
-            utilisation: t.load.rps * load * time.as_secs_f64() / f64::from(workers),
+            utilisation: t.load.rps * load * time.as_secs_f64()
+                / (f64::from(workers) * f64::from(s.replicas.max(1))),
             storm_load,
             threshold_rps: if storm_load > 0.0 {
                 capacity_rps / storm_load

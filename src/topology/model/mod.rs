@@ -65,7 +65,6 @@ mod radius;
 use super::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};
 use crate::ownership::claim::{self, ClaimReason, Outbound};
 use crate::ownership::edge_budget::BudgetModel;
-use crate::ownership::policy::Lb;
 use crate::ownership::retry::{self, RetryVerdict};
 use crate::ownership::{is_error_status, Attribution, Claim, Classified, DependencyMode};
 use budget::EdgeRates;
@@ -382,9 +381,9 @@ struct Model<'a> {
     /// Per service, its bad and good replicas when its fault is on some of
     /// them only (as last evaluated).
     split: Vec<Option<Split>>,
-    /// Per edge, whether a retry goes to a replica the call has not tried:
-    /// `retry_other_host`, or round-robin, whose next replica in turn is
-    /// another.
+    /// Per edge, whether a retry goes to a replica the call has not tried
+    /// (`retry_other_host`); every balancer draws a retry's replica
+    /// uniformly from those it may take.
     other_host: Vec<bool>,
 }
 
@@ -406,10 +405,7 @@ impl<'a> Model<'a> {
             other_host: t
                 .edges
                 .iter()
-                .map(|e| {
-                    let (lb, other) = policy.balancing(&e.policy);
-                    other || lb == Lb::RoundRobin
-                })
+                .map(|e| policy.balancing(&e.policy).1)
                 .collect(),
         }
     }
