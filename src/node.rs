@@ -106,7 +106,11 @@ pub fn load(args: LoadArgs) -> Result<(), RunError> {
     for root in &t.load.roots {
         let s = &t.services[root.entry];
         if s.url.is_none() {
-            let why = format!("the load goes to the root `{}`", s.name);
+            let why = if t.load.many_roots() {
+                format!("the load goes to the root `{}`", s.name)
+            } else {
+                format!("the load goes to the entry `{}`", s.name)
+            };
             placed[root.entry] = Some(peers.url(&t, root.entry, &why).map_err(RunError::usage)?);
         }
     }

@@ -262,6 +262,9 @@ fn service_row(t: &Topology, s: &Service) -> Vec<String> {
     if let Some(u) = &s.url {
         flags.push(format!("outside: {u}"));
     }
+    if s.replicas > 1 {
+        flags.push(format!("{} replicas", s.replicas));
+    }
     if let Some(c) = s.capacity {
         flags.push(format!("capacity {}/s", fmt_num(c)));
     }
@@ -476,6 +479,11 @@ fn describe_fault(f: &super::Fault) -> String {
     }
     if !f.latency.is_zero() {
         parts.push(format!("latency {}", fmt_duration(f.latency)));
+    }
+    if let (Some(r), false) = (&f.replicas, parts.is_empty()) {
+        let list: Vec<String> = r.iter().map(u32::to_string).collect();
+        let word = if r.len() == 1 { "replica" } else { "replicas" };
+        parts.push(format!("on {word} {}", list.join(", ")));
     }
     if parts.is_empty() {
         "-".into()
