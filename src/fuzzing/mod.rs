@@ -70,12 +70,24 @@ fn check_bounds(t: &Topology) {
     let n = t.services.len();
     assert!(n > 0, "a topology has a service");
     assert!(t.load.entry < n, "the entry exists");
-    assert_eq!(t.entry().depth, 0);
-    assert_eq!(
-        t.entry().multiplicity,
-        1.0,
-        "the entry gets every root request once"
-    );
+    assert!(!t.load.roots.is_empty(), "a topology has a root");
+    for (k, r) in t.load.roots.iter().enumerate() {
+        assert!(r.entry < n, "root {k} exists");
+        // A root is reached by no path from itself (no cycle).
+        assert_eq!(
+            t.services[r.entry].root_multiplicity.get(k).copied(),
+            Some(1.0),
+            "root {k} gets each of its requests once"
+        );
+    }
+    if !t.load.many_roots() {
+        assert_eq!(t.entry().depth, 0);
+        assert_eq!(
+            t.entry().multiplicity,
+            1.0,
+            "the entry gets every root request once"
+        );
+    }
     assert!(
         t.load.rps.is_finite() && t.load.rps >= 0.0,
         "{}",
@@ -245,5 +257,25 @@ fn expected_claim(v: &[u8]) -> Claim {
         b"true" | b"claimed" => Claim::Claimed,
         b"false" | b"unclaimed" => Claim::Unclaimed,
         _ => Claim::Missing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The fuzz targets' seeds include every shipped topology: each keeps
+    /// the bounds the target checks, so a new one cannot fail the fuzz
+    /// smoke on its first input.
+    #[test]
+    fn every_shipped_topology_keeps_the_fuzz_bounds() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                super::topology(&std::fs::read(&path).unwrap());
+                seen += 1;
+            }
+        }
+        assert!(seen >= 10, "{seen} topologies read");
     }
 }
