@@ -101,19 +101,8 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
 pub fn load(args: LoadArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
     let peers = args.peers.read(&t).map_err(RunError::usage)?;
-    let mut placed = vec![None; t.services.len()];
     // Every root, where the peers say it runs.
-    for root in &t.load.roots {
-        let s = &t.services[root.entry];
-        if s.url.is_none() {
-            let why = if t.load.many_roots() {
-                format!("the load goes to the root `{}`", s.name)
-            } else {
-                format!("the load goes to the entry `{}`", s.name)
-            };
-            placed[root.entry] = Some(peers.url(&t, root.entry, &why).map_err(RunError::usage)?);
-        }
-    }
+    let placed = peers.roots(&t).map_err(RunError::usage)?;
     let mut initial = args.start.actions(&t).map_err(RunError::usage)?;
     initial.extend(args.load.actions().map_err(RunError::usage)?);
     let access = args.endpoints.access().map_err(RunError::usage)?;

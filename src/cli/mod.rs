@@ -348,19 +348,8 @@ impl RunArgs {
                 c[id] = Some(controls.url(t, id, &why)?);
             }
         }
-        let mut placed = vec![None; t.services.len()];
         // The load goes to every root where the peers say it runs.
-        for root in &t.load.roots {
-            let s = &t.services[root.entry];
-            if s.url.is_none() {
-                let why = if t.load.many_roots() {
-                    format!("the load goes to the root `{}`", s.name)
-                } else {
-                    format!("the load goes to the entry `{}`", s.name)
-                };
-                placed[root.entry] = Some(peers.url(t, root.entry, &why)?);
-            }
-        }
+        let placed = peers.roots(t)?;
         let placement = Placement {
             local: None,
             listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),

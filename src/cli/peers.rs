@@ -117,6 +117,21 @@ fn read_as(
 }
 
 impl Peers {
+    /// Where each root the load goes to lives (per service, topology
+    /// order; `None` for every other service and for an outside root).
+    pub fn roots(&self, t: &Topology) -> Result<Vec<Option<String>>, UsageError> {
+        let mut placed = vec![None; t.services.len()];
+        for root in &t.load.roots {
+            let s = &t.services[root.entry];
+            if s.url.is_none() {
+                let what = if t.load.many_roots() { "root" } else { "entry" };
+                let why = format!("the load goes to the {what} `{}`", s.name);
+                placed[root.entry] = Some(self.url(t, root.entry, &why)?);
+            }
+        }
+        Ok(placed)
+    }
+
     /// Where service `id` lives: its `--peer`, else `--peers` filled in
     /// with its name (a name the URL cannot carry is an error), else an
     /// error that says which flag to give; `why` says who needs it.

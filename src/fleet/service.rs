@@ -486,7 +486,13 @@ async fn serve_request(rt: Arc<ServiceRuntime>) -> Response {
 /// when it ideally ended: at the end of its service time when it made no
 /// calls, else when its calls came back.
 async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> (Answer, Instant) {
-    let fault = rt.fault().for_replica(rt.replica);
+    let fault = rt.fault();
+    // A fault that names other replicas is none here.
+    let fault = if fault.on_replica(rt.replica) {
+        fault
+    } else {
+        Fault::default()
+    };
     let time = fault.latency + rt.work();
     let done = start + time;
     if !time.is_zero() {

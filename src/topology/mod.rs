@@ -332,19 +332,6 @@ impl Fault {
             .is_none_or(|rs| rs.binary_search(&r).is_ok())
     }
 
-    /// The fault replica `r` runs: this one, or none when it names other
-    /// replicas.
-    pub fn for_replica(&self, r: u32) -> Fault {
-        if self.on_replica(r) {
-            Fault {
-                replicas: None,
-                ..self.clone()
-            }
-        } else {
-            Fault::default()
-        }
-    }
-
     /// The share of `n` replicas it is on.
     pub fn replica_share(&self, n: u32) -> f64 {
         match &self.replicas {
