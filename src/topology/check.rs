@@ -286,7 +286,7 @@ fn service_row(t: &Topology, s: &Service) -> Vec<String> {
             calls.join(", ")
         },
         format!("{}x", fmt_num(s.multiplicity)),
-        describe_fault(&s.fault),
+        describe_fault(s.fault_in_force()),
         flags.join(", "),
     ]
 }
@@ -479,6 +479,9 @@ fn describe_fault(f: &super::Fault) -> String {
     }
     if !f.latency.is_zero() {
         parts.push(format!("latency {}", fmt_duration(f.latency)));
+    }
+    if let (Some(e), false) = (&f.endpoint, parts.is_empty()) {
+        parts.push(format!("on endpoint {e}"));
     }
     if let (Some(r), false) = (&f.replicas, parts.is_empty()) {
         let list: Vec<String> = r.iter().map(u32::to_string).collect();

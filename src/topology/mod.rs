@@ -129,9 +129,37 @@ impl Topology {
         validate::from_yaml(text, origin)
     }
 
-    /// The service called `name`.
+    /// The node called `name`: a service, or an endpoint `S/E`; a service
+    /// with endpoints by its name alone is its first (whose id stands for
+    /// the whole service where an action names one: a fault, a context,
+    /// its resources).
     pub fn service_id(&self, name: &str) -> Option<ServiceId> {
-        self.services.iter().position(|s| s.name == name)
+        self.services
+            .iter()
+            .position(|s| s.name == name)
+            .or_else(|| {
+                self.services
+                    .iter()
+                    .position(|s| s.endpoint.is_some() && s.service_name() == name)
+            })
+    }
+
+    /// Every node of `id`'s service (its endpoints), `id`'s group.
+    pub fn group(&self, id: ServiceId) -> impl Iterator<Item = ServiceId> + '_ {
+        let g = self.services.get(id).map_or(usize::MAX, |s| s.group);
+        (g.min(self.services.len())..self.services.len())
+            .take_while(move |&j| self.services[j].group == g)
+    }
+
+    /// Whether any service declares endpoints.
+    pub fn has_endpoints(&self) -> bool {
+        self.services.iter().any(|s| s.endpoint.is_some())
+    }
+
+    /// The name an action on the whole of `id`'s service writes: the
+    /// service's (not its first endpoint's).
+    pub fn group_name(&self, id: ServiceId) -> &str {
+        self.services.get(id).map_or("", |s| s.service_name())
     }
 
     /// The entry service.
@@ -304,6 +332,8 @@ pub struct Fault {
     pub down: bool,
     /// The replicas it is on (0-based, sorted); `None` is every replica.
     pub replicas: Option<Vec<u32>>,
+    /// The one endpoint of the service it is on; `None` is every endpoint.
+    pub endpoint: Option<String>,
 }
 
 impl Default for Fault {
@@ -315,6 +345,7 @@ impl Default for Fault {
             status: 500,
             down: false,
             replicas: None,
+            endpoint: None,
         }
     }
 }
@@ -330,6 +361,12 @@ impl Fault {
         self.replicas
             .as_ref()
             .is_none_or(|rs| rs.binary_search(&r).is_ok())
+    }
+
+    /// Whether it is on the endpoint named `e` (`None`: a service without
+    /// endpoints).
+    pub fn on_endpoint(&self, e: Option<&str>) -> bool {
+        self.endpoint.as_deref().is_none_or(|f| Some(f) == e)
     }
 
     /// The share of `n` replicas it is on.
@@ -384,6 +421,51 @@ pub struct Service {
     /// `replicas:` listeners behind its name (1: no replicas); workers,
     /// queue and capacity are per replica.
     pub replicas: u32,
+    /// The first node of its service: a service with `endpoints` is one
+    /// node per endpoint (named `S/E`), sharing that service's listener,
+    /// workers, queue, capacity, replicas and fault; any other node is its
+    /// own group.
+    pub group: ServiceId,
+    /// Its endpoint's name, when its service declares `endpoints`.
+    pub endpoint: Option<String>,
+    /// The endpoint's own `fault:` (in force when the service's fault is
+    /// not on this endpoint).
+    pub endpoint_fault: Fault,
+}
+
+impl Service {
+    /// The fault in force on this node: the service's when it is active
+    /// and on this endpoint, else the endpoint's own.
+    pub fn fault_in_force(&self) -> &Fault {
+        if self.endpoint.is_none()
+            || (self.fault.is_active() && self.fault.on_endpoint(self.endpoint.as_deref()))
+        {
+            &self.fault
+        } else {
+            &self.endpoint_fault
+        }
+    }
+
+    /// Its service's name: `S` of `S/E`, or its own name.
+    pub fn service_name(&self) -> &str {
+        match &self.endpoint {
+            Some(e) => self
+                .name
+                .strip_suffix(e.as_str())
+                .and_then(|n| n.strip_suffix('/'))
+                .unwrap_or(&self.name),
+            None => &self.name,
+        }
+    }
+
+    /// The path its requests take on the wire: `/E`, or `/` without
+    /// endpoints.
+    pub fn path(&self) -> String {
+        match &self.endpoint {
+            Some(e) => format!("/{e}"),
+            None => "/".to_string(),
+        }
+    }
 }
 
 /// One call edge.

@@ -126,32 +126,65 @@ pub struct EntrySpec {
 ///
 /// A duplicate name is kept (not rejected here) so validation can report
 /// it with the line of the second listing.
-#[derive(Debug, Clone, Default)]
-pub struct ServiceMap(pub Vec<(String, ServiceSpec)>);
+pub type ServiceMap = Listed<ServiceSpec>;
 
-impl<'de> Deserialize<'de> for ServiceMap {
+/// `endpoints:` of a service: every endpoint, in the order the file lists
+/// them (SPEC section 11).
+pub type EndpointMap = Listed<EndpointSpec>;
+
+/// A YAML map kept in file order, duplicates and all: `name: {...}` or
+/// `name:` alone (the defaults).
+#[derive(Debug, Clone)]
+pub struct Listed<T>(pub Vec<(String, T)>);
+
+impl<T> Default for Listed<T> {
+    fn default() -> Self {
+        Listed(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for Listed<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = ServiceMap;
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + Default> Visitor<'de> for V<T> {
+            type Value = Listed<T>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a map from service names to services")
+                f.write_str("a map from names to their settings")
             }
-            fn visit_unit<E: de::Error>(self) -> Result<ServiceMap, E> {
-                Ok(ServiceMap::default())
+            fn visit_unit<E: de::Error>(self) -> Result<Listed<T>, E> {
+                Ok(Listed::default())
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ServiceMap, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Listed<T>, A::Error> {
                 let mut out = Vec::new();
                 while let Some(name) = map.next_key::<String>()? {
-                    // `G:` with nothing after it is a leaf with defaults.
-                    let spec: Option<ServiceSpec> = map.next_value()?;
+                    // `G:` with nothing after it takes the defaults.
+                    let spec: Option<T> = map.next_value()?;
                     out.push((name, spec.unwrap_or_default()));
                 }
-                Ok(ServiceMap(out))
+                Ok(Listed(out))
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(std::marker::PhantomData))
     }
+}
+
+/// One endpoint of a service: its own calls, parallelism, work and fault;
+/// the service's capacity, middleware and replicas are shared.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSpec {
+    /// `calls:` bare names (`S` or `S/E`) or call maps, in order.
+    #[serde(default)]
+    pub calls: Vec<CallSpec>,
+    /// `parallel:` start all calls at once.
+    #[serde(default)]
+    pub parallel: bool,
+    /// `work:` its service time (default: the service's).
+    #[serde(default, deserialize_with = "yaml::duration")]
+    pub work: Option<Duration>,
+    /// `fault:` its own fault.
+    #[serde(default)]
+    pub fault: FaultSpec,
 }
 
 /// One service.
@@ -197,6 +230,10 @@ pub struct ServiceSpec {
     /// workers, queue and capacity are per replica.
     #[serde(default, deserialize_with = "replicas")]
     pub replicas: Option<u32>,
+    /// `endpoints:` (SPEC section 11); without it the service has one,
+    /// `default`, made of its own `calls`, `parallel` and `work`.
+    #[serde(default)]
+    pub endpoints: Option<EndpointMap>,
 }
 
 impl Default for ServiceSpec {
@@ -214,6 +251,7 @@ impl Default for ServiceSpec {
             queue: None,
             cancel: None,
             replicas: None,
+            endpoints: None,
         }
     }
 }
@@ -253,6 +291,10 @@ pub struct FaultSpec {
     /// `replicas:` the replicas the fault is on (0-based); all when unset.
     #[serde(default)]
     pub replicas: Option<Vec<u32>>,
+    /// `endpoint:` the one endpoint the service's fault is on; all when
+    /// unset.
+    #[serde(default)]
+    pub endpoint: Option<String>,
 }
 
 impl FaultSpec {
@@ -270,6 +312,7 @@ impl FaultSpec {
                 r.dedup();
                 r
             }),
+            endpoint: self.endpoint.clone(),
         }
     }
 }

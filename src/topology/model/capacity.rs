@@ -131,7 +131,7 @@ impl Capacity {
 
 /// How long one request holds a worker: `work` plus the fault's latency.
 pub fn service_time(s: &Service) -> Duration {
-    s.work.saturating_add(s.fault.latency)
+    s.work.saturating_add(s.fault_in_force().latency)
 }
 
 /// workers / service time, `None` without workers; `f64::INFINITY` when
@@ -181,6 +181,7 @@ pub fn capacity(t: &Topology, policy: &Policy) -> Capacity {
             },
         });
     }
+    share_workers(t, &mut services);
     let best = services
         .iter()
         .filter(|s| s.threshold_rps.is_finite())
@@ -189,6 +190,51 @@ pub fn capacity(t: &Topology, policy: &Policy) -> Capacity {
         recovery_threshold: best.map(|s| s.threshold_rps),
         bottleneck: best.map(|s| s.service),
         services,
+    }
+}
+
+/// The endpoints of a service share its workers (SPEC section 11): each
+/// endpoint's utilisation is the service's (the sum of its endpoints'
+/// busy workers), its capacity the service's at this mix of endpoints, and
+/// its threshold the entry rate at which the storm loads of all of them
+/// fill the workers together.
+fn share_workers(t: &Topology, services: &mut [ServiceCapacity]) {
+    let mut k = 0;
+    while k < services.len() {
+        let g = t.services[services[k].service].group;
+        let end = (k..services.len())
+            .find(|&j| t.services[services[j].service].group != g)
+            .unwrap_or(services.len());
+        if end - k > 1 {
+            let group = &services[k..end];
+            let s = &t.services[group[0].service];
+            let workers = f64::from(group[0].workers) * f64::from(s.replicas.max(1));
+            let busy: f64 = group.iter().map(|c| c.utilisation).sum();
+            let held = |load: fn(&ServiceCapacity) -> f64| -> f64 {
+                group
+                    .iter()
+                    .map(|c| load(c) * c.service_time.as_secs_f64())
+                    .sum()
+            };
+            let (held_now, held_storm) = (held(|c| c.load), held(|c| c.storm_load));
+            let load: f64 = group.iter().map(|c| c.load).sum();
+            let capacity = if held_now > 0.0 {
+                workers * load / held_now
+            } else {
+                f64::INFINITY
+            };
+            let threshold = if held_storm > 0.0 {
+                workers / held_storm
+            } else {
+                f64::INFINITY
+            };
+            for c in &mut services[k..end] {
+                c.utilisation = busy;
+                c.capacity_rps = capacity;
+                c.threshold_rps = threshold;
+            }
+        }
+        k = end;
     }
 }
 
@@ -201,7 +247,7 @@ fn storm_loads(t: &Topology, policy: &Policy, targets: &[ServiceId]) -> Vec<f64>
     // Everything at the faults in force first: the services a storm does
     // not reach answer as they would.
     for &v in order.iter().rev() {
-        m.dist[v] = m.eval(v, &t.services[v].fault);
+        m.dist[v] = m.eval(v, t.services[v].fault_in_force());
     }
     let mut pos = vec![0usize; n];
     for (i, &v) in order.iter().enumerate() {
@@ -244,7 +290,7 @@ fn storm_loads(t: &Topology, policy: &Policy, targets: &[ServiceId]) -> Vec<f64>
             }
             // Back to the faults in force, for the next service's storm.
             for &v in set.iter().rev() {
-                m.dist[v] = m.eval(v, &t.services[v].fault);
+                m.dist[v] = m.eval(v, t.services[v].fault_in_force());
             }
             load[x]
         })

@@ -154,7 +154,7 @@ pub fn predict_with_latency(
     let mut load = vec![];
     for _ in 0..50 {
         for &v in order.iter().rev() {
-            m.dist[v] = m.eval(v, &t.services[v].fault);
+            m.dist[v] = m.eval(v, t.services[v].fault_in_force());
         }
         let next = loads(t, &m, &order);
         let settled = next.len() == load.len()

@@ -41,6 +41,7 @@ use super::{
 };
 use crate::format::fmt_duration;
 use crate::yaml::{self, key_of, Lines};
+use endpoints::{Miss, Names};
 
 /// [`crate::yaml::Location`], at its old path.
 pub use crate::yaml::Location;
@@ -169,17 +170,18 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
             at: loc.key_line("services"),
         });
     }
-    let ids = service_ids(entries, loc)?;
-    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    service_ids(entries, loc)?;
+    let nodes = endpoints::nodes(entries, loc)?;
+    let names = Names::new(&nodes, entries);
 
     let fleet_fields = spec.policy.to_fields();
     let mut policy = Policy::default();
     policy.apply_fields(&fleet_fields);
-    let (mut services, edges) = services_and_edges(entries, &ids, &names, loc)?;
+    let (mut services, edges) = services_and_edges(entries, &nodes, &names, loc)?;
 
     let order = super::topological_order(&services, &edges)
         .map_err(|cycle| cycle_error(&services, &cycle, loc))?;
-    let roots = find_roots(&spec.load, &ids, &names, &services, &edges, loc)?;
+    let roots = find_roots(&spec.load, &names, &services, &edges, loc)?;
     let entry = roots[0].entry;
     layer(&mut services, &edges, &order, &roots);
     let user_timeout = spec.load.timeout;
@@ -237,16 +239,15 @@ fn service_ids<'s>(
     Ok(ids)
 }
 
-/// Services and flattened edges, depth and multiplicity still unknown.
+/// Services (a node per endpoint) and flattened edges, depth and
+/// multiplicity still unknown.
 fn services_and_edges(
     entries: &[(String, ServiceSpec)],
-    ids: &HashMap<&str, ServiceId>,
-    names: &[&str],
+    nodes: &[endpoints::Node],
+    names: &Names,
     loc: &Locator,
 ) -> Result<(Vec<Service>, Vec<Edge>), TopologyError> {
-    let mut services = Vec::with_capacity(entries.len());
-    let mut edges = Vec::new();
-    for (from, (name, s)) in entries.iter().enumerate() {
+    for (name, s) in entries {
         if s.url.is_some() && !s.calls.is_empty() {
             return Err(TopologyError::UrlWithCalls {
                 at: loc.service(name, 0),
@@ -255,20 +256,39 @@ fn services_and_edges(
         }
         check_workers(name, s, loc)?;
         check_replicas(name, s, loc)?;
-        let mut calls = Vec::with_capacity(s.calls.len());
-        for c in &s.calls {
-            let Some(&to) = ids.get(c.to.as_str()) else {
-                return Err(TopologyError::UnknownDependency {
-                    at: loc.in_service(name, &c.to),
-                    service: name.clone(),
-                    dependency: c.to.clone(),
-                    hint: did_you_mean(&c.to, names),
-                });
+    }
+    let mut services = Vec::with_capacity(nodes.len());
+    let mut edges = Vec::new();
+    let mut group = 0;
+    for (from, node) in nodes.iter().enumerate() {
+        let (name, s) = &entries[node.service];
+        if from == 0 || nodes[from - 1].service != node.service {
+            group = from;
+        }
+        let mut calls = Vec::with_capacity(node.calls.len());
+        for c in node.calls {
+            let to = match names.get(&c.to) {
+                Ok(to) => to,
+                Err(Miss::Unknown) => {
+                    return Err(TopologyError::UnknownDependency {
+                        at: loc.in_service(name, &c.to),
+                        service: node.name.clone(),
+                        dependency: c.to.clone(),
+                        hint: did_you_mean(&c.to, &names.all()),
+                    })
+                }
+                Err(Miss::Ambiguous(why)) => {
+                    return Err(TopologyError::Yaml {
+                        at: loc.in_service(name, &c.to),
+                        service: Some(name.clone()),
+                        message: format!("services.{}: calls {why}", node.name),
+                    })
+                }
             };
             if to == from {
                 return Err(TopologyError::SelfCall {
                     at: loc.in_service(name, &c.to),
-                    service: name.clone(),
+                    service: node.name.clone(),
                 });
             }
             calls.push(edges.len());
@@ -282,15 +302,18 @@ fn services_and_edges(
             });
         }
         services.push(Service {
-            name: name.clone(),
+            name: node.name.clone(),
             calls,
-            parallel: s.parallel,
+            parallel: node.parallel,
             capacity: s.capacity,
             context_dropped: s.context == Some(ContextSpec::Dropped),
             ownership: s.ownership,
-            url: s.url.clone(),
+            url: s.url.as_ref().map(|u| match node.endpoint {
+                Some(e) => format!("{}/{e}", u.trim_end_matches('/')),
+                None => u.clone(),
+            }),
             fault: s.fault.to_fault(),
-            work: s.work.unwrap_or(Duration::ZERO),
+            work: node.work.unwrap_or(Duration::ZERO),
             workers: s.workers,
             queue: s.queue.unwrap_or(DEFAULT_QUEUE),
             cancel: s.cancel.unwrap_or(false),
@@ -298,6 +321,9 @@ fn services_and_edges(
             multiplicity: 0.0,
             root_multiplicity: Vec::new(),
             replicas: s.replicas.unwrap_or(1),
+            group,
+            endpoint: node.endpoint.map(str::to_string),
+            endpoint_fault: node.fault.map(|f| f.to_fault()).unwrap_or_default(),
         });
     }
     Ok((services, edges))
@@ -396,7 +422,10 @@ fn check_attempt_timeouts(
         }
         let from = &services[e.from].name;
         let (at, default) = if e.policy.timeout.is_some() {
-            (loc.in_service(from, "timeout:"), "")
+            (
+                loc.in_service(services[e.from].service_name(), "timeout:"),
+                "",
+            )
         } else if fleet.timeout.is_some() {
             (loc.key_under("policy", "timeout"), "")
         } else {
@@ -426,7 +455,7 @@ fn cycle_error(services: &[Service], cycle: &[ServiceId], loc: &Locator) -> Topo
         .map(|&i| services[i].name.as_str())
         .collect();
     TopologyError::Cycle {
-        at: loc.service(&service, 0),
+        at: loc.service(services[cycle[0]].service_name(), 0),
         service,
         cycle: spelled.join(" -> "),
     }
@@ -437,15 +466,14 @@ fn cycle_error(services: &[Service], cycle: &[ServiceId], loc: &Locator) -> Topo
 /// for a near miss) and listed once; or the one `entry` at `rps`.
 fn find_roots(
     load: &LoadSpec,
-    ids: &HashMap<&str, ServiceId>,
-    names: &[&str],
+    names: &Names,
     services: &[Service],
     edges: &[Edge],
     loc: &Locator,
 ) -> Result<Vec<Root>, TopologyError> {
     let arrival = load.arrival.unwrap_or_default();
     let Some(entries) = &load.entries else {
-        let entry = find_entry(load.entry.as_deref(), ids, names, services, edges, loc)?;
+        let entry = find_entry(load.entry.as_deref(), names, services, edges, loc)?;
         return Ok(vec![Root {
             entry,
             rps: load.rps.unwrap_or(DEFAULT_RPS),
@@ -471,16 +499,22 @@ fn find_roots(
     }
     let mut roots: Vec<Root> = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
-        let Some(&id) = ids.get(e.entry.as_str()) else {
-            return Err(TopologyError::Yaml {
-                at: at.clone(),
-                service: Some(e.entry.clone()),
-                message: format!(
-                    "load.entries[{i}].entry: there is no service \"{}\" in the topology{}",
-                    e.entry,
-                    did_you_mean(&e.entry, names)
-                ),
-            });
+        let id = match names.get(&e.entry) {
+            Ok(id) => id,
+            Err(miss) => {
+                return Err(TopologyError::Yaml {
+                    at: at.clone(),
+                    service: Some(e.entry.clone()),
+                    message: match miss {
+                        Miss::Unknown => format!(
+                            "load.entries[{i}].entry: there is no service \"{}\" in the topology{}",
+                            e.entry,
+                            did_you_mean(&e.entry, &names.all())
+                        ),
+                        Miss::Ambiguous(why) => format!("load.entries[{i}].entry: {why}"),
+                    },
+                })
+            }
         };
         if let Some(first) = roots.iter().position(|r| r.entry == id) {
             return Err(bad(format!(
@@ -499,19 +533,23 @@ fn find_roots(
 
 fn find_entry(
     given: Option<&str>,
-    ids: &HashMap<&str, ServiceId>,
-    names: &[&str],
+    names: &Names,
     services: &[Service],
     edges: &[Edge],
     loc: &Locator,
 ) -> Result<ServiceId, TopologyError> {
     if let Some(e) = given {
-        return match ids.get(e) {
-            Some(&id) => Ok(id),
-            None => Err(TopologyError::UnknownEntry {
+        return match names.get(e) {
+            Ok(id) => Ok(id),
+            Err(Miss::Unknown) => Err(TopologyError::UnknownEntry {
                 at: loc.key_line("entry"),
                 entry: e.to_string(),
-                hint: did_you_mean(e, names),
+                hint: did_you_mean(e, &names.all()),
+            }),
+            Err(Miss::Ambiguous(why)) => Err(TopologyError::Yaml {
+                at: loc.key_line("entry"),
+                service: Some(e.to_string()),
+                message: format!("load.entry: {why}"),
             }),
         };
     }
@@ -691,5 +729,8 @@ impl<'a> Locator<'a> {
     }
 }
 
+mod endpoints;
 #[cfg(test)]
 mod tests;
+
+pub use endpoints::DEFAULT_ENDPOINT;
