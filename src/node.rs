@@ -28,6 +28,12 @@ use crate::topology::Topology;
 /// prints the rows of what it measured (itself and its callees).
 pub fn serve(args: NodeArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
+    if let Some(s) = t.services.iter().find(|s| s.endpoint.is_some()) {
+        return Err(RunError::usage(crate::cli::UsageError(format!(
+            "service `{}` declares endpoints, and `chaoslab node` cannot serve endpoints yet: run the topology in one process (`chaoslab run`)",
+            s.service_name()
+        ))));
+    }
     let id = service_named(&t, &args.service).map_err(RunError::usage)?;
     let listen = listen::parse_addr("--listen", &args.listen)?;
     let peers = args

@@ -291,8 +291,18 @@ impl RunArgs {
         }
         first.extend(initial);
         let (placement, nodes) = self.remote_nodes(&topology)?;
+        let split = self.processes || !self.remote.is_empty();
+        if let (Some(s), true) = (
+            topology.services.iter().find(|s| s.endpoint.is_some()),
+            split,
+        ) {
+            return Err(UsageError(format!(
+                "service `{}` declares endpoints, and a run of one process per service cannot serve endpoints yet: run it in one process (leave out --processes and --remote), where a service's endpoints share its listener",
+                s.service_name()
+            )));
+        }
         let replicated = topology.services.iter().find(|s| s.replicas > 1);
-        if let (Some(s), true) = (replicated, self.processes || !self.remote.is_empty()) {
+        if let (Some(s), true) = (replicated, split) {
             return Err(UsageError(format!(
                 "service `{}` has {} replicas, and a run of one process per service cannot start replicas yet: run it in one process (leave out --processes and --remote), where each replica is a listener of its own",
                 s.name, s.replicas

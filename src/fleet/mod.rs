@@ -128,9 +128,11 @@ impl Fleet {
                 topology.services[id].replicas.max(1)
             }
         };
-        // A node holds its own listener and its own calls, not the fleet's.
+        // A node holds its own listener and its own calls, not the fleet's;
+        // a service's endpoints share its listeners.
+        let head = |id: ServiceId| topology.services[id].group == id;
         let served: usize = (0..topology.services.len())
-            .filter(|&id| here(id))
+            .filter(|&id| here(id) && head(id))
             .map(|id| replicas(id) as usize)
             .sum();
         let calls = topology.edges.iter().filter(|e| here(e.from)).count();
@@ -168,36 +170,43 @@ impl Fleet {
         control.set_root_deadline(topology.load.timeout, policy.deadline);
 
         // Bind first, so every edge knows its callee's addresses: a
-        // listener per replica.
+        // listener per replica of each service (its first node's).
         let mut listeners: Vec<Vec<TcpListener>> = Vec::with_capacity(topology.services.len());
         let mut addrs: Vec<Vec<SocketAddr>> = Vec::with_capacity(topology.services.len());
         for (id, s) in topology.services.iter().enumerate() {
             let mut ls = Vec::new();
             let mut ads = Vec::new();
-            if here(id) {
+            if here(id) && head(id) {
+                let name = s.service_name();
                 for _ in 0..replicas(id) {
                     let l = match &opts.placement {
                         Some(p) => TcpListener::bind(p.listen)
                             .await
-                            .map_err(|e| FleetError::listen(&s.name, p.listen, e))?,
+                            .map_err(|e| FleetError::listen(name, p.listen, e))?,
                         None => TcpListener::bind(LOOPBACK)
                             .await
-                            .map_err(|e| FleetError::bind(&s.name, e))?,
+                            .map_err(|e| FleetError::bind(name, e))?,
                     };
                     ads.push(
                         l.local_addr()
-                            .map_err(|e| FleetError::local_addr(&s.name, e))?,
+                            .map_err(|e| FleetError::local_addr(name, e))?,
                     );
                     ls.push(l);
                 }
+            } else if here(id) {
+                ads = addrs[s.group].clone();
             }
             addrs.push(ads);
             listeners.push(ls);
         }
         let urls_of = |id: ServiceId| -> Vec<String> {
+            let path = topology.services[id].path();
             match &remote[id] {
                 Some(u) => vec![u.clone()],
-                None => addrs[id].iter().map(|a| format!("http://{a}/")).collect(),
+                None => addrs[id]
+                    .iter()
+                    .map(|a| format!("http://{a}{path}"))
+                    .collect(),
             }
         };
         let edges: Vec<Arc<EdgeState>> = topology
@@ -217,9 +226,13 @@ impl Fleet {
             .collect();
 
         let (shutdown, _) = watch::channel(false);
-        let mut services = Vec::with_capacity(topology.services.len());
-        let mut tasks = Vec::new();
-        for (id, (spec, listener)) in topology.services.iter().zip(listeners).enumerate() {
+        let mut services: Vec<Vec<Arc<ServiceRuntime>>> =
+            Vec::with_capacity(topology.services.len());
+        let mut layers = Vec::with_capacity(topology.services.len());
+        // What each replica of a service shares among its endpoints, by
+        // its first node.
+        let mut shared: Vec<Vec<service::Shared>> = Vec::with_capacity(topology.services.len());
+        for (id, spec) in topology.services.iter().enumerate() {
             // A service placed elsewhere is, here, an outside service.
             let placed;
             let spec = if spec.url.is_none() && remote[id].is_some() {
@@ -263,8 +276,14 @@ impl Fleet {
                 )
             };
             let mut replicas = Vec::new();
-            let mut listener = listener.into_iter();
             let bound = addrs[id].len().max(1) as u32;
+            shared.push(if spec.group == id {
+                (0..bound)
+                    .map(|r| service::Shared::new(id, r, spec, &metrics))
+                    .collect()
+            } else {
+                Vec::new()
+            });
             // A node is one replica of a replicated service, which one
             // unknown (a pod of a Deployment): a fault on every replica
             // reaches it, a fault naming replicas does not.
@@ -282,6 +301,7 @@ impl Fleet {
                 let rt = Arc::new(ServiceRuntime::new(
                     (id, index),
                     spec,
+                    shared[spec.group][r as usize].clone(),
                     calls.clone(),
                     client,
                     layer.config(),
@@ -290,17 +310,31 @@ impl Fleet {
                     opts.plain,
                     &metrics,
                 )?);
-                if let Some(l) = listener.next() {
-                    tasks.push(tokio::spawn(service::serve(
-                        rt.clone(),
-                        l,
-                        layer.clone(),
-                        shutdown.subscribe(),
-                    )));
-                }
                 replicas.push(rt);
             }
             services.push(replicas);
+            layers.push(layer);
+        }
+        // A listener per replica of each service serves all its endpoints.
+        let mut tasks = Vec::new();
+        for (g, listener) in listeners.into_iter().enumerate() {
+            for (r, l) in listener.into_iter().enumerate() {
+                let routes = topology
+                    .group(g)
+                    .map(|j| {
+                        (
+                            topology.services[j].path(),
+                            services[j][r].clone(),
+                            layers[j].clone(),
+                        )
+                    })
+                    .collect();
+                tasks.push(tokio::spawn(service::serve(
+                    routes,
+                    l,
+                    shutdown.subscribe(),
+                )));
+            }
         }
         let fleet = Fleet {
             topology,
@@ -435,9 +469,13 @@ impl Fleet {
     }
 
     /// Sets a service's fault (`down` closes or reopens its listener).
+    /// A service's fault is on all its endpoints (narrowed by the fault's
+    /// `endpoint`).
     pub fn set_fault(&self, id: ServiceId, fault: Fault) {
-        for r in &self.services[id] {
-            r.set_fault(fault.clone());
+        for j in self.topology.group(id) {
+            for r in &self.services[j] {
+                r.set_fault(fault.clone());
+            }
         }
     }
 
@@ -447,9 +485,12 @@ impl Fleet {
     }
 
     /// Drops or restores a service's request context.
+    /// (Every endpoint of the service's.)
     pub fn set_context_dropped(&self, id: ServiceId, dropped: bool) {
-        for r in &self.services[id] {
-            r.set_context_dropped(dropped);
+        for j in self.topology.group(id) {
+            for r in &self.services[j] {
+                r.set_context_dropped(dropped);
+            }
         }
     }
 
@@ -539,5 +580,48 @@ mod tests {
             "{e}"
         );
         assert!(!e.is_environment());
+    }
+
+    /// A service's endpoints share one listener, each on its own path; a
+    /// fault narrowed to one endpoint leaves the other answering.
+    #[tokio::test]
+    async fn endpoints_answer_on_their_paths_behind_one_listener() {
+        let t = Topology::from_yaml(
+            "name: t\nload: { entry: A/trip }\nservices:\n  A:\n    endpoints:\n      trip: {}\n      search: {}\n    fault: { error_rate: 1.0, endpoint: trip }\n",
+            "t.yaml",
+        )
+        .unwrap();
+        let fleet = Fleet::spawn(Arc::new(t), FleetOptions::default())
+            .await
+            .unwrap();
+        let (trip, search) = (fleet.url(0), fleet.url(1));
+        assert!(
+            trip.ends_with("/trip") && search.ends_with("/search"),
+            "{trip} {search}"
+        );
+        assert_eq!(
+            trip.trim_end_matches("trip"),
+            search.trim_end_matches("search")
+        );
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let get = |u: String| {
+            let http = http.clone();
+            async move {
+                let r = http.get(u).send().await.unwrap();
+                (r.status().as_u16(), r.text().await.unwrap())
+            }
+        };
+        assert_eq!(get(trip.clone()).await.0, 500);
+        assert_eq!(get(search.clone()).await, (200, "ok\n".to_string()));
+        let (status, body) = get(format!("{}nope", trip.trim_end_matches("trip"))).await;
+        assert_eq!(status, 404);
+        assert_eq!(
+            body,
+            "no endpoint /nope: this service serves /trip, /search\n"
+        );
+        // Healed as a whole service, both answer.
+        fleet.set_fault(1, Fault::default());
+        assert_eq!(get(trip).await.0, 200);
+        fleet.shutdown().await;
     }
 }

@@ -54,9 +54,13 @@ pub struct ServiceRuntime {
     outside_url: Option<String>,
     addr: Option<SocketAddr>,
     fault: RwLock<Fault>,
+    /// Its endpoint, when its service declares endpoints, and that
+    /// endpoint's own fault.
+    endpoint: Option<String>,
+    endpoint_fault: Fault,
     context_dropped: AtomicBool,
-    down: watch::Sender<bool>,
-    capacity: Option<Mutex<Shedder>>,
+    down: Arc<watch::Sender<bool>>,
+    capacity: Option<Arc<Mutex<Shedder>>>,
     workers: Option<Arc<Workers>>,
     /// The queue length the topology gives (kept for a service without
     /// workers, whose queue is never used).
@@ -105,11 +109,49 @@ impl Shedder {
     }
 }
 
+/// What the endpoints of one replica of a service share: its capacity, its
+/// workers and queue, its listener's state.
+#[derive(Clone)]
+pub(super) struct Shared {
+    capacity: Option<Arc<Mutex<Shedder>>>,
+    workers: Option<Arc<Workers>>,
+    down: Arc<watch::Sender<bool>>,
+}
+
+impl Shared {
+    /// Replica `replica` of the service whose first node is `id`.
+    pub(super) fn new(id: usize, replica: u32, spec: &Service, metrics: &Arc<Metrics>) -> Shared {
+        let (down, _) = watch::channel(spec.fault.down && spec.fault.on_replica(replica));
+        Shared {
+            capacity: spec.capacity.map(|rate| {
+                let burst = (rate / 20.0).max(1.0);
+                Arc::new(Mutex::new(Shedder {
+                    rate,
+                    burst,
+                    tokens: burst,
+                    at: Instant::now(),
+                }))
+            }),
+            workers: spec.workers.map(|n| {
+                Workers::new(
+                    id,
+                    n as usize,
+                    spec.queue as usize,
+                    spec.cancel,
+                    metrics.clone(),
+                )
+            }),
+            down: Arc::new(down),
+        }
+    }
+}
+
 impl ServiceRuntime {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         (id, replica): (usize, u32),
         spec: &Service,
+        shared: Shared,
         calls: Vec<Call>,
         client: RetryClient,
         server: Arc<ServerConfig>,
@@ -131,7 +173,6 @@ impl ServiceRuntime {
                 service: spec.name.clone(),
                 source,
             })?;
-        let (down, _) = watch::channel(spec.fault.down && spec.fault.on_replica(replica));
         Ok(ServiceRuntime {
             id,
             replica,
@@ -143,26 +184,12 @@ impl ServiceRuntime {
             outside_url: spec.url.clone(),
             addr,
             fault: RwLock::new(spec.fault.clone()),
+            endpoint: spec.endpoint.clone(),
+            endpoint_fault: spec.endpoint_fault.clone(),
             context_dropped: AtomicBool::new(spec.context_dropped),
-            down,
-            capacity: spec.capacity.map(|rate| {
-                let burst = (rate / 20.0).max(1.0);
-                Mutex::new(Shedder {
-                    rate,
-                    burst,
-                    tokens: burst,
-                    at: Instant::now(),
-                })
-            }),
-            workers: spec.workers.map(|n| {
-                Workers::new(
-                    id,
-                    n as usize,
-                    spec.queue as usize,
-                    spec.cancel,
-                    metrics.clone(),
-                )
-            }),
+            down: shared.down,
+            capacity: shared.capacity,
+            workers: shared.workers,
             queue: spec.queue,
             rng: Mutex::new(SmallRng::seed_from_u64(seed)),
             dialect: RwLock::new(None),
@@ -187,7 +214,10 @@ impl ServiceRuntime {
     pub fn url(&self) -> String {
         match (&self.outside_url, self.addr) {
             (Some(u), _) => u.clone(),
-            (None, Some(a)) => format!("http://{a}/"),
+            (None, Some(a)) => format!(
+                "http://{a}/{}",
+                self.endpoint.as_deref().unwrap_or_default()
+            ),
             (None, None) => String::new(),
         }
     }
@@ -487,7 +517,15 @@ async fn serve_request(rt: Arc<ServiceRuntime>) -> Response {
 /// calls, else when its calls came back.
 async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> (Answer, Instant) {
     let fault = rt.fault();
-    // A fault that names other replicas is none here.
+    // The service's fault when it is on this endpoint, else the endpoint's
+    // own; a fault that names other replicas is none here.
+    let fault = if rt.endpoint.is_none()
+        || (fault.is_active() && fault.on_endpoint(rt.endpoint.as_deref()))
+    {
+        fault
+    } else {
+        rt.endpoint_fault.clone()
+    };
     let fault = if fault.on_replica(rt.replica) {
         fault
     } else {
@@ -548,22 +586,53 @@ pub fn router(rt: Arc<ServiceRuntime>) -> Router {
     Router::new().fallback(handle).with_state(rt)
 }
 
+/// One endpoint a listener serves: its path, its runtime, its layer.
+pub(super) type Route = (String, Arc<ServiceRuntime>, OwnershipLayer);
+
 /// Serves until shutdown; while the service is down its listener is
-/// closed, so callers get connection refused.
+/// closed, so callers get connection refused. A service without
+/// endpoints answers any path; one with endpoints routes `GET /E` to
+/// endpoint E, each behind its own ownership layer, and answers any other
+/// path 404.
 pub(super) async fn serve(
-    rt: Arc<ServiceRuntime>,
+    routes: Vec<Route>,
     listener: TcpListener,
-    layer: OwnershipLayer,
     shutdown: watch::Receiver<bool>,
 ) {
-    let app = router(rt.clone());
-    // The layer wraps the whole router, as middleware that sees every
-    // request does, rather than being boxed into each route.
-    if rt.plain.is_some() {
-        serve_with(rt, listener, app, shutdown).await;
-    } else {
-        serve_with(rt, listener, layer.layer(app), shutdown).await;
+    let Some((_, rt, layer)) = routes.first().cloned() else {
+        return;
+    };
+    if rt.endpoint.is_none() {
+        let app = router(rt.clone());
+        // The layer wraps the whole router, as middleware that sees every
+        // request does, rather than being boxed into each route.
+        if rt.plain.is_some() {
+            serve_with(rt, listener, app, shutdown).await;
+        } else {
+            serve_with(rt, listener, layer.layer(app), shutdown).await;
+        }
+        return;
     }
+    let known: Vec<String> = routes.iter().map(|(p, _, _)| p.clone()).collect();
+    let mut app = Router::new();
+    for (path, rt, layer) in routes {
+        app = if rt.plain.is_some() {
+            app.route_service(&path, router(rt))
+        } else {
+            app.route_service(&path, layer.layer(router(rt)))
+        };
+    }
+    let app = app.fallback(move |req: Request| async move {
+        (
+            StatusCode::NOT_FOUND,
+            format!(
+                "no endpoint {}: this service serves {}\n",
+                req.uri().path(),
+                known.join(", ")
+            ),
+        )
+    });
+    serve_with(rt, listener, app, shutdown).await;
 }
 
 async fn serve_with<S>(

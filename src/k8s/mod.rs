@@ -70,6 +70,9 @@ pub enum K8sError {
         /// Their label.
         label: String,
     },
+    /// A service declares endpoints, which a node does not serve yet.
+    #[error("service \"{0}\" declares endpoints, and a pod runs `chaoslab node`, which cannot serve endpoints yet: run the topology in one process (`chaoslab run`)")]
+    Endpoints(String),
     /// A service would take the API server's own Service name.
     #[error("service \"{service}\" becomes the Kubernetes name `kubernetes`, which the API server's own Service holds in the default namespace: give --namespace (e.g. --namespace chaoslab)")]
     Reserved {
@@ -251,6 +254,9 @@ pub struct Manifest {
 /// `--namespace`), the ConfigMap, each started service's Deployment and
 /// Service, the load Job.
 pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>, K8sError> {
+    if let Some(s) = t.services.iter().find(|s| s.endpoint.is_some()) {
+        return Err(K8sError::Endpoints(s.service_name().to_string()));
+    }
     let labels = names::service_labels(t)?;
     if matches!(o.namespace.as_deref(), None | Some("default")) {
         if let Some(i) = labels

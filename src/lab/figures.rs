@@ -183,7 +183,7 @@ impl Window<'_> {
     /// Workers ÷ (work + injected latency); NaN (no limit) without workers.
     fn capacity(&self, i: usize) -> f64 {
         let s = &self.topology.services[i];
-        let time = (s.work + s.fault.latency).as_secs_f64();
+        let time = (s.work + s.fault_in_force().latency).as_secs_f64();
         match self.workers(i) {
             Some(n) if time > 0.0 => n / time,
             _ => f64::NAN,

@@ -67,6 +67,9 @@ pub struct ServiceView {
     pub history: Vec<f64>,
     /// Per replica over the window, for a service of more than one.
     pub replicas: Vec<super::replicas::ReplicaReport>,
+    /// Its service, when it is one of that service's endpoints (SPEC
+    /// section 11).
+    pub service: Option<String>,
 }
 
 impl ServiceView {
@@ -497,5 +500,6 @@ fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize, learned: Vec<Learned
             })
             .collect(),
         replicas: super::replicas::replicas(&live.w, id),
+        service: s.endpoint.as_ref().map(|_| s.service_name().to_string()),
     }
 }

@@ -50,6 +50,10 @@ pub struct LabState {
     pub context_dropped: Vec<bool>,
     /// Each service's resources, topology order.
     pub resources: Vec<Resources>,
+    /// Each node's group (the first node of its service, SPEC section 11):
+    /// a fault, a context and workers are a service's, set on all its
+    /// endpoints at once. Empty: every node is a service of its own.
+    pub groups: Vec<ServiceId>,
 }
 
 /// A service's finite capacity (SPEC section 7).
@@ -141,6 +145,17 @@ impl LabState {
                     queue: s.queue,
                 })
                 .collect(),
+            groups: t.services.iter().map(|s| s.group).collect(),
+        }
+    }
+
+    /// Every node of `i`'s service (`i` alone without endpoints).
+    fn group(&self, i: ServiceId) -> Vec<ServiceId> {
+        match self.groups.get(i) {
+            Some(&g) => (0..self.groups.len())
+                .filter(|&j| self.groups[j] == g)
+                .collect(),
+            None => vec![i],
         }
     }
 
@@ -212,8 +227,9 @@ impl LabState {
             Action::SetAtLeastOnce(self.at_least_once),
             Action::SetRps(self.rps),
         ];
+        // A service's fault is on every endpoint: its first node says it.
         for (i, f) in self.faults.iter().enumerate() {
-            if f.is_active() {
+            if f.is_active() && self.groups.get(i).is_none_or(|&g| g == i) {
                 actions.push(Action::SetFault {
                     service: i,
                     fault: f.clone(),
@@ -262,12 +278,16 @@ pub fn apply(s: &mut LabState, action: &Action) -> Result<Change, ActionError> {
             if !(0.0..=1.0).contains(&fault.error_rate) {
                 return Err(ActionError::BadErrorRate(fault.error_rate));
             }
-            s.faults[i] = fault.clone();
+            for j in s.group(i) {
+                s.faults[j] = fault.clone();
+            }
             Change::Fault(i)
         }
         Action::SetContextDropped { service, dropped } => {
             let i = s.service(*service)?;
-            s.context_dropped[i] = *dropped;
+            for j in s.group(i) {
+                s.context_dropped[j] = *dropped;
+            }
             Change::Context(i)
         }
         Action::Policy(fields) => {
@@ -325,9 +345,14 @@ pub fn apply(s: &mut LabState, action: &Action) -> Result<Change, ActionError> {
             if *workers == Some(0) {
                 return Err(ActionError::ZeroWorkers);
             }
-            r.workers = workers.or(r.workers);
+            // Workers and queue are the service's, shared by its endpoints;
+            // the work is the endpoint's own.
             r.work = work.unwrap_or(r.work);
-            r.queue = queue.unwrap_or(r.queue);
+            for j in s.group(i) {
+                let r = &mut s.resources[j];
+                r.workers = workers.or(r.workers);
+                r.queue = queue.unwrap_or(r.queue);
+            }
             Change::Resources(i)
         }
         Action::Pause(p) => {

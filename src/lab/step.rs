@@ -13,11 +13,18 @@ use crate::topology::{
 /// One step's action line, or `None` for an action that changes nothing.
 pub fn as_step(t: &Topology, a: &Action) -> Option<String> {
     let name = |id: usize| t.services.get(id).map(|s| quote(&s.name));
+    // A service's fault and context are on all its endpoints: written by
+    // the service's name, or `S/E` for a fault on one endpoint.
+    let whole = |id: usize| t.services.get(id).map(|_| quote(t.group_name(id)));
     Some(match a {
         Action::SetFault { service, fault } => {
+            let target = match &fault.endpoint {
+                Some(e) => quote(&format!("{}/{e}", t.group_name(*service))),
+                None => whole(*service)?,
+            };
             format!(
                 "fail: {{ service: {}, {}{} }}",
-                name(*service)?,
+                target,
                 fault_keys(fault),
                 replica_keys(t, *service, fault)
             )
@@ -29,7 +36,7 @@ pub fn as_step(t: &Topology, a: &Action) -> Option<String> {
             } else {
                 "restore_context"
             },
-            name(*service)?
+            whole(*service)?
         ),
         Action::Policy(f) => policy(f)?,
         Action::Mode {

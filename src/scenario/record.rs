@@ -177,6 +177,7 @@ mod tests {
                         status: 503,
                         down: false,
                         replicas: None,
+                        endpoint: None,
                     },
                 },
             ),

@@ -136,12 +136,33 @@ pub(super) fn step_action(
 ) -> Result<Action, ScenarioError> {
     let section = loc.section();
     let id = |n: &str, k: &str| service(loc, t, n, (section, i), format!("{section}[{i}].{k}"));
+    // A fault is the service's, on all its endpoints (its nodes) at once;
+    // named as `S/E` it is on that endpoint alone.
     let mut fault_change = |id: ServiceId, f: &dyn Fn(&Fault) -> Fault| {
-        faults[id] = f(&faults[id]);
-        Action::SetFault {
-            service: id,
-            fault: faults[id].clone(),
+        let fault = f(&faults[id]);
+        for j in t.group(id) {
+            faults[j] = fault.clone();
         }
+        Action::SetFault { service: id, fault }
+    };
+    let endpoint_named = |name: &str, s: ServiceId| {
+        let node = &t.services[s];
+        node.endpoint.clone().filter(|_| node.name == name.trim())
+    };
+    let whole = |name: &str, key: &str| -> Result<ServiceId, ScenarioError> {
+        let s = id(name, key)?;
+        if endpoint_named(name, s).is_some() {
+            return Err(ScenarioError::CannotSet {
+                at: loc.token_in_item(section, i, name),
+                what: format!("{section}[{i}].{key}"),
+                service: name.to_string(),
+                why: format!(
+                    "is an endpoint, and `{key}` opens or closes the listener all of \"{}\"'s endpoints share: name the service",
+                    t.group_name(s)
+                ),
+            });
+        }
+        Ok(s)
     };
     Ok(match kind {
         StepKind::Fail(f) => {
@@ -170,8 +191,10 @@ pub(super) fn step_action(
                     ),
                 });
             }
+            let endpoint = endpoint_named(&f.service, s);
             fault_change(s, &|old| {
                 let mut f = f.merge(old);
+                f.endpoint = endpoint.clone();
                 // Every replica named is every replica.
                 if f.replicas.as_ref().is_some_and(|r| r.len() as u32 >= n) {
                     f.replicas = None;
@@ -184,11 +207,11 @@ pub(super) fn step_action(
             status: old.status,
             ..Fault::default()
         }),
-        StepKind::Down(n) => fault_change(id(n, "down")?, &|old| Fault {
+        StepKind::Down(n) => fault_change(whole(n, "down")?, &|old| Fault {
             down: true,
             ..old.clone()
         }),
-        StepKind::Up(n) => fault_change(id(n, "up")?, &|old| Fault {
+        StepKind::Up(n) => fault_change(whole(n, "up")?, &|old| Fault {
             down: false,
             ..old.clone()
         }),
@@ -281,16 +304,24 @@ fn resolve_expectations(
     let mut expectations = Vec::new();
     for (i, e) in expect.into_iter().enumerate() {
         let (id, name) = match &e.service {
-            Some(n) => (
-                Some(service(
-                    loc,
-                    t,
-                    n,
-                    ("expect", i),
-                    format!("expect[{i}].service"),
-                )?),
-                Some(n.clone()),
-            ),
+            Some(n) => {
+                let id = service(loc, t, n, ("expect", i), format!("expect[{i}].service"))?;
+                // A service's endpoints each have figures of their own.
+                if t.services[id].name != n.trim() {
+                    let endpoints: Vec<&str> =
+                        t.group(id).map(|j| t.services[j].name.as_str()).collect();
+                    return Err(ScenarioError::CannotSet {
+                        at: loc.token_in_item("expect", i, n),
+                        what: format!("expect[{i}].service"),
+                        service: n.clone(),
+                        why: format!(
+                            "declares endpoints, each with figures of its own: name one ({})",
+                            endpoints.join(", ")
+                        ),
+                    });
+                }
+                (Some(id), Some(n.clone()))
+            }
             None => (None, None),
         };
         let root = match &e.root {
@@ -635,5 +666,43 @@ mod tests {
         at(&m, 2, "an expectation needs a figure");
         let m = err("expect:\n  - service: D\n    rps: { min: 1 }\n");
         at(&m, 2, "needs `during: FROM..TO`");
+    }
+
+    /// A service with endpoints: `fail` on the service is on every
+    /// endpoint, on `S/E` on that one; `down` and an expectation need the
+    /// service and an endpoint respectively.
+    #[test]
+    fn steps_name_a_service_or_one_of_its_endpoints() {
+        let t = crate::topology::Topology::from_yaml(
+            "name: ep\nload: { entry: A/x }\nservices:\n  A:\n    endpoints:\n      x: { calls: [A/y] }\n      y: {}\n",
+            "t.yaml",
+        )
+        .unwrap();
+        let run = |yaml: &str| super::super::Scenario::from_yaml(yaml, "s.yaml", &t);
+        let s = run("steps:\n  - { at: 1s, fail: { service: A/y, error_rate: 0.5 } }\n  - { at: 2s, fail: A }\n").unwrap();
+        let faults: Vec<(usize, Option<String>)> = s
+            .steps
+            .iter()
+            .map(|s| match &s.action {
+                Action::SetFault { service, fault } => (*service, fault.endpoint.clone()),
+                a => panic!("{a:?}"),
+            })
+            .collect();
+        assert_eq!(faults, [(1, Some("y".into())), (0, None)]);
+        let m = run("steps:\n  - { at: 1s, down: A/y }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("is an endpoint, and `down` opens or closes the listener all of \"A\"'s endpoints share"), "{m}");
+        let m = run("expect:\n  - { during: 1s..2s, service: A, amplification: { max: 2 } }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            m.contains("declares endpoints, each with figures of its own: name one (A/x, A/y)"),
+            "{m}"
+        );
+        assert!(
+            run("expect:\n  - { during: 1s..2s, service: A/y, amplification: { max: 2 } }\n")
+                .is_ok()
+        );
     }
 }

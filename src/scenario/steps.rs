@@ -335,6 +335,7 @@ impl FailSpec {
                 .replicas
                 .clone()
                 .unwrap_or_else(|| into.replicas.clone()),
+            endpoint: into.endpoint.clone(),
         }
     }
 }

@@ -600,6 +600,7 @@ mod tests {
                     }
                 })
                 .collect(),
+            groups: lab.topology.services.iter().map(|s| s.group).collect(),
         }
     }
 
