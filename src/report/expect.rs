@@ -177,6 +177,8 @@ mod tests {
             figures: f,
             learned: vec![],
             replicas: vec![],
+            service: None,
+            endpoint: None,
         }
     }
 

@@ -242,6 +242,7 @@ mod tests {
             fleet: Figures::filled(Scope::Fleet, 0.0),
             roots: vec![],
             nodes: vec![],
+            services: vec![],
             edges: vec![],
             expectations,
             events: vec![],

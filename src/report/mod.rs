@@ -5,6 +5,7 @@
 //! per-second series in [`series`], the headless table in [`table`], and
 //! the run cut into [`phases`] at each change of policy or fault.
 
+pub mod endpoints;
 pub mod expect;
 pub mod junit;
 pub mod phases;
@@ -13,6 +14,7 @@ pub mod series;
 pub mod table;
 
 pub use crate::lab::replicas::{replicas, ReplicaReport};
+pub use endpoints::ServiceReport;
 pub use roots::RootReport;
 use std::time::Duration;
 
@@ -125,8 +127,14 @@ pub struct ExpectationReport {
 /// One service's figures.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct NodeReport {
-    /// Name.
+    /// Name (`S/E` for an endpoint).
     pub name: String,
+    /// Its service and endpoint, when its service declares endpoints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    /// (See `service`.)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
     /// Depth.
     pub depth: usize,
     /// Every per-service figure of the catalogue.
@@ -212,8 +220,12 @@ pub struct Report {
     /// Per root, for a topology of many (SPEC section 11).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub roots: Vec<RootReport>,
-    /// Per service.
+    /// Per service: per endpoint (`S/E`) for a service with endpoints.
     pub nodes: Vec<NodeReport>,
+    /// Each service that declares endpoints, over its endpoints (SPEC
+    /// section 11).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServiceReport>,
     /// Per edge.
     pub edges: Vec<EdgeReport>,
     /// Expectations checked.
@@ -285,6 +297,8 @@ pub fn node(r: &Record, w: &Window<'_>, i: usize) -> NodeReport {
     let s = &t.services[i];
     NodeReport {
         name: s.name.clone(),
+        service: s.endpoint.as_ref().map(|_| s.service_name().to_string()),
+        endpoint: s.endpoint.clone(),
         depth: s.depth,
         figures: Figures::measure(w, Scope::Service, i),
         learned: r.learned[i].iter().map(|l| learned(t, i, l)).collect(),
@@ -369,6 +383,7 @@ impl Report {
         let c = &w.counts;
         let fleet = Figures::measure(&w, Scope::Fleet, 0);
         let saturation = crate::lab::figures::saturation(&fleet);
+        let nodes: Vec<NodeReport> = (0..t.services.len()).map(|i| node(r, &w, i)).collect();
         Report {
             topology: t.name.clone(),
             policy: t.policy.name(),
@@ -383,7 +398,8 @@ impl Report {
             saturation,
             fleet,
             roots: roots::roots(t, &w),
-            nodes: (0..t.services.len()).map(|i| node(r, &w, i)).collect(),
+            services: endpoints::services(t, &nodes),
+            nodes,
             edges: t
                 .edges
                 .iter()

@@ -148,19 +148,58 @@ pub fn rows(r: &Report, keep: &dyn Fn(&str) -> bool) -> String {
     let columns: Vec<Figure> = Figure::of(Scope::Service)
         .filter(|f| f.column().is_some())
         .collect();
-    let _ = write!(out, "{:<10} {:>5}", "service", "depth");
+    // Endpoints (`S/E`) and long names widen the name column, to a point.
+    let w = r
+        .nodes
+        .iter()
+        .filter(|n| keep(&n.name))
+        .map(|n| n.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(10, 24);
+    let _ = write!(out, "{:<w$} {:>5}", "service", "depth");
     for f in &columns {
         let c = f.column().expect("filtered");
         let _ = write!(out, " {:>w$}", c.header, w = c.width);
     }
     out.push('\n');
     for n in r.nodes.iter().filter(|n| keep(&n.name)) {
-        let _ = write!(out, "{:<10} {:>5}", truncate(&n.name, 10), n.depth);
+        let _ = write!(out, "{:<w$} {:>5}", truncate(&n.name, w), n.depth);
         for f in &columns {
             let _ = write!(out, " {}", cell(&n.figures, *f));
         }
         out.push('\n');
         out.push_str(&replica_rows(n));
+    }
+    // A service's endpoints share its workers: its figures over them.
+    for sv in r.services.iter().filter(|sv| {
+        keep(&sv.name)
+            || sv
+                .endpoints
+                .iter()
+                .any(|e| keep(&format!("{}/{e}", sv.name)))
+    }) {
+        let shares: Vec<String> = sv
+            .endpoints
+            .iter()
+            .zip(&sv.shares)
+            .map(|(e, s)| format!("{e} {:.0}%", s * 100.0))
+            .collect();
+        let _ = writeln!(
+            out,
+            "service {}: {:.1} rps (baseline {:.1}, {}) · err {:.1}% · endpoints {}",
+            sv.name,
+            sv.rps,
+            sv.baseline_rps,
+            sv.amplification
+                .map_or_else(|| "no baseline".into(), |a| format!("{a:.2}x")),
+            if sv.requests > 0 {
+                sv.errors as f64 / sv.requests as f64 * 100.0
+            } else {
+                0.0
+            },
+            shares.join(", ")
+        );
     }
     out
 }

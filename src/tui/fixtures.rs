@@ -20,6 +20,7 @@ fn svc(name: &str, depth: usize, rps: f64) -> ServiceView {
     live.set(Figure::ModelAmplification, 1.0);
     ServiceView {
         replicas: vec![],
+        service: None,
         name: name.into(),
         depth,
         live,
@@ -146,6 +147,7 @@ fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snaps
                 };
                 services.len()
             ],
+            groups: vec![],
         },
         window: Duration::from_secs(2),
         root: root(1.0, 1.2, 3.9, 0, 0),

@@ -138,7 +138,7 @@ pub const HELP: &[KeyHelp] = &[
     KeyHelp { group: "Scenario (--scenario)", keys: "P", what: "hold the timeline (the load keeps running) / let it run", short: "", rank: 9 },
     KeyHelp { group: "Scenario (--scenario)", keys: "Enter", what: "in `chaoslab tour`: the next chapter now", short: "", rank: 9 },
     KeyHelp { group: "Dashboard", keys: "t", what: "wire tap: the selected service's exchanges, status and claim header as sent, and what the caller did (in place of the events)", short: "tap", rank: 7 },
-    KeyHelp { group: "Dashboard", keys: "v", what: "replicas: the selected service's replicas, each one's rate, errors and share of the first attempts (in place of the events)", short: "replicas", rank: 8 },
+    KeyHelp { group: "Dashboard", keys: "v", what: "expand the selected service: its endpoints and replicas, each one's rate, errors and share of the first attempts (in place of the events)", short: "replicas", rank: 8 },
     KeyHelp { group: "Dashboard", keys: "?", what: "this help", short: "help", rank: 0 },
     KeyHelp { group: "Dashboard", keys: "Esc", what: "close the help", short: "", rank: 9 },
     KeyHelp { group: "Dashboard", keys: "q  Ctrl-C", what: "quit and print the summary", short: "quit", rank: 0 },
