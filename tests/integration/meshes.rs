@@ -252,3 +252,89 @@ fn two_roots_sharing_a_backend_each_match_the_model() {
         "db's baseline {baseline}, 2 × web + mobile {want}"
     );
 }
+
+/// Endpoints (SPEC section 11). travel and seat call each other, but no
+/// endpoint is on a cycle: web → travel/trip → seat/left, and the second
+/// root seat/reserve → travel/trip → seat/left. seat/left fails half its
+/// requests under naive retries; every endpoint's amplification and each
+/// root's availability are the model's (which runs on endpoints), within
+/// 4% and three binomial spreads.
+///
+/// Beside it, a service of one worker and no queue whose endpoint `slow`
+/// holds the worker 50 ms at 15 rps (75% of the time): its other endpoint
+/// `fast`, which takes no time, is shed whenever `slow` holds the worker,
+/// so about 75% of its requests, because the endpoints share the
+/// service's workers (apart, `fast` would never be shed).
+#[test]
+fn endpoints_make_service_cycles_runnable_and_share_the_workers() {
+    let _fleet = fleet_lock();
+    let cycle = topology_file(
+        "endpoint-cycle",
+        "name: endpoint-cycle\npolicy: { preset: retry }\nload:\n  entries:\n    - { entry: web, rps: 300 }\n    - { entry: seat/reserve, rps: 100 }\nservices:\n  web: { calls: [travel/trip] }\n  travel:\n    endpoints:\n      trip: { calls: [seat/left, { to: route, p: 0.5 }] }\n  seat:\n    endpoints:\n      left: {}\n      reserve: { calls: [travel/trip] }\n    fault: { error_rate: 0.5, endpoint: left }\n  route: {}\n",
+    );
+    let shared = topology_file(
+        "endpoint-shared",
+        "name: endpoint-shared\nload:\n  entries:\n    - { entry: A/slow, rps: 15 }\n    - { entry: A/fast, rps: 100 }\nservices:\n  A:\n    workers: 1\n    queue: 0\n    endpoints:\n      slow: { work: 50ms }\n      fast: {}\n",
+    );
+    let [cycle, shared]: [Value; 2] =
+        side_by_side(vec![(cycle, "5s"), (shared, "6s")], |(file, d)| {
+            headless_report(&file, &["--duration", d, "--warmup", "1s"])
+        })
+        .try_into()
+        .unwrap();
+
+    for name in ["travel/trip", "seat/left", "route"] {
+        let n = node(&cycle, name);
+        let (amp, want) = (num(n, "amplification"), num(n, "model_amplification"));
+        // route is called after seat/left, so not when seat/left failed.
+        assert!(
+            name == "route" || want > 1.05,
+            "{name}: the model sees no storm ({want}×)"
+        );
+        // route's calls are drawn (p 0.5): X of them out of 2X trials have
+        // a relative spread of 1/√(2X), three of which it may be off.
+        let tol = if name == "route" {
+            0.04 + 3.0 / (2.0 * num(n, "requests")).sqrt()
+        } else {
+            0.04
+        };
+        assert!(
+            (amp - want).abs() <= tol * want,
+            "{name} at {amp}×, model {want}× (tolerance {tol:.3})"
+        );
+        if let Some((service, endpoint)) = name.split_once('/') {
+            assert_eq!(
+                (&n["service"], &n["endpoint"]),
+                (&service.into(), &endpoint.into()),
+                "{n}"
+            );
+        }
+    }
+    assert_eq!(num(node(&cycle, "seat/reserve"), "amplification"), 1.0);
+    for root in cycle["roots"].as_array().unwrap() {
+        let n = num(root, "requests");
+        let (avail, model) = (num(root, "availability"), num(root, "model_availability"));
+        let spread = (model * (1.0 - model) / n).sqrt();
+        assert!(
+            (avail - model).abs() <= 3.0 * spread.max(0.001),
+            "availability {avail:.4}, model {model:.4} (spread {spread:.4}): {root}"
+        );
+    }
+    // The service seat's figures are its endpoints' summed.
+    let seat = cycle["services"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == "seat"))
+        .expect("seat's service figures");
+    let sum =
+        num(node(&cycle, "seat/left"), "requests") + num(node(&cycle, "seat/reserve"), "requests");
+    assert_eq!(num(seat, "requests"), sum, "{seat}");
+
+    let (fast, slow) = (node(&shared, "A/fast"), node(&shared, "A/slow"));
+    let shed = num(fast, "error_rate");
+    assert!(
+        (shed - 0.75).abs() <= 0.1,
+        "A/fast shed {shed:.3} of its requests, where slow holds the one worker 75% of the time"
+    );
+    assert!(num(fast, "requests") >= 400.0, "{fast}");
+    assert!(num(slow, "error_rate") < 0.2, "{slow}");
+}
