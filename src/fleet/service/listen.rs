@@ -1,0 +1,205 @@
+//! A service's listeners: serving its endpoints until shutdown, closing
+//! and reopening while it is down, and counting the connections it could
+//! not accept for want of file descriptors.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tower::Layer;
+
+use super::{router, ServiceRuntime};
+use crate::metrics::Metrics;
+use crate::middleware::server::OwnershipLayer;
+use crate::ownership::observe::is_out_of_files;
+
+/// One endpoint a listener serves: its path, its runtime, its layer.
+pub(in crate::fleet) type Route = (String, Arc<ServiceRuntime>, OwnershipLayer);
+
+/// Serves until shutdown; while the service is down its listener is
+/// closed, so callers get connection refused. A service without
+/// endpoints answers any path; one with endpoints routes `GET /E` to
+/// endpoint E, each behind its own ownership layer, and answers any other
+/// path 404.
+pub(in crate::fleet) async fn serve(
+    routes: Vec<Route>,
+    listener: TcpListener,
+    shutdown: watch::Receiver<bool>,
+) {
+    let Some((_, rt, layer)) = routes.first().cloned() else {
+        return;
+    };
+    if rt.endpoint.is_none() {
+        let app = router(rt.clone());
+        // The layer wraps the whole router, as middleware that sees every
+        // request does, rather than being boxed into each route.
+        if rt.plain.is_some() {
+            serve_with(rt, listener, app, shutdown).await;
+        } else {
+            serve_with(rt, listener, layer.layer(app), shutdown).await;
+        }
+        return;
+    }
+    let known: Vec<String> = routes.iter().map(|(p, _, _)| p.clone()).collect();
+    let mut app = Router::new();
+    for (path, rt, layer) in routes {
+        app = if rt.plain.is_some() {
+            app.route_service(&path, router(rt))
+        } else {
+            app.route_service(&path, layer.layer(router(rt)))
+        };
+    }
+    let app = app.fallback(move |req: Request| async move {
+        (
+            StatusCode::NOT_FOUND,
+            format!(
+                "no endpoint {}: this service serves {}\n",
+                req.uri().path(),
+                known.join(", ")
+            ),
+        )
+    });
+    serve_with(rt, listener, app, shutdown).await;
+}
+
+async fn serve_with<S>(
+    rt: Arc<ServiceRuntime>,
+    listener: TcpListener,
+    app: S,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    S: tower::Service<Request, Response = Response, Error = std::convert::Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+{
+    let addr = rt.addr;
+    let mut listener = Some(listener);
+    let mut down = rt.down.subscribe();
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        if *down.borrow_and_update() {
+            listener = None;
+            tokio::select! {
+                r = down.changed() => if r.is_err() { return },
+                _ = shutdown.changed() => return,
+            }
+            continue;
+        }
+        let l = match listener.take() {
+            Some(l) => l,
+            None => match addr {
+                Some(a) => match bind_again(a).await {
+                    Some(l) => l,
+                    None => continue,
+                },
+                None => return,
+            },
+        };
+        let l = Accepting {
+            inner: l,
+            metrics: rt.metrics.clone(),
+        };
+        let make = axum::ServiceExt::<Request>::into_make_service(app.clone());
+        let server =
+            axum::serve(l, make).with_graceful_shutdown(stopping(down.clone(), shutdown.clone()));
+        // A connection that never finishes its request (a client sending
+        // its headers a byte a second) would hold a graceful shutdown
+        // forever: the run past its end, a service that went down from
+        // coming back up. Open connections get `SHUTDOWN_GRACE` to finish;
+        // after that the loop goes on without waiting for them (their
+        // tasks end with the runtime).
+        let grace = async {
+            stopping(down.clone(), shutdown.clone()).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        };
+        tokio::select! {
+            _ = server => {}
+            _ = grace => {}
+        }
+    }
+}
+
+/// A service's listener: accepts as axum's own does, but counts a failure
+/// for want of file descriptors as the machine's limit (the run is then
+/// saturated, not an outage of the service), and tries again after
+/// `ACCEPT_BACKOFF` rather than axum's second, so a brief shortage does
+/// not stall the service for a whole second.
+struct Accepting {
+    inner: TcpListener,
+    metrics: Arc<Metrics>,
+}
+
+/// How long a listener waits after an accept failed for want of
+/// resources.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+impl axum::serve::Listener for Accepting {
+    type Io = tokio::net::TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.inner.accept().await {
+                Ok((s, a)) => {
+                    let _ = s.set_nodelay(true);
+                    return (s, a);
+                }
+                // The peer gave up before it was accepted: nothing to wait for.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
+                    ) => {}
+                Err(e) => {
+                    if is_out_of_files(&e) {
+                        self.metrics.fd_error();
+                    }
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// How long a closing listener waits for its open connections to finish.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Ends when the service goes down or the fleet shuts down.
+async fn stopping(mut d: watch::Receiver<bool>, mut s: watch::Receiver<bool>) {
+    loop {
+        if *d.borrow_and_update() || *s.borrow_and_update() {
+            return;
+        }
+        tokio::select! {
+            r = d.changed() => if r.is_err() { return },
+            r = s.changed() => if r.is_err() { return },
+        }
+    }
+}
+
+/// Reopens a closed listener on its old port. A port can linger briefly
+/// after close; give up after a second and let the serve loop ask again.
+async fn bind_again(addr: SocketAddr) -> Option<TcpListener> {
+    for _ in 0..20 {
+        if let Ok(l) = TcpListener::bind(addr).await {
+            return Some(l);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
