@@ -15,6 +15,7 @@ pub mod expect;
 pub mod figures;
 pub mod record;
 pub mod replicas;
+pub mod roots;
 pub mod snapshot;
 mod snapshot_json;
 pub mod state;

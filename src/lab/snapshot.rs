@@ -158,6 +158,9 @@ pub struct Snapshot {
     pub radius_model: usize,
     /// The worst radius over every service failing, under this policy.
     pub radius_static: usize,
+    /// Per root over the live window, for a topology of many (SPEC
+    /// section 11).
+    pub roots: Vec<super::roots::RootReport>,
     /// Retries suppressed since the last reset.
     pub spurious_avoided: u64,
     /// The model's recovery threshold under the policy in force (SPEC
@@ -299,6 +302,8 @@ pub struct Inputs<'a> {
     pub prediction: &'a Prediction,
     /// The static radius under its policy.
     pub static_radius: usize,
+    /// Each root's, for a topology of many roots.
+    pub static_radii: &'a [usize],
     /// The recovery threshold under its policy.
     pub recovery_threshold: Option<f64>,
     /// The wire tap's newest samples.
@@ -380,6 +385,7 @@ pub fn build(mut i: Inputs<'_>) -> Snapshot {
         radius_mean: radius.mean(),
         radius_model: i.prediction.storm_radius,
         radius_static: i.static_radius,
+        roots: super::roots::roots(i.topology, &live.w, i.static_radii),
         spurious_avoided: live.total.counts.spurious_avoided(),
         saturation: super::figures::saturation(&Figures::measure(&live.w, Scope::Fleet, 0)),
         tap: tap_lines(i.tap, i.topology),

@@ -9,13 +9,12 @@ pub mod endpoints;
 pub mod expect;
 pub mod junit;
 pub mod phases;
-pub mod roots;
 pub mod series;
 pub mod table;
 
 pub use crate::lab::replicas::{replicas, ReplicaReport};
+pub use crate::lab::roots::RootReport;
 pub use endpoints::ServiceReport;
-pub use roots::RootReport;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -397,7 +396,7 @@ impl Report {
             unmeasured: unmeasured(&fleet),
             saturation,
             fleet,
-            roots: roots::roots(t, &w),
+            roots: crate::lab::roots::roots(t, &w, &crate::lab::roots::static_radii(t, &t.policy)),
             services: endpoints::services(t, &nodes),
             nodes,
             edges: t

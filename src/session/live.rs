@@ -84,6 +84,8 @@ pub struct Live {
     all_events: Vec<Event>,
     prediction: Prediction,
     static_radius: usize,
+    /// Each root's static radius, for a topology of many roots.
+    static_radii: Vec<usize>,
     /// The model's recovery threshold for the state in force.
     recovery_threshold: Option<f64>,
     /// Root latency since the report's start.
@@ -184,7 +186,7 @@ impl Live {
         let base = fleet.metrics().counts();
         let state = LabState::of(&topology);
         let prediction = model::predict(&topology, &topology.policy);
-        let static_radius = model::static_radius(&topology, &topology.policy);
+        let (static_radius, static_radii) = static_radii(&topology);
         let recovery_threshold = recovery_threshold(&topology);
         let mut lab = Live {
             fleet,
@@ -202,6 +204,7 @@ impl Live {
             all_events: Vec::new(),
             prediction,
             static_radius,
+            static_radii,
             recovery_threshold,
             latency: new_histogram(),
             nodes,
@@ -279,7 +282,7 @@ impl Live {
         self.state.write_to(&mut self.topology);
         self.prediction = model::predict(&self.topology, &self.topology.policy);
         if change == Change::Policy {
-            self.static_radius = model::static_radius(&self.topology, &self.topology.policy);
+            (self.static_radius, self.static_radii) = static_radii(&self.topology);
         }
         // The threshold depends on the policy and on every service time
         // (work and injected latency) and worker count.
@@ -385,6 +388,7 @@ impl Live {
             state: &self.state,
             prediction: &self.prediction,
             static_radius: self.static_radius,
+            static_radii: &self.static_radii,
             recovery_threshold: self.recovery_threshold,
             tap: &self.fleet.metrics().tap().recent(),
             outside: &outside,
@@ -496,6 +500,16 @@ fn empty_sample(t: Duration, counts: Counts) -> Sample {
 
 fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000, 2).expect("valid histogram bounds")
+}
+
+/// The static radius under the topology's policy, and each root's when
+/// it has many (the radius is then their largest; each search once).
+fn static_radii(t: &Topology) -> (usize, Vec<usize>) {
+    let radii = crate::lab::roots::static_radii(t, &t.policy);
+    match radii.iter().max() {
+        Some(&max) => (max, radii),
+        None => (model::static_radius(t, &t.policy), radii),
+    }
 }
 
 #[cfg(test)]

@@ -155,6 +155,7 @@ fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snaps
         radius_mean: 0.0,
         radius_model: 0,
         radius_static: 1,
+        roots: vec![],
         spurious_avoided: 0,
         recovery_threshold: None,
         edges: chain_edges(services.len(), &[], &[]),
@@ -577,5 +578,37 @@ pub fn uber_chain_replicas() -> Snapshot {
             })
             .collect();
     }
+    s
+}
+
+/// Two roots, and a service C of two endpoints (SPEC section 11): the
+/// roots panel and the expanded service.
+pub fn multi_root_endpoints() -> Snapshot {
+    let mut s = uber_chain_healthy();
+    for (i, e) in [(2, "x"), (3, "y")] {
+        s.services[i].name = format!("C/{e}");
+        s.services[i].service = Some("C".into());
+    }
+    let root = |entry: &str, rps: f64, avail: f64, radius: u64, stat: usize| {
+        crate::lab::roots::RootReport {
+            entry: entry.into(),
+            offered_rps: rps,
+            sent: (rps * 2.0) as u64,
+            requests: (rps * 2.0) as u64,
+            errors: ((1.0 - avail) * rps * 2.0) as u64,
+            availability: Some(avail),
+            model_availability: avail,
+            latency_ms: crate::lab::roots::Latency {
+                p50: Some(1.2),
+                p99: Some(4.5),
+            },
+            storm_radius: crate::lab::roots::Radius {
+                max: radius,
+                mean: radius as f64,
+            },
+            static_radius: stat,
+        }
+    };
+    s.roots = vec![root("A", 150.0, 1.0, 0, 3), root("C/y", 50.0, 0.96, 1, 1)];
     s
 }

@@ -82,6 +82,8 @@ pub enum Msg {
     ToggleTap,
     /// The selected service's replicas in place of the event log, or back.
     ToggleReplicas,
+    /// The roots in place of the event log, or back.
+    ToggleRoots,
     /// Play the scenario's next step now.
     NextStep,
     /// Hold the scenario's timeline, or let it run again.
@@ -139,6 +141,7 @@ pub const HELP: &[KeyHelp] = &[
     KeyHelp { group: "Scenario (--scenario)", keys: "Enter", what: "in `chaoslab tour`: the next chapter now", short: "", rank: 9 },
     KeyHelp { group: "Dashboard", keys: "t", what: "wire tap: the selected service's exchanges, status and claim header as sent, and what the caller did (in place of the events)", short: "tap", rank: 7 },
     KeyHelp { group: "Dashboard", keys: "v", what: "expand the selected service: its endpoints and replicas, each one's rate, errors and share of the first attempts (in place of the events)", short: "replicas", rank: 8 },
+    KeyHelp { group: "Dashboard", keys: "u", what: "roots: each user-facing root's availability, p99 and storm radius (in place of the events)", short: "", rank: 9 },
     KeyHelp { group: "Dashboard", keys: "?", what: "this help", short: "help", rank: 0 },
     KeyHelp { group: "Dashboard", keys: "Esc", what: "close the help", short: "", rank: 9 },
     KeyHelp { group: "Dashboard", keys: "q  Ctrl-C", what: "quit and print the summary", short: "quit", rank: 0 },
@@ -220,6 +223,7 @@ pub fn msg(k: KeyEvent) -> Option<Msg> {
         KeyCode::Char('r') => Msg::Reset,
         KeyCode::Char('t') => Msg::ToggleTap,
         KeyCode::Char('v') => Msg::ToggleReplicas,
+        KeyCode::Char('u') => Msg::ToggleRoots,
         KeyCode::Char('n') => Msg::NextStep,
         KeyCode::Char('P') => Msg::ToggleHold,
         KeyCode::Enter => Msg::NextChapter,

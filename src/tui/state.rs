@@ -141,6 +141,9 @@ pub struct State {
     /// The selected service's replicas are shown in place of the event
     /// log.
     pub replicas: bool,
+    /// The roots of a topology of many are shown in place of the event
+    /// log.
+    pub roots: bool,
     /// A scenario playing: its expectations as judged so far (empty when
     /// none is).
     pub verdicts: Vec<crate::tui::play::Judged>,
@@ -172,6 +175,7 @@ impl Default for State {
             listening: vec![],
             tap: false,
             replicas: false,
+            roots: false,
             verdicts: vec![],
             scenario_end: None,
             tour: false,

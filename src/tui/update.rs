@@ -52,12 +52,17 @@ pub fn update(state: &mut State, snap: &Snapshot, msg: Msg) -> Option<Action> {
         }
         Msg::ToggleTap => {
             state.tap = !state.tap;
-            state.replicas = false;
+            (state.replicas, state.roots) = (false, false);
             None
         }
         Msg::ToggleReplicas => {
             state.replicas = !state.replicas;
-            state.tap = false;
+            (state.tap, state.roots) = (false, false);
+            None
+        }
+        Msg::ToggleRoots => {
+            state.roots = !state.roots;
+            (state.tap, state.replicas) = (false, false);
             None
         }
         // The timeline's keys are the run loop's, not the lab's: the

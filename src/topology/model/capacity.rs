@@ -129,9 +129,13 @@ impl Capacity {
     }
 }
 
-/// How long one request holds a worker: `work` plus the fault's latency.
+/// How long one request holds a worker, on average over the replicas:
+/// `work` plus the fault's latency on the replicas it is on (a balanced
+/// load sends each replica its share).
 pub fn service_time(s: &Service) -> Duration {
-    s.work.saturating_add(s.fault_in_force().latency)
+    let f = s.fault_in_force();
+    s.work
+        .saturating_add(f.latency.mul_f64(f.replica_share(s.replicas.max(1))))
 }
 
 /// workers / service time, `None` without workers; `f64::INFINITY` when
@@ -265,8 +269,14 @@ fn storm_loads(t: &Topology, policy: &Policy, targets: &[ServiceId]) -> Vec<f64>
         .iter()
         .map(|&x| {
             super::radius::ancestors(t, &callers, x, &mut mark, &mut set);
-            if mark.get(t.load.entry) != Some(&x) {
-                return 0.0; // the entry never reaches x
+            // Every root that reaches x, by its share of the root requests.
+            let roots: Vec<(ServiceId, f64)> = t
+                .load
+                .shares()
+                .filter(|&(r, _)| mark.get(r) == Some(&x))
+                .collect();
+            if roots.is_empty() {
+                return 0.0; // no root reaches x
             }
             set.sort_unstable_by_key(|&v| pos[v]);
             for &v in set.iter().rev() {
@@ -278,7 +288,9 @@ fn storm_loads(t: &Topology, policy: &Policy, targets: &[ServiceId]) -> Vec<f64>
             for &v in &set {
                 load[v] = 0.0;
             }
-            load[t.load.entry] = 1.0;
+            for &(r, share) in &roots {
+                load[r] += share;
+            }
             for &v in &set {
                 for &e in &t.services[v].calls {
                     let w = t.edges[e].to;
@@ -402,6 +414,25 @@ mod tests {
             // No fault in force: one attempt per root request, 75 % busy.
             assert!(close(c.services[0].utilisation, 0.75), "{c:?}");
         }
+    }
+
+    /// Every root that reaches a service adds its storm by its share: web
+    /// (half the roots) reaches DB over one retrying edge (3 attempts),
+    /// mobile over two (9); DB's storm load is 0.5 × 3 + 0.5 × 9 = 6.
+    #[test]
+    fn every_root_adds_its_storm_by_its_share() {
+        let t = topo("name: m\npolicy: { preset: retry, attempts: 3 }\nload:\n  entries:\n    - { entry: web, rps: 50 }\n    - { entry: mobile, rps: 50 }\nservices:\n  web: { calls: [DB] }\n  mobile: { calls: [X] }\n  X: { calls: [DB] }\n  DB: { workers: 4, work: 25ms }\n");
+        let c = capacity(&t, &t.policy);
+        assert!(close(c.services[0].storm_load, 6.0), "{c:?}");
+        assert!(close(c.recovery_threshold.unwrap(), 160.0 / 6.0), "{c:?}");
+    }
+
+    /// A latency fault on one replica of two holds a worker that much
+    /// longer for half the requests.
+    #[test]
+    fn latency_on_some_replicas_counts_by_their_share() {
+        let t = topo("name: m\nservices:\n  A: { calls: [DB] }\n  DB: { replicas: 2, workers: 4, work: 10ms, fault: { latency: 10ms, replicas: [0] } }\n");
+        assert_eq!(service_time(&t.services[1]), Duration::from_millis(15));
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod header;
 pub mod help;
 pub mod log;
 pub mod replicas;
+pub mod roots;
 pub mod table;
 pub mod tap;
 pub mod theme;
@@ -125,6 +126,8 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             tap::render(state, s, log_a, buf);
         } else if state.replicas {
             replicas::render(state, s, log_a, buf);
+        } else if state.roots {
+            roots::render(state, s, log_a, buf);
         } else {
             log::render(state, s, log_a, buf);
         }

@@ -43,7 +43,10 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     let above = lines.len();
     if replicas.is_empty() {
         lines.push(Line::from(Span::styled(
-            format!(" {name}: one replica (replicas: N in the topology)"),
+            format!(
+                " {}: one replica (replicas: N in the topology)",
+                group.unwrap_or(name)
+            ),
             theme::label(),
         )));
     } else {

@@ -589,3 +589,36 @@ fn replicas_panel_160x45_lists_every_replica() {
     assert!(!shown.contains("more (a taller"), "{shown}");
     insta::assert_snapshot!("replicas_160x45", t.backend());
 }
+
+#[test]
+fn roots_panel_80x24_lists_each_root_and_the_max_and_mean() {
+    let s = fixtures::multi_root_endpoints();
+    let mut st = select(&s, "A");
+    update(&mut st, &s, Msg::ToggleRoots);
+    let t = screen(&st, &s, 80, 24);
+    let shown = text(&t);
+    assert!(shown.contains(" roots "), "{shown}");
+    assert!(
+        shown.contains("static max 3, mean 2.00 (2 roots)"),
+        "{shown}"
+    );
+    insta::assert_snapshot!("roots_80x24", t.backend());
+    let shown = text(&screen(&st, &s, 160, 45));
+    assert!(shown.contains("model%"), "{shown}");
+    assert!(
+        shown.contains("C/y              50    96.0    96.0     4.5      1      1"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn v_expands_a_service_into_its_endpoints() {
+    let s = fixtures::multi_root_endpoints();
+    let mut st = select(&s, "C/y");
+    update(&mut st, &s, Msg::ToggleReplicas);
+    let shown = text(&screen(&st, &s, 120, 30));
+    assert!(shown.contains("endpoints, replicas · C"), "{shown}");
+    assert!(shown.contains(" x "), "{shown}");
+    assert!(shown.contains("▸y"), "{shown}");
+    assert!(shown.contains("C: one replica"), "{shown}");
+}

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::lab::figures::Window;
 use crate::topology::model::static_radius_per_root;
-use crate::topology::Topology;
+use crate::topology::{Policy, Topology};
 
 /// One root's figures over a window.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -54,13 +54,25 @@ pub struct Radius {
     pub mean: f64,
 }
 
+/// Each root's static radius under `policy` (0 where no single failure
+/// storms), for a topology of many roots (empty otherwise).
+pub fn static_radii(t: &Topology, policy: &Policy) -> Vec<usize> {
+    if !t.load.many_roots() {
+        return vec![];
+    }
+    static_radius_per_root(t, policy)
+        .into_iter()
+        .map(|r| r.map_or(0, |(_, r)| r))
+        .collect()
+}
+
 /// Every root's figures over the window, for a topology of many (empty
-/// otherwise, or when the roots were not counted apart).
-pub fn roots(t: &Topology, w: &Window<'_>) -> Vec<RootReport> {
+/// otherwise, or when the roots were not counted apart), beside each
+/// root's static radius (`statics`, from [`static_radii`]).
+pub fn roots(t: &Topology, w: &Window<'_>, statics: &[usize]) -> Vec<RootReport> {
     if !t.load.many_roots() || w.counts.roots.len() != t.load.roots.len() {
         return vec![];
     }
-    let statics = static_radius_per_root(t, &t.policy);
     t.load
         .roots
         .iter()
@@ -82,7 +94,7 @@ pub fn roots(t: &Topology, w: &Window<'_>) -> Vec<RootReport> {
                     p99: c.latency.quantile_ms(0.99),
                 },
                 storm_radius: Radius { max, mean },
-                static_radius: statics.get(k).copied().flatten().map_or(0, |(_, r)| r),
+                static_radius: statics.get(k).copied().unwrap_or(0),
             }
         })
         .collect()
