@@ -35,6 +35,15 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
         ))));
     }
     let id = service_named(&t, &args.service).map_err(RunError::usage)?;
+    let replicas = t.services[id].replicas;
+    if let Some(r) = args.replica.filter(|&r| r >= replicas) {
+        return Err(RunError::Usage(format!(
+            "--replica {r}: `{}` has {replicas} replica{} (numbered 0 to {})",
+            args.service,
+            if replicas == 1 { "" } else { "s" },
+            replicas - 1
+        )));
+    }
     let listen = listen::parse_addr("--listen", &args.listen)?;
     let peers = args
         .peers
@@ -61,6 +70,7 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
         placement: Some(Placement {
             local: Some(id),
             listen,
+            replica: args.replica,
             peers,
         }),
         access,
@@ -121,6 +131,7 @@ pub fn load(args: LoadArgs) -> Result<(), RunError> {
         placement: Some(Placement {
             local: None,
             listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            replica: None,
             peers: placed,
         }),
         access,

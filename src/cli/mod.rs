@@ -302,9 +302,9 @@ impl RunArgs {
             )));
         }
         let replicated = topology.services.iter().find(|s| s.replicas > 1);
-        if let (Some(s), true) = (replicated, split) {
+        if let (Some(s), true) = (replicated, !self.remote.is_empty()) {
             return Err(UsageError(format!(
-                "service `{}` has {} replicas, and a run of one process per service cannot start replicas yet: run it in one process (leave out --processes and --remote), where each replica is a listener of its own",
+                "service `{}` has {} replicas, and --remote drives one node per service: run it with --processes (a node per replica) or in one process, where each replica is a listener of its own",
                 s.name, s.replicas
             )));
         }
@@ -363,6 +363,7 @@ impl RunArgs {
         let placement = Placement {
             local: None,
             listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            replica: None,
             peers: placed,
         };
         Ok((Some(placement), Some(NodeControls(c))))
@@ -467,6 +468,11 @@ pub struct NodeArgs {
     /// `HOST:PORT`; 127.0.0.1 unless it says otherwise).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     pub listen: String,
+    /// Which replica of a replicated service this node is (0-based): a
+    /// fault naming replicas reaches it as it names it. Without it, the
+    /// node is one replica, which one unknown (a pod of a Deployment).
+    #[arg(long, value_name = "N")]
+    pub replica: Option<u32>,
     /// Where the services it calls live.
     #[command(flatten)]
     pub peers: PeerArgs,

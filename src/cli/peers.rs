@@ -88,7 +88,13 @@ fn read_as(
                 names(t)
             ))
         })?;
-        let url = check_http_url(url).map_err(|e| UsageError(format!("{one_flag} {spec}: {e}")))?;
+        // A replicated service's replicas: their URLs, comma-separated.
+        let url = url
+            .split(',')
+            .map(|u| check_http_url(u.trim()))
+            .collect::<Result<Vec<String>, String>>()
+            .map_err(|e| UsageError(format!("{one_flag} {spec}: {e}")))?
+            .join(",");
         if given[id].is_some() {
             return Err(UsageError(format!(
                 "{one_flag} {spec}: `{name}` is given twice; give each service one {one_flag}"
@@ -237,6 +243,12 @@ mod tests {
         );
         assert!(err(&["C=ftp://c/"], None).contains("must start with http://"));
         assert!(err(&["C=http://a/", "C=http://b/"], None).contains("given twice"));
+        // A replicated service's replicas, comma-separated.
+        let p = args(&["C=http://a:1/, http://b:2/"], None)
+            .read(&t)
+            .unwrap();
+        assert_eq!(p.url(&t, 2, "").unwrap(), "http://a:1/,http://b:2/");
+        assert!(err(&["C=http://a/,"], None).contains("http://"));
         assert!(err(&[], Some("http://svc:80/")).contains("no {name}"));
         assert!(err(&[], Some("https://{name}/")).contains("http://"));
     }

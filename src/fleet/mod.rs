@@ -60,10 +60,24 @@ pub struct Placement {
     pub local: Option<ServiceId>,
     /// Where the local service listens.
     pub listen: SocketAddr,
+    /// Which replica of the local service this is, when the run knows
+    /// (`--processes` starts a node per replica); `None`: one of them,
+    /// which is not known (a pod of a Deployment).
+    pub replica: Option<u32>,
     /// Per service, topology order: the URL it is reached at when it runs
     /// elsewhere (`None` for the local service and for any service nobody
-    /// here calls).
+    /// here calls); a replicated service's replicas, comma-separated, in
+    /// replica order.
     pub peers: Vec<Option<String>>,
+}
+
+/// The URLs of a placed peer: its replicas', comma-separated.
+pub fn peer_urls(peer: &str) -> Vec<String> {
+    peer.split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 impl Placement {
@@ -128,6 +142,23 @@ impl Fleet {
                 topology.services[id].replicas.max(1)
             }
         };
+        // Replicas counted apart: every one here and for the session of
+        // many nodes; on a node, its own service's when it knows which
+        // replica it is, and a peer's as many as its URLs (one, a
+        // Service's, in a cluster).
+        let counted = |id: ServiceId| -> u32 {
+            let all = topology.services[id].replicas.max(1);
+            match &opts.placement {
+                Some(p) if p.local == Some(id) => p.replica.map_or(1, |_| all),
+                Some(p) if p.local.is_some() => p
+                    .peers
+                    .get(id)
+                    .cloned()
+                    .flatten()
+                    .map_or(1, |u| (peer_urls(&u).len() as u32).clamp(1, all)),
+                _ => all,
+            }
+        };
         // A node holds its own listener and its own calls, not the fleet's;
         // a service's endpoints share its listeners.
         let head = |id: ServiceId| topology.services[id].group == id;
@@ -144,7 +175,7 @@ impl Fleet {
         .with_outside(&outside)
         .with_replicas(
             &(0..topology.services.len())
-                .map(replicas)
+                .map(counted)
                 .collect::<Vec<_>>(),
         )
         .with_roots(
@@ -202,7 +233,8 @@ impl Fleet {
         let urls_of = |id: ServiceId| -> Vec<String> {
             let path = topology.services[id].path();
             match &remote[id] {
-                Some(u) => vec![u.clone()],
+                Some(u) if topology.services[id].url.is_some() => vec![u.clone()],
+                Some(u) => peer_urls(u),
                 None => addrs[id]
                     .iter()
                     .map(|a| format!("http://{a}{path}"))
@@ -233,17 +265,19 @@ impl Fleet {
         // its first node.
         let mut shared: Vec<Vec<service::Shared>> = Vec::with_capacity(topology.services.len());
         for (id, spec) in topology.services.iter().enumerate() {
-            // A service placed elsewhere is, here, an outside service.
-            let placed;
-            let spec = if spec.url.is_none() && remote[id].is_some() {
-                placed = Service {
-                    url: remote[id].clone(),
-                    ..spec.clone()
-                };
-                &placed
-            } else {
-                spec
+            // A service placed elsewhere is, here, an outside service: one
+            // of each of its replicas' URLs.
+            let placed: Vec<Service> = match &remote[id] {
+                Some(u) if spec.url.is_none() => peer_urls(u)
+                    .into_iter()
+                    .map(|u| Service {
+                        url: Some(u),
+                        ..spec.clone()
+                    })
+                    .collect(),
+                _ => vec![],
             };
+            let spec = placed.first().unwrap_or(spec);
             let claim_header = |source| FleetError::ClaimHeader {
                 service: spec.name.clone(),
                 source,
@@ -276,21 +310,29 @@ impl Fleet {
                 )
             };
             let mut replicas = Vec::new();
-            let bound = addrs[id].len().max(1) as u32;
+            let bound = addrs[id].len().max(placed.len()).max(1) as u32;
+            // A node is one replica of a replicated service: the one
+            // `--processes` started it as, or one unknown (a pod of a
+            // Deployment), which a fault on every replica reaches and a
+            // fault naming replicas does not.
+            let known = opts.placement.as_ref().and_then(|p| p.replica);
+            let one_of_many = opts.placement.is_some() && spec.replicas > 1;
+            let index_of = |r: u32| match known {
+                Some(k) if here(id) => k,
+                _ if one_of_many && here(id) => u32::MAX,
+                _ => r,
+            };
             shared.push(if spec.group == id {
                 (0..bound)
-                    .map(|r| service::Shared::new(id, r, spec, &metrics))
+                    .map(|r| service::Shared::new(id, index_of(r), spec, &metrics))
                     .collect()
             } else {
                 Vec::new()
             });
-            // A node is one replica of a replicated service, which one
-            // unknown (a pod of a Deployment): a fault on every replica
-            // reaches it, a fault naming replicas does not.
-            let one_of_many = opts.placement.is_some() && spec.replicas > 1;
             for r in 0..bound {
-                let index = if one_of_many { u32::MAX } else { r };
-                let (client_seed, seed) = seeds(r);
+                let index = index_of(r);
+                let spec = placed.get(r as usize).unwrap_or(spec);
+                let (client_seed, seed) = seeds(if known.is_some() { index } else { r });
                 let client = RetryClient::new(
                     id,
                     &topology.ownership.header,

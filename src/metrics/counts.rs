@@ -99,6 +99,18 @@ macro_rules! service_counts {
                     latency: self.latency.since(&earlier.latency),
                 }
             }
+
+            /// `self + other`, field by field, gauges too: the replicas of
+            /// a service, each a process of its own, as one service.
+            pub fn plus(&self, other: &ServiceCounts) -> ServiceCounts {
+                let a3 = |a: [u64; 3], b: [u64; 3]| std::array::from_fn(|k| a[k].wrapping_add(b[k]));
+                ServiceCounts {
+                    $($c: self.$c.wrapping_add(other.$c),)*
+                    $($t: a3(self.$t, other.$t),)*
+                    $($g: self.$g.wrapping_add(other.$g),)*
+                    latency: self.latency.plus(&other.latency),
+                }
+            }
         }
     };
 }
@@ -154,6 +166,25 @@ impl EdgeCounts {
                 self.budget_limit_milli as f64 / 1000.0,
             )
         })
+    }
+
+    /// `self + other`: an edge called from several replicas of its
+    /// caller, each a process of its own, as one edge (its gauges too:
+    /// the budgets and breakers are per caller replica).
+    pub fn plus(&self, o: &EdgeCounts) -> EdgeCounts {
+        EdgeCounts {
+            attempts: self.attempts + o.attempts,
+            retries: self.retries + o.retries,
+            suppressed: self.suppressed + o.suppressed,
+            budget_denied: self.budget_denied + o.budget_denied,
+            refused: self.refused + o.refused,
+            failed_calls: self.failed_calls + o.failed_calls,
+            attempt_us: self.attempt_us + o.attempt_us,
+            short_circuited: self.short_circuited + o.short_circuited,
+            breaker: self.breaker.max(o.breaker),
+            budget_level_milli: self.budget_level_milli + o.budget_level_milli,
+            budget_limit_milli: self.budget_limit_milli + o.budget_limit_milli,
+        }
     }
 
     /// `self - earlier`.

@@ -64,6 +64,11 @@ impl LatencyCounts {
         }))
     }
 
+    /// `self + other`, bucket by bucket: two processes' histograms as one.
+    pub fn plus(&self, other: &LatencyCounts) -> LatencyCounts {
+        LatencyCounts(std::array::from_fn(|b| self.0[b].wrapping_add(other.0[b])))
+    }
+
     /// Adds one answer that took `micros` (for tests and fixtures).
     pub fn record(&mut self, micros: u64) {
         let b = latency_bucket(micros);

@@ -84,7 +84,8 @@ pub enum NodesError {
 
 /// Where each service's node answers its control API: per service,
 /// topology order; `None` for a service no node runs (an outside
-/// service).
+/// service); a replicated service's nodes, one per replica,
+/// comma-separated in replica order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeControls(pub Vec<Option<String>>);
 
@@ -143,8 +144,9 @@ impl Nodes {
             .0
             .iter()
             .enumerate()
-            .filter_map(|(service, url)| {
-                url.as_ref().map(|u| Node {
+            .filter_map(|(service, url)| url.as_ref().map(|u| (service, u)))
+            .flat_map(|(service, u)| {
+                crate::fleet::peer_urls(u).into_iter().map(move |u| Node {
                     service,
                     url: u.trim_end_matches('/').to_string(),
                     next: 0,
@@ -196,7 +198,12 @@ impl Nodes {
             }
         });
         let (forward, mut rx) = mpsc::channel::<String>(FORWARD_QUEUE);
-        let urls: Vec<String> = controls.0.iter().flatten().cloned().collect();
+        let urls: Vec<String> = controls
+            .0
+            .iter()
+            .flatten()
+            .flat_map(|u| crate::fleet::peer_urls(u))
+            .collect();
         let forwarder = tokio::spawn(async move {
             while let Some(body) = rx.recv().await {
                 // Every node gets each batch before any gets the next.
@@ -314,13 +321,19 @@ impl Reader {
     async fn round(&mut self) {
         let mut counts = self.metrics.local_counts();
         let client = &self.client;
-        let (first, rest) = self.nodes.split_at_mut(1);
-        let entry_page = match first.first() {
-            Some(n) if n.service == self.entry => {
-                get_json::<Page>(client, format!("{}/retries?after={}", n.url, n.next)).await
-            }
-            _ => None,
-        };
+        // The entry's nodes (one per replica) first, then the others.
+        let at_entry = self
+            .nodes
+            .iter()
+            .take_while(|n| n.service == self.entry)
+            .count();
+        let (first, rest) = self.nodes.split_at_mut(at_entry);
+        let entry_pages = join_all(
+            first
+                .iter()
+                .map(|n| get_json::<Page>(client, format!("{}/retries?after={}", n.url, n.next))),
+        )
+        .await;
         let journals = join_all(
             rest.iter()
                 .map(|n| get_json::<Page>(client, format!("{}/retries?after={}", n.url, n.next))),
@@ -340,7 +353,7 @@ impl Reader {
         }
         let storm = self.metrics.storm();
         let mut done = vec![];
-        let pages = std::iter::once(entry_page).chain(journals);
+        let pages = entry_pages.into_iter().chain(journals);
         for (n, page) in self.nodes.iter_mut().zip(pages) {
             let Some(p) = page else { continue };
             n.next = p.next;
@@ -353,6 +366,8 @@ impl Reader {
             storm.finish(root);
         }
         let mut missed = 0;
+        // A service's rows are its nodes' summed: a node per replica.
+        let mut seen = vec![false; counts.services.len()];
         for (n, read) in self.nodes.iter_mut().zip(reads) {
             match read {
                 Some(w) if w.services.len() == counts.services.len() => {
@@ -362,12 +377,31 @@ impl Reader {
             }
             let Some(c) = &n.last else { continue };
             let s = n.service;
-            counts.services[s] = c.services[s];
+            let again = std::mem::replace(&mut seen[s], true);
+            counts.services[s] = if again {
+                counts.services[s].plus(&c.services[s])
+            } else {
+                c.services[s]
+            };
             for (e, &from) in self.edges.iter().enumerate() {
                 if from == s {
                     if let (Some(to), Some(from)) = (counts.edges.get_mut(e), c.edges.get(e)) {
-                        *to = *from;
+                        *to = if again { to.plus(from) } else { *from };
                     }
+                }
+            }
+            // Each node counts the replicas it sees: its own requests, the
+            // attempts it sends to its callees' replicas.
+            for row in &c.replicas {
+                if let Some(to) = counts
+                    .replicas
+                    .iter_mut()
+                    .find(|r| (r.service, r.replica) == (row.service, row.replica))
+                {
+                    to.requests += row.requests;
+                    to.errors += row.errors;
+                    to.first_attempts += row.first_attempts;
+                    to.retries += row.retries;
                 }
             }
             let r = &mut counts.root;

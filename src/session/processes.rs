@@ -133,28 +133,49 @@ impl Processes {
     ) -> Result<(Processes, Placement, NodeControls), ProcessesError> {
         let exe = std::env::current_exe().map_err(ProcessesError::Exe)?;
         let n = topology.services.len();
-        // Ports are taken now and let go just before the nodes bind them.
+        // Ports are taken now and let go just before the nodes bind them:
+        // a node per replica, its service's URLs comma-separated in
+        // replica order.
         let mut held = vec![];
-        let mut urls = vec![None; n];
-        let mut controls = vec![None; n];
+        let mut replica_urls: Vec<Vec<(String, String)>> = vec![vec![]; n];
         for (id, s) in topology.services.iter().enumerate() {
             if s.url.is_some() {
                 continue;
             }
-            let (a, b) = (reserve(&s.name)?, reserve(&s.name)?);
-            urls[id] = Some(format!("http://{}/", addr_of(&a, &s.name)?));
-            controls[id] = Some(format!("http://{}/", addr_of(&b, &s.name)?));
-            held.push((a, b));
+            for _ in 0..s.replicas.max(1) {
+                let (a, b) = (reserve(&s.name)?, reserve(&s.name)?);
+                replica_urls[id].push((
+                    format!("http://{}/", addr_of(&a, &s.name)?),
+                    format!("http://{}/", addr_of(&b, &s.name)?),
+                ));
+                held.push((a, b));
+            }
         }
         drop(held);
+        let joined = |id: usize, k: fn(&(String, String)) -> &String| {
+            (!replica_urls[id].is_empty()).then(|| {
+                replica_urls[id]
+                    .iter()
+                    .map(k)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+        };
+        let urls: Vec<Option<String>> = (0..n).map(|id| joined(id, |p| &p.0)).collect();
+        let controls: Vec<Option<String>> = (0..n).map(|id| joined(id, |p| &p.1)).collect();
         let mut procs = Processes {
             running: vec![],
             started: vec![],
         };
-        for (id, s) in topology.services.iter().enumerate() {
-            let (Some(url), Some(control)) = (&urls[id], &controls[id]) else {
-                continue;
-            };
+        let nodes = topology.services.iter().enumerate().flat_map(|(id, s)| {
+            replica_urls[id]
+                .iter()
+                .enumerate()
+                .map(move |(r, (url, control))| (id, s, r, url, control))
+        });
+        for (_, s, r, url, control) in nodes {
+            let replicated = s.replicas > 1;
             let mut cmd = Command::new(&exe);
             cmd.arg("node")
                 .arg(path)
@@ -163,6 +184,9 @@ impl Processes {
                 .args(["--control", hostport(control)])
                 .args(["--seed", &seed.to_string()])
                 .arg("--exit-with-stdin");
+            if replicated {
+                cmd.args(["--replica", &r.to_string()]);
+            }
             // The token by the environment, where no other user's `ps`
             // can read it; none given, a node asks for none.
             match token {
@@ -203,7 +227,11 @@ impl Processes {
                 });
             }
             procs.started.push(Started {
-                service: s.name.clone(),
+                service: if replicated {
+                    format!("{}#{r}", s.name)
+                } else {
+                    s.name.clone()
+                },
                 pid: child.id(),
                 url: url.clone(),
                 control: control.clone(),
@@ -218,6 +246,7 @@ impl Processes {
         let placement = Placement {
             local: None,
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            replica: None,
             peers: urls,
         };
         Ok((procs, placement, NodeControls(controls)))

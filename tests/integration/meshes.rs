@@ -338,3 +338,57 @@ fn endpoints_make_service_cycles_runnable_and_share_the_workers() {
     assert!(num(fast, "requests") >= 400.0, "{fast}");
     assert!(num(slow, "error_rate") < 0.2, "{slow}");
 }
+
+/// `--processes` starts a node per replica (SPEC section 11): store's four
+/// replicas are four `chaoslab node` processes, each told which replica it
+/// is (`--replica`), so the fault on replica 0 is on that process alone;
+/// api balances over the four at random. A retry that may return to the
+/// bad host fails 0.25 × 0.25 of the calls: availability 93.75%, the
+/// model's, within three binomial spreads over the roots measured. The
+/// session sums the nodes' rows: store's requests are its four nodes',
+/// and each replica's row (its errors, its share of api's first attempts,
+/// a quarter each within three spreads) is read from the node that served
+/// it and the node that called it.
+#[test]
+fn processes_start_a_node_per_replica_and_the_fault_stays_on_its_own() {
+    let _fleet = fleet_lock();
+    let file = topology_file(
+        "bad-host-processes",
+        "name: bad-host-processes\npolicy: { preset: retry, attempts: 2, lb: random, retry_other_host: false }\nload: { rps: 400 }\nservices:\n  api: { calls: [store] }\n  store: { replicas: 4, fault: { error_rate: 1.0, replicas: [0] } }\n",
+    );
+    let r = headless_report(
+        &file,
+        &["--duration", "5s", "--warmup", "1s", "--processes"],
+    );
+    let root = &r["root"];
+    let (n, avail, model) = (
+        num(root, "requests"),
+        num(root, "availability"),
+        num(root, "model_availability"),
+    );
+    assert!(n >= 1_500.0, "only {n} root requests measured: {root}");
+    assert!((model - 0.9375).abs() < 1e-9, "model {model}");
+    let spread = (model * (1.0 - model) / n).sqrt();
+    assert!(
+        (avail - model).abs() <= 3.0 * spread,
+        "availability {avail:.4}, model {model} (spread {spread:.4})"
+    );
+    let store = node(&r, "store");
+    let reps = store["replicas"].as_array().cloned().unwrap_or_default();
+    assert_eq!(reps.len(), 4, "{store}");
+    assert_eq!(num(&reps[0], "error_rate"), 1.0, "{:?}", reps[0]);
+    assert!(
+        reps[1..].iter().all(|x| num(x, "errors") == 0.0),
+        "{reps:?}"
+    );
+    let requests: f64 = reps.iter().map(|x| num(x, "requests")).sum();
+    assert_eq!(requests, num(store, "requests"), "{reps:?}");
+    for x in &reps {
+        let share = num(x, "first_attempt_share");
+        let spread = (0.25 * 0.75 / n).sqrt();
+        assert!(
+            (share - 0.25).abs() <= 3.0 * spread + 0.005,
+            "share {share}: {x}"
+        );
+    }
+}

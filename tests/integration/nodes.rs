@@ -526,6 +526,31 @@ fn bad_node_and_load_flags_exit_2_saying_what_and_where() {
         &["node", CHAIN, "--service", "C", "--peer", "D=ftp://x/"],
         &["--peer D=ftp://x/", "http://"],
     );
+    // A replica list with a bad URL in it; a replica the service lacks.
+    refused(
+        &[
+            "node",
+            CHAIN,
+            "--service",
+            "C",
+            "--peer",
+            "D=http://a/,ftp://b/",
+        ],
+        &["--peer D=http://a/,ftp://b/", "ftp://b/", "http://"],
+    );
+    refused(
+        &[
+            "node",
+            CHAIN,
+            "--service",
+            "C",
+            "--replica",
+            "1",
+            "--peers",
+            "http://{name}:80/",
+        ],
+        &["--replica 1", "`C` has 1 replica (numbered 0 to 0)"],
+    );
     refused(
         &["node", CHAIN, "--service", "C", "--peer", "Q=http://x/"],
         &[
