@@ -260,6 +260,8 @@ fn two_roots_sharing_a_backend_each_match_the_model() {
 /// root's availability are the model's (which runs on endpoints), within
 /// 4% and three binomial spreads.
 ///
+/// (Every preset: [`an_endpoint_cycle_matches_the_model_under_every_preset`].)
+///
 /// Beside it, a service of one worker and no queue whose endpoint `slow`
 /// holds the worker 50 ms at 15 rps (75% of the time): its other endpoint
 /// `fast`, which takes no time, is shed whenever `slow` holds the worker,
@@ -390,5 +392,69 @@ fn processes_start_a_node_per_replica_and_the_fault_stays_on_its_own() {
             (share - 0.25).abs() <= 3.0 * spread + 0.005,
             "share {share}: {x}"
         );
+    }
+}
+
+/// The endpoint cycle of the test above (travel ⇄ seat, seat/left failing
+/// half its requests) under every preset, two `compare`s side by side at
+/// 300 root requests a second (0.4 of a core together): every endpoint's
+/// amplification is the model's within 5% once a 3 s warm-up has let the
+/// token buckets reach their steady state; route's, whose calls are drawn
+/// (p 0.5), within 5% and three relative spreads of a draw, 3/√(2X).
+#[test]
+fn an_endpoint_cycle_matches_the_model_under_every_preset() {
+    let _fleet = fleet_lock();
+    let file = topology_file(
+        "endpoint-cycle-presets",
+        "name: endpoint-cycle-presets\nload:\n  entries:\n    - { entry: web, rps: 300 }\n    - { entry: seat/reserve, rps: 100 }\nservices:\n  web: { calls: [travel/trip] }\n  travel:\n    endpoints:\n      trip: { calls: [seat/left, { to: route, p: 0.5 }] }\n  seat:\n    endpoints:\n      left: {}\n      reserve: { calls: [travel/trip] }\n    fault: { error_rate: 0.5, endpoint: left }\n  route: {}\n",
+    );
+    let groups = [
+        "none,retry,budget,ownership,finagle",
+        "envoy,grpc,aws,aws-2026",
+    ];
+    let runs = side_by_side(groups.to_vec(), |policies| {
+        let path = std::env::temp_dir().join(format!(
+            "chaoslab-{}-endpoint-presets-{}.json",
+            std::process::id(),
+            policies.len()
+        ));
+        let out = crate::common::chaoslab(&[
+            "compare",
+            &file,
+            "--policies",
+            policies,
+            "--duration",
+            "3s",
+            "--warmup",
+            "3s",
+            "--rps",
+            "300",
+            "--report",
+            path.to_str().unwrap(),
+        ]);
+        let (stdout, stderr) = crate::common::text(&out);
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        eprintln!("{stdout}");
+        let c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let _ = std::fs::remove_file(&path);
+        c["runs"].as_array().unwrap().clone()
+    });
+    let runs: Vec<&Value> = runs.iter().flatten().collect();
+    assert_eq!(runs.len(), 9, "every preset ran");
+    for run in runs {
+        let (policy, r) = (run["policy"].as_str().unwrap(), &run["report"]);
+        for name in ["web", "travel/trip", "seat/left", "seat/reserve", "route"] {
+            let n = node(r, name);
+            let (amp, want) = (num(n, "amplification"), num(n, "model_amplification"));
+            let tol = if name == "route" {
+                0.05 + 3.0 / (2.0 * num(n, "requests")).sqrt()
+            } else {
+                0.05
+            };
+            assert!(
+                (amp - want).abs() <= tol * want,
+                "{policy}: {name} at {amp:.3}×, model {want:.3}× (tolerance {tol:.3})"
+            );
+        }
     }
 }
