@@ -28,13 +28,10 @@ use crate::topology::Topology;
 /// prints the rows of what it measured (itself and its callees).
 pub fn serve(args: NodeArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
-    if let Some(s) = t.services.iter().find(|s| s.endpoint.is_some()) {
-        return Err(RunError::usage(crate::cli::UsageError(format!(
-            "service `{}` declares endpoints, and `chaoslab node` cannot serve endpoints yet: run the topology in one process (`chaoslab run`)",
-            s.service_name()
-        ))));
-    }
+    // A service with endpoints is served whole: its first node stands
+    // for it.
     let id = service_named(&t, &args.service).map_err(RunError::usage)?;
+    let id = t.services[id].group;
     let replicas = t.services[id].replicas;
     if let Some(r) = args.replica.filter(|&r| r >= replicas) {
         return Err(RunError::Usage(format!(
@@ -52,7 +49,7 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
         .map_err(RunError::usage)?;
     for f in &args.start.fail {
         let (target, _) = parse_fail(&t, f).map_err(RunError::usage)?;
-        if target != id {
+        if t.services[target].group != id {
             return Err(RunError::Usage(format!(
                 "--fail {f}: this node serves `{}`; give --fail to the node of `{}`",
                 args.service, t.services[target].name
@@ -87,7 +84,7 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
     }
     let listening = endpoints.start(&session, vec![])?;
     let t = session.topology();
-    let name = &t.services[id].name;
+    let name = t.services[id].service_name().to_string();
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "service {name} {}", session.urls()[id]);
@@ -97,12 +94,17 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
         let _ = writeln!(out, "serving {name} of {} until Ctrl-C or SIGTERM", t.name);
         let _ = out.flush();
     }
-    // The rows this node measured: its own, and its callees' as it saw them.
+    // The rows this node measured: its own (every endpoint's), and its
+    // callees' as it saw them.
     let mut shown: Vec<String> = vec![name.clone()];
-    for &e in &t.services[id].calls {
-        let callee = &t.services[t.edges[e].to].name;
-        if !shown.contains(callee) {
-            shown.push(callee.clone());
+    for node in t.group(id) {
+        for name in
+            std::iter::once(node).chain(t.services[node].calls.iter().map(|&e| t.edges[e].to))
+        {
+            let name = &t.services[name].name;
+            if !shown.contains(name) {
+                shown.push(name.clone());
+            }
         }
     }
     let record = session.wait()?;

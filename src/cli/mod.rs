@@ -291,13 +291,10 @@ impl RunArgs {
         }
         first.extend(initial);
         let (placement, nodes) = self.remote_nodes(&topology)?;
-        let split = self.processes || !self.remote.is_empty();
-        if let (Some(s), true) = (
-            topology.services.iter().find(|s| s.endpoint.is_some()),
-            split,
-        ) {
+        let endpoints = topology.services.iter().find(|s| s.endpoint.is_some());
+        if let (Some(s), true) = (endpoints, !self.remote.is_empty()) {
             return Err(UsageError(format!(
-                "service `{}` declares endpoints, and a run of one process per service cannot serve endpoints yet: run it in one process (leave out --processes and --remote), where a service's endpoints share its listener",
+                "service `{}` declares endpoints, and --remote drives one node per service it is given: run it with --processes (a node per service, serving all its endpoints) or in one process",
                 s.service_name()
             )));
         }

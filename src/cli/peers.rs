@@ -29,6 +29,8 @@ pub struct PeerArgs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Peers {
     given: Vec<Option<String>>,
+    /// Given by a service's name, for all its endpoints.
+    whole: Vec<bool>,
     template: Option<String>,
     /// The flags they came from, for messages: one service, every one.
     flags: (&'static str, &'static str),
@@ -73,6 +75,7 @@ fn read_as(
 ) -> Result<Peers, UsageError> {
     let (one_flag, all_flag) = flags;
     let mut given = vec![None; t.services.len()];
+    let mut whole = vec![false; t.services.len()];
     for spec in one {
         let Some((name, url)) = spec.split_once('=') else {
             return Err(UsageError(format!(
@@ -101,6 +104,7 @@ fn read_as(
             )));
         }
         given[id] = Some(url);
+        whole[id] = t.services[id].name != name;
     }
     let template = match all {
         Some(tpl) if !tpl.contains("{name}") => {
@@ -117,6 +121,7 @@ fn read_as(
     };
     Ok(Peers {
         given,
+        whole,
         template,
         flags,
     })
@@ -141,14 +146,34 @@ impl Peers {
     /// Where service `id` lives: its `--peer`, else `--peers` filled in
     /// with its name (a name the URL cannot carry is an error), else an
     /// error that says which flag to give; `why` says who needs it.
+    ///
+    /// An endpoint `S/E` lives where its service does, at path `/E`.
     pub fn url(&self, t: &Topology, id: ServiceId, why: &str) -> Result<String, UsageError> {
-        if let Some(u) = &self.given[id] {
+        let s = &t.services[id];
+        // Given for this node by its own name (`S/E=URL`, or a service
+        // without endpoints): as given.
+        if let (Some(u), true) = (&self.given[id], s.endpoint.is_none() || !self.whole[id]) {
             return Ok(u.clone());
         }
-        let name = &t.services[id].name;
+        let at_path = |base: String| match &s.endpoint {
+            Some(e) => base
+                .split(',')
+                .map(|u| format!("{}/{e}", u.trim_end_matches('/')))
+                .collect::<Vec<_>>()
+                .join(","),
+            None => base,
+        };
+        if let (Some(u), true) = (
+            self.given.get(s.group).cloned().flatten(),
+            self.whole[s.group],
+        ) {
+            return Ok(at_path(u));
+        }
+        let name = s.service_name();
         let (one, all) = self.flags;
         match &self.template {
             Some(tpl) => check_http_url(&tpl.replace("{name}", name))
+                .map(at_path)
                 .map_err(|e| UsageError(format!("{all} {tpl} for service `{name}`: {e}"))),
             None => Err(UsageError(format!(
                 "{why}, but nothing says where `{name}` runs: give {one} {name}=http://HOST:PORT/ (or {all} 'http://{{name}}:PORT/' for every service)"
@@ -165,12 +190,18 @@ impl Peers {
         id: ServiceId,
     ) -> Result<Vec<Option<String>>, UsageError> {
         let mut urls = vec![None; t.services.len()];
-        let s = &t.services[id];
-        for &e in &s.calls {
-            let to = t.edges[e].to;
-            if t.services[to].url.is_none() && urls[to].is_none() {
-                let why = format!("service `{}` calls `{}`", s.name, t.services[to].name);
-                urls[to] = Some(self.url(t, to, &why)?);
+        // A service with endpoints: the calls of every one of them.
+        for node in t.group(id) {
+            let s = &t.services[node];
+            for &e in &s.calls {
+                let to = t.edges[e].to;
+                if t.services[to].url.is_none()
+                    && urls[to].is_none()
+                    && t.services[to].group != t.services[id].group
+                {
+                    let why = format!("service `{}` calls `{}`", s.name, t.services[to].name);
+                    urls[to] = Some(self.url(t, to, &why)?);
+                }
             }
         }
         Ok(urls)

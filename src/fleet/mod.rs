@@ -56,7 +56,8 @@ pub struct FleetOptions {
 /// the policies are those of the whole fleet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
-    /// The service served here (`None`: none, only the load runs here).
+    /// The service served here (`None`: none, only the load runs here):
+    /// its first node, a service with endpoints being served whole.
     pub local: Option<ServiceId>,
     /// Where the local service listens.
     pub listen: SocketAddr,
@@ -125,13 +126,18 @@ impl Fleet {
             .enumerate()
             .map(|(id, s)| match &opts.placement {
                 _ if s.url.is_some() => s.url.clone(),
-                Some(p) if !p.serves(id) => p.peers.get(id).cloned().flatten(),
+                Some(p) if !p.serves(topology.services[id].group) => {
+                    p.peers.get(id).cloned().flatten()
+                }
                 _ => None,
             })
             .collect();
         let here = |id: ServiceId| {
             topology.services[id].url.is_none()
-                && opts.placement.as_ref().is_none_or(|p| p.serves(id))
+                && opts
+                    .placement
+                    .as_ref()
+                    .is_none_or(|p| p.serves(topology.services[id].group))
         };
         let outside: Vec<bool> = (0..topology.services.len()).map(|id| !here(id)).collect();
         // Replicas of each service started here: a node serves one.
@@ -149,7 +155,9 @@ impl Fleet {
         let counted = |id: ServiceId| -> u32 {
             let all = topology.services[id].replicas.max(1);
             match &opts.placement {
-                Some(p) if p.local == Some(id) => p.replica.map_or(1, |_| all),
+                Some(p) if p.local == Some(topology.services[id].group) => {
+                    p.replica.map_or(1, |_| all)
+                }
                 Some(p) if p.local.is_some() => p
                     .peers
                     .get(id)

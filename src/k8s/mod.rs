@@ -70,9 +70,6 @@ pub enum K8sError {
         /// Their label.
         label: String,
     },
-    /// A service declares endpoints, which a node does not serve yet.
-    #[error("service \"{0}\" declares endpoints, and a pod runs `chaoslab node`, which cannot serve endpoints yet: run the topology in one process (`chaoslab run`)")]
-    Endpoints(String),
     /// A service would take the API server's own Service name.
     #[error("service \"{service}\" becomes the Kubernetes name `kubernetes`, which the API server's own Service holds in the default namespace: give --namespace (e.g. --namespace chaoslab)")]
     Reserved {
@@ -254,9 +251,6 @@ pub struct Manifest {
 /// `--namespace`), the ConfigMap, each started service's Deployment and
 /// Service, the load Job.
 pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>, K8sError> {
-    if let Some(s) = t.services.iter().find(|s| s.endpoint.is_some()) {
-        return Err(K8sError::Endpoints(s.service_name().to_string()));
-    }
     let labels = names::service_labels(t)?;
     if matches!(o.namespace.as_deref(), None | Some("default")) {
         if let Some(i) = labels
@@ -279,10 +273,12 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
         namespace: o.namespace.clone(),
         image: o.image.clone(),
     };
+    // A peer by its service's name: a node serving a service with
+    // endpoints calls each at its path under that URL.
     let url = |id: usize| {
         labels[id]
             .as_ref()
-            .map(|l| format!("{}=http://{l}:{HTTP_PORT}/", t.services[id].name))
+            .map(|l| format!("{}=http://{l}:{HTTP_PORT}/", t.services[id].service_name()))
     };
     let mut out = Vec::new();
     let mut push = |file: &str, value: Value| {
@@ -299,11 +295,22 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
     push("network-policy.yaml", objects::network_policy(&ctx));
     for (id, s) in t.services.iter().enumerate() {
         let Some(label) = &labels[id] else { continue };
-        let mut args: Vec<String> = ["node", TOPOLOGY_FILE, "--service", &s.name]
+        // A pod per service: a service's endpoints are its first node's.
+        if s.group != id {
+            continue;
+        }
+        let name = s.service_name();
+        let mut args: Vec<String> = ["node", TOPOLOGY_FILE, "--service", name]
             .map(String::from)
             .into();
         args.extend(["--listen".into(), format!("0.0.0.0:{HTTP_PORT}")]);
-        let mut peers: Vec<usize> = s.calls.iter().map(|&e| t.edges[e].to).collect();
+        // Every service any of its endpoints calls, once, by its name.
+        let mut peers: Vec<usize> = t
+            .group(id)
+            .flat_map(|j| t.services[j].calls.iter())
+            .map(|&e| t.services[t.edges[e].to].group)
+            .filter(|&to| to != id)
+            .collect();
         let mut seen = vec![false; t.services.len()];
         peers.retain(|&p| !std::mem::replace(&mut seen[p], true));
         for peer in peers.into_iter().filter_map(url) {
@@ -330,12 +337,22 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
             args.extend(["--control-host".into(), h]);
         }
         let file = format!("node-{label}.yaml");
-        let deployment = objects::deployment(&ctx, &s.name, label, o.replicas[id], args);
+        let deployment = objects::deployment(&ctx, name, label, o.replicas[id], args);
         push(&file, deployment);
-        push(&file, objects::service(&ctx, &s.name, label));
+        push(&file, objects::service(&ctx, name, label));
     }
     let mut args: Vec<String> = vec!["load".into(), TOPOLOGY_FILE.into()];
-    if let Some(entry) = url(t.load.entry) {
+    // Every root's service, once.
+    let mut roots: Vec<usize> = t
+        .load
+        .roots
+        .iter()
+        .map(|r| t.services[r.entry].group)
+        .collect();
+    roots.dedup();
+    let mut seen = vec![false; t.services.len()];
+    roots.retain(|&r| !std::mem::replace(&mut seen[r], true));
+    for entry in roots.into_iter().filter_map(url) {
         args.extend(["--peer".into(), entry]);
     }
     args.extend([

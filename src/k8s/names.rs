@@ -67,17 +67,23 @@ pub fn cut(label: &str, max: usize) -> &str {
 /// naming both services when two map to the same label.
 pub fn service_labels(t: &Topology) -> Result<Vec<Option<String>>, K8sError> {
     let mut seen: std::collections::HashMap<String, &str> = Default::default();
-    let mut labels = Vec::with_capacity(t.services.len());
-    for s in &t.services {
+    let mut labels: Vec<Option<String>> = Vec::with_capacity(t.services.len());
+    for (id, s) in t.services.iter().enumerate() {
         if s.url.is_some() {
             labels.push(None);
             continue;
         }
-        let label = dns_label(&s.name);
-        if let Some(first) = seen.insert(label.clone(), &s.name) {
+        // A service's endpoints are one pod: its name's label.
+        if s.group != id {
+            labels.push(labels[s.group].clone());
+            continue;
+        }
+        let name = s.service_name();
+        let label = dns_label(name);
+        if let Some(first) = seen.insert(label.clone(), name) {
             return Err(K8sError::NameClash {
                 first: first.to_string(),
-                second: s.name.clone(),
+                second: name.to_string(),
                 label,
             });
         }

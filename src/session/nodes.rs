@@ -176,8 +176,10 @@ impl Nodes {
                     why,
                 })?;
         }
-        let entry = topology.load.entry;
-        let edges: Vec<usize> = topology.edges.iter().map(|e| e.from).collect();
+        // A node serves a whole service: its endpoints are its rows.
+        let groups: Vec<usize> = topology.services.iter().map(|s| s.group).collect();
+        let entry = groups[topology.load.entry];
+        let edges: Vec<usize> = topology.edges.iter().map(|e| groups[e.from]).collect();
         // The entry's node first in every round (see the module's notes).
         nodes.sort_by_key(|n| n.service != entry);
         let mut reader = Reader {
@@ -185,6 +187,7 @@ impl Nodes {
             nodes,
             entry,
             edges,
+            groups,
             metrics,
             misses: 0,
         };
@@ -308,8 +311,11 @@ struct Reader {
     /// The entry's node first.
     nodes: Vec<Node>,
     entry: usize,
-    /// Per edge, its caller: the node whose rows they are.
+    /// Per edge, its caller's service (first node): the node whose rows
+    /// they are.
     edges: Vec<usize>,
+    /// Per node of the topology, its service's first node.
+    groups: Vec<usize>,
     metrics: Arc<Metrics>,
     /// Reads that failed so far.
     misses: u64,
@@ -378,11 +384,13 @@ impl Reader {
             let Some(c) = &n.last else { continue };
             let s = n.service;
             let again = std::mem::replace(&mut seen[s], true);
-            counts.services[s] = if again {
-                counts.services[s].plus(&c.services[s])
-            } else {
-                c.services[s]
-            };
+            for (j, _) in self.groups.iter().enumerate().filter(|&(_, &g)| g == s) {
+                counts.services[j] = if again {
+                    counts.services[j].plus(&c.services[j])
+                } else {
+                    c.services[j]
+                };
+            }
             for (e, &from) in self.edges.iter().enumerate() {
                 if from == s {
                     if let (Some(to), Some(from)) = (counts.edges.get_mut(e), c.edges.get(e)) {

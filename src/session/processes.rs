@@ -138,8 +138,10 @@ impl Processes {
         // replica order.
         let mut held = vec![];
         let mut replica_urls: Vec<Vec<(String, String)>> = vec![vec![]; n];
+        // A service with endpoints is one node (per replica), by its
+        // first node.
         for (id, s) in topology.services.iter().enumerate() {
-            if s.url.is_some() {
+            if s.url.is_some() || s.group != id {
                 continue;
             }
             for _ in 0..s.replicas.max(1) {
@@ -162,8 +164,22 @@ impl Processes {
                     .join(",")
             })
         };
-        let urls: Vec<Option<String>> = (0..n).map(|id| joined(id, |p| &p.0)).collect();
         let controls: Vec<Option<String>> = (0..n).map(|id| joined(id, |p| &p.1)).collect();
+        // Where each node is called: its service's URLs, at its path.
+        let urls: Vec<Option<String>> = topology
+            .services
+            .iter()
+            .map(|s| {
+                joined(s.group, |p| &p.0).map(|u| match &s.endpoint {
+                    Some(e) => crate::fleet::peer_urls(&u)
+                        .iter()
+                        .map(|u| format!("{}/{e}", u.trim_end_matches('/')))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    None => u,
+                })
+            })
+            .collect();
         let mut procs = Processes {
             running: vec![],
             started: vec![],
@@ -174,12 +190,12 @@ impl Processes {
                 .enumerate()
                 .map(move |(r, (url, control))| (id, s, r, url, control))
         });
-        for (_, s, r, url, control) in nodes {
+        for (id, s, r, url, control) in nodes {
             let replicated = s.replicas > 1;
             let mut cmd = Command::new(&exe);
             cmd.arg("node")
                 .arg(path)
-                .args(["--service", &s.name])
+                .args(["--service", s.service_name()])
                 .args(["--listen", hostport(url)])
                 .args(["--control", hostport(control)])
                 .args(["--seed", &seed.to_string()])
@@ -193,11 +209,20 @@ impl Processes {
                 Some(t) => cmd.env(TOKEN_VAR, t.secret()),
                 None => cmd.env_remove(TOKEN_VAR),
             };
-            for &e in &s.calls {
-                let to = topology.edges[e].to;
-                if let Some(u) = &urls[to] {
+            // Each service it calls (any endpoint's call), once, at its
+            // service's URLs.
+            let mut callees: Vec<usize> = topology
+                .group(id)
+                .flat_map(|j| topology.services[j].calls.iter())
+                .map(|&e| topology.services[topology.edges[e].to].group)
+                .filter(|&to| to != id)
+                .collect();
+            callees.sort_unstable();
+            callees.dedup();
+            for to in callees {
+                if let Some(u) = joined(to, |p| &p.0) {
                     cmd.arg("--peer")
-                        .arg(format!("{}={u}", topology.services[to].name));
+                        .arg(format!("{}={u}", topology.services[to].service_name()));
                 }
             }
             cmd.stdin(Stdio::piped())
@@ -228,9 +253,9 @@ impl Processes {
             }
             procs.started.push(Started {
                 service: if replicated {
-                    format!("{}#{r}", s.name)
+                    format!("{}#{r}", s.service_name())
                 } else {
-                    s.name.clone()
+                    s.service_name().to_string()
                 },
                 pid: child.id(),
                 url: url.clone(),

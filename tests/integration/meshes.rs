@@ -458,3 +458,44 @@ fn an_endpoint_cycle_matches_the_model_under_every_preset() {
         }
     }
 }
+
+/// The endpoint cycle under `--processes`: a node per service, serving
+/// all its endpoints on its one listener (travel's trip, seat's left and
+/// reserve), its callers calling each at its path under the service's
+/// URL. The amplification of every endpoint and each root's availability
+/// are the model's, as in one process (4%, three spreads; route's drawn
+/// calls within 4% and three relative spreads of a draw).
+#[test]
+fn processes_serve_a_services_endpoints_from_one_node() {
+    let _fleet = fleet_lock();
+    let file = topology_file(
+        "endpoint-cycle-processes",
+        "name: endpoint-cycle-processes\npolicy: { preset: retry }\nload:\n  entries:\n    - { entry: web, rps: 300 }\n    - { entry: seat/reserve, rps: 100 }\nservices:\n  web: { calls: [travel/trip] }\n  travel:\n    endpoints:\n      trip: { calls: [seat/left, { to: route, p: 0.5 }] }\n  seat:\n    endpoints:\n      left: {}\n      reserve: { calls: [travel/trip] }\n    fault: { error_rate: 0.5, endpoint: left }\n  route: {}\n",
+    );
+    let r = headless_report(
+        &file,
+        &["--duration", "5s", "--warmup", "1s", "--processes"],
+    );
+    for name in ["web", "travel/trip", "seat/left", "seat/reserve", "route"] {
+        let n = node(&r, name);
+        let (amp, want) = (num(n, "amplification"), num(n, "model_amplification"));
+        let tol = if name == "route" {
+            0.04 + 3.0 / (2.0 * num(n, "requests")).sqrt()
+        } else {
+            0.04
+        };
+        assert!(
+            (amp - want).abs() <= tol * want,
+            "{name} at {amp}×, model {want}× (tolerance {tol:.3})"
+        );
+    }
+    for root in r["roots"].as_array().unwrap() {
+        let n = num(root, "requests");
+        let (avail, model) = (num(root, "availability"), num(root, "model_availability"));
+        let spread = (model * (1.0 - model) / n).sqrt();
+        assert!(
+            (avail - model).abs() <= 3.0 * spread.max(0.001),
+            "availability {avail:.4}, model {model:.4} (spread {spread:.4}): {root}"
+        );
+    }
+}
