@@ -204,7 +204,22 @@ impl Fleet {
             topology.ownership.attribution,
             topology.ownership.at_least_once,
         ));
-        let roots = Arc::new(AtomicU64::new(1));
+        // Root ids: a node's apart from every other node's (the session
+        // replays all their journals into one tracker), in the high bits,
+        // and shifted in the low ones so that nodes counting at the same
+        // pace do not share the tracker's slots.
+        let first_root = match &opts.placement {
+            Some(Placement {
+                local: Some(g),
+                replica,
+                ..
+            }) => {
+                let k = (*g as u64 + 1) * 1024 + u64::from(replica.unwrap_or(0));
+                (k << 40) + k * 104_729 + 1
+            }
+            _ => 1,
+        };
+        let roots = Arc::new(AtomicU64::new(first_root));
         let policy = topology.policy.clone();
         control.set_root_deadline(topology.load.timeout, policy.deadline);
 

@@ -19,8 +19,11 @@ use serde::{Deserialize, Serialize};
 /// retries (≈ 1,000 retries a second at A), about a minute of them; the
 /// session reads every node several times a second.
 pub const JOURNAL_LEN: usize = 65_536;
-/// The edge written for a completed root.
+/// The edge written for a root completed at service `s`: `DONE - s`
+/// (edges are numbered below [`DONE_BELOW`]).
 const DONE: u32 = u32::MAX;
+/// Edge numbers at or above this are completions.
+const DONE_BELOW: u32 = DONE - (1 << 20);
 
 /// A fixed ring of retry and root-completion records.
 #[derive(Debug)]
@@ -47,6 +50,9 @@ pub struct Page {
     pub retries: Vec<(u64, u32)>,
     /// Roots completed at this node (it is the entry), in order.
     pub done: Vec<u64>,
+    /// For each of `done`, the service (its root's entry) it completed at.
+    #[serde(default)]
+    pub done_at: Vec<usize>,
 }
 
 impl Default for Journal {
@@ -84,12 +90,18 @@ impl Journal {
 
     /// A retry was sent on `edge` for `root`.
     pub fn retry(&self, root: u64, edge: usize) {
-        self.push((root, u32::try_from(edge).unwrap_or(DONE - 1)));
+        self.push((
+            root,
+            u32::try_from(edge)
+                .unwrap_or(DONE_BELOW - 1)
+                .min(DONE_BELOW - 1),
+        ));
     }
 
-    /// Root request `root` completed here.
-    pub fn done(&self, root: u64) {
-        self.push((root, DONE));
+    /// Root request `root` completed here, at `service` (its entry).
+    pub fn done(&self, root: u64, service: usize) {
+        let s = u32::try_from(service).unwrap_or(0).min(DONE - DONE_BELOW);
+        self.push((root, DONE - s));
     }
 
     /// Every record still held after the first `after` written. An `after`
@@ -111,8 +123,9 @@ impl Journal {
         };
         for seq in from..r.written {
             let (root, edge) = r.buf[(seq % cap) as usize];
-            if edge == DONE {
+            if edge >= DONE_BELOW {
                 page.done.push(root);
+                page.done_at.push((DONE - edge) as usize);
             } else {
                 page.retries.push((root, edge));
             }
@@ -130,12 +143,12 @@ mod tests {
         let j = Journal::with_len(8);
         j.retry(1, 2);
         j.retry(1, 1);
-        j.done(1);
+        j.done(1, 3);
         let p = j.after(0);
         assert_eq!(p.next, 3);
         assert_eq!(p.lost, 0);
         assert_eq!(p.retries, vec![(1, 2), (1, 1)]);
-        assert_eq!(p.done, vec![1]);
+        assert_eq!((p.done, p.done_at), (vec![1], vec![3]));
         j.retry(2, 0);
         let p = j.after(p.next);
         assert_eq!((p.next, p.retries, p.done), (4, vec![(2, 0)], vec![]));

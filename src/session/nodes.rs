@@ -11,11 +11,11 @@
 //!   lab's, and a node that does not answer is counted, so the figures
 //!   say when they are missing a node's traffic.
 //! - **The storm radius.** Each node journals the retries it sent and,
-//!   at the entry, the roots it completed (`GET /retries?after=N`). The
-//!   entry's journal is read first in each round: every retry sent for a
-//!   root happened before that root's answer, so when the entry says a
-//!   root is done, its retries are already in the other nodes' journals,
-//!   read next. The records are replayed into the session's own tracker,
+//!   at a root's entry, the roots it completed and where (`GET
+//!   /retries?after=N`). The roots' journals are read first in each
+//!   round: every retry sent for a root happened before that root's
+//!   answer, so when its entry says a root is done, its retries are
+//!   already in the other nodes' journals, read next. The records are replayed into the session's own tracker,
 //!   which measures each root's radius as the in-process fleet does.
 //! - **The wire tap.** Each node samples the exchanges on the edges it
 //!   calls on; the session reads the samples since its last read
@@ -178,14 +178,19 @@ impl Nodes {
         }
         // A node serves a whole service: its endpoints are its rows.
         let groups: Vec<usize> = topology.services.iter().map(|s| s.group).collect();
-        let entry = groups[topology.load.entry];
+        let entries: Vec<usize> = topology
+            .load
+            .roots
+            .iter()
+            .map(|r| groups[r.entry])
+            .collect();
         let edges: Vec<usize> = topology.edges.iter().map(|e| groups[e.from]).collect();
-        // The entry's node first in every round (see the module's notes).
-        nodes.sort_by_key(|n| n.service != entry);
+        // The roots' nodes first in every round (see the module's notes).
+        nodes.sort_by_key(|n| !entries.contains(&n.service));
         let mut reader = Reader {
             client: client.clone(),
             nodes,
-            entry,
+            entries,
             edges,
             groups,
             metrics,
@@ -308,9 +313,10 @@ async fn get_json<T: serde::de::DeserializeOwned>(
 /// Reads the nodes into the session's metrics.
 struct Reader {
     client: reqwest::Client,
-    /// The entry's node first.
+    /// The roots' nodes first.
     nodes: Vec<Node>,
-    entry: usize,
+    /// Each root's service (first node).
+    entries: Vec<usize>,
     /// Per edge, its caller's service (first node): the node whose rows
     /// they are.
     edges: Vec<usize>,
@@ -327,11 +333,11 @@ impl Reader {
     async fn round(&mut self) {
         let mut counts = self.metrics.local_counts();
         let client = &self.client;
-        // The entry's nodes (one per replica) first, then the others.
+        // The roots' nodes (one per replica) first, then the others.
         let at_entry = self
             .nodes
             .iter()
-            .take_while(|n| n.service == self.entry)
+            .take_while(|n| self.entries.contains(&n.service))
             .count();
         let (first, rest) = self.nodes.split_at_mut(at_entry);
         let entry_pages = join_all(
@@ -366,10 +372,18 @@ impl Reader {
             for (root, edge) in p.retries {
                 storm.record(root, edge as usize);
             }
-            done.extend(p.done);
+            let at = p
+                .done_at
+                .iter()
+                .copied()
+                .map(Some)
+                .chain(std::iter::repeat(None));
+            done.extend(p.done.into_iter().zip(at));
         }
-        for root in done {
-            storm.finish(root);
+        for (root, at) in done {
+            if let (Some(r), Some(service)) = (storm.finish(root), at) {
+                self.metrics.root_radius_at(service, r);
+            }
         }
         let mut missed = 0;
         // A service's rows are its nodes' summed: a node per replica.

@@ -497,5 +497,8 @@ fn processes_serve_a_services_endpoints_from_one_node() {
             (avail - model).abs() <= 3.0 * spread.max(0.001),
             "availability {avail:.4}, model {model:.4} (spread {spread:.4}): {root}"
         );
+        // Each root's radius, from the nodes' journals, reaches its static
+        // radius: web's request retried at web and at travel/trip.
+        assert_eq!(num(&root["storm_radius"], "max"), 2.0, "{root}");
     }
 }

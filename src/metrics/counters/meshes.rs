@@ -34,6 +34,19 @@ impl Metrics {
         self
     }
 
+    /// A root request of the root entering at `service` stormed `radius`
+    /// hops deep, as a session of many nodes measures it from their
+    /// journals (in one process, [`Metrics`] counts it as it answers).
+    pub fn root_radius_at(&self, service: usize, radius: u64) {
+        let Some(k) = self.root_of.get(service).copied().flatten() else {
+            return;
+        };
+        if let Some(c) = self.roots.get(k) {
+            let b = (radius.max(1) as usize - 1).min(RADIUS_BUCKETS - 1);
+            bump(&c.radius[b]);
+        }
+    }
+
     /// Root `root` (in `load.roots` order) sent a request.
     pub fn root_sent_at(&self, root: usize) {
         if let Some(r) = self.roots.get(root) {

@@ -476,7 +476,7 @@ impl Observer for Metrics {
                 }
             }
             if let Some(j) = &self.journal {
-                j.done(e.trace.root);
+                j.done(e.trace.root, e.service);
             }
         }
         if e.status == ABANDONED {
