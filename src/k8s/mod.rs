@@ -305,15 +305,7 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
             .into();
         args.extend(["--listen".into(), format!("0.0.0.0:{HTTP_PORT}")]);
         // Every service any of its endpoints calls, once, by its name.
-        let mut peers: Vec<usize> = t
-            .group(id)
-            .flat_map(|j| t.services[j].calls.iter())
-            .map(|&e| t.services[t.edges[e].to].group)
-            .filter(|&to| to != id)
-            .collect();
-        let mut seen = vec![false; t.services.len()];
-        peers.retain(|&p| !std::mem::replace(&mut seen[p], true));
-        for peer in peers.into_iter().filter_map(url) {
+        for peer in t.services_called_by(id).into_iter().filter_map(url) {
             args.extend(["--peer".into(), peer]);
         }
         args.extend([

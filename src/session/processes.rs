@@ -211,15 +211,7 @@ impl Processes {
             };
             // Each service it calls (any endpoint's call), once, at its
             // service's URLs.
-            let mut callees: Vec<usize> = topology
-                .group(id)
-                .flat_map(|j| topology.services[j].calls.iter())
-                .map(|&e| topology.services[topology.edges[e].to].group)
-                .filter(|&to| to != id)
-                .collect();
-            callees.sort_unstable();
-            callees.dedup();
-            for to in callees {
+            for to in topology.services_called_by(id) {
                 if let Some(u) = joined(to, |p| &p.0) {
                     cmd.arg("--peer")
                         .arg(format!("{}={u}", topology.services[to].service_name()));

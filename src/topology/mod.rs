@@ -151,6 +151,23 @@ impl Topology {
             .take_while(move |&j| self.services[j].group == g)
     }
 
+    /// The services (by first node) that any endpoint of `id`'s service
+    /// calls, each once, in the order first called; its own not among
+    /// them (a call between its endpoints stays inside it).
+    pub fn services_called_by(&self, id: ServiceId) -> Vec<ServiceId> {
+        let own = self.services.get(id).map_or(usize::MAX, |s| s.group);
+        let mut out: Vec<ServiceId> = Vec::new();
+        for j in self.group(id) {
+            for &e in &self.services[j].calls {
+                let to = self.services[self.edges[e].to].group;
+                if to != own && !out.contains(&to) {
+                    out.push(to);
+                }
+            }
+        }
+        out
+    }
+
     /// Whether any service declares endpoints.
     pub fn has_endpoints(&self) -> bool {
         self.services.iter().any(|s| s.endpoint.is_some())

@@ -8,6 +8,7 @@ mod bounds;
 mod common;
 mod control;
 mod docs;
+mod endpoints;
 mod hostile;
 mod industry;
 mod input_bounds;

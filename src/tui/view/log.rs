@@ -138,12 +138,25 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         all.truncate(n - scroll);
         newest_lines(all.into_iter(), TIME_W, inner_w, inner_h)
     };
+    panel(state, Line::from(title), lines, area, buf);
+}
+
+/// A panel in the event log's place (the events, the wire tap, the
+/// expanded service, the roots): its lines in a rounded border titled
+/// `title`, lit when the log has the focus.
+pub fn panel<'a>(
+    state: &State,
+    title: impl Into<Line<'a>>,
+    lines: Vec<Line<'a>>,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     Paragraph::new(lines)
         .block(
             Block::bordered()
                 .border_type(BorderType::Rounded)
                 .border_style(theme::border(state.focus == Focus::Log))
-                .title(Line::from(title)),
+                .title(title),
         )
         .render(area, buf);
 }

@@ -9,11 +9,10 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
 
 use super::theme;
 use crate::lab::Snapshot;
-use crate::tui::state::{Focus, State};
+use crate::tui::state::State;
 
 /// Draws the selected service's replicas, one line each.
 pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
@@ -87,14 +86,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             )));
         }
     }
-    Paragraph::new(lines)
-        .block(
-            Block::bordered()
-                .border_type(BorderType::Rounded)
-                .border_style(theme::border(state.focus == Focus::Log))
-                .title(title),
-        )
-        .render(area, buf);
+    super::log::panel(state, title, lines, area, buf);
 }
 
 /// The endpoints of the selected node's service, a line each (the

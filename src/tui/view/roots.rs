@@ -7,12 +7,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
 
 use super::theme;
 use crate::lab::Snapshot;
 use crate::report::table::truncate;
-use crate::tui::state::{Focus, State};
+use crate::tui::state::State;
 
 /// Draws a line per root, the last one saying how many did not fit.
 pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
@@ -105,12 +104,5 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             theme::label(),
         )));
     }
-    Paragraph::new(lines)
-        .block(
-            Block::bordered()
-                .border_type(BorderType::Rounded)
-                .border_style(theme::border(state.focus == Focus::Log))
-                .title(title),
-        )
-        .render(area, buf);
+    super::log::panel(state, title, lines, area, buf);
 }

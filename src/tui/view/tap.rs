@@ -7,12 +7,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
 
 use super::theme;
 use crate::lab::snapshot::TapLine;
 use crate::lab::Snapshot;
-use crate::tui::state::{Focus, State};
+use crate::tui::state::State;
 
 fn style(l: &TapLine) -> Style {
     if l.then == "retried" {
@@ -56,12 +55,5 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         let entries = mine.iter().map(|l| (l.t, l.text(), style(l)));
         super::log::newest_lines(entries, TIME_W, inner_w, inner_h)
     };
-    Paragraph::new(lines)
-        .block(
-            Block::bordered()
-                .border_type(BorderType::Rounded)
-                .border_style(theme::border(state.focus == Focus::Log))
-                .title(title),
-        )
-        .render(area, buf);
+    super::log::panel(state, title, lines, area, buf);
 }
