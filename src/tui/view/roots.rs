@@ -10,7 +10,6 @@ use ratatui::text::{Line, Span};
 
 use super::theme;
 use crate::lab::Snapshot;
-use crate::report::table::truncate;
 use crate::tui::state::State;
 
 /// Draws a line per root, the last one saying how many did not fit.
@@ -70,7 +69,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             let text = if wide {
                 format!(
                     " {:<13} {:>5.0} {:>7} {:>7.1} {:>7} {:>6} {:>6}",
-                    truncate(&r.entry, 13),
+                    short(&r.entry, 13),
                     r.offered_rps,
                     shown,
                     r.model_availability * 100.0,
@@ -81,7 +80,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             } else {
                 format!(
                     " {:<10} {:>7} {:>6} {:>3}/{}",
-                    truncate(&r.entry, 10),
+                    short(&r.entry, 10),
                     shown,
                     p99,
                     r.storm_radius.max,
@@ -105,4 +104,15 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         )));
     }
     super::log::panel(state, title, lines, area, buf);
+}
+
+/// A root's name in `w` columns: an endpoint `S/E` keeps its end (the
+/// roots of one gateway differ only there), any other name its start.
+fn short(name: &str, w: usize) -> String {
+    let n = name.chars().count();
+    if n <= w || !name.contains('/') {
+        return crate::report::table::truncate(name, w);
+    }
+    let tail: String = name.chars().skip(n + 1 - w).collect();
+    format!("…{tail}")
 }
