@@ -17,6 +17,7 @@ pub mod fleet;
 pub(crate) mod format;
 pub mod fuzzing;
 pub mod headless;
+pub mod import;
 pub mod inspect;
 pub mod k8s;
 pub mod lab;
@@ -55,6 +56,7 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Node(args) => node::serve(args),
         Command::Load(args) => node::load(args),
         Command::K8s(args) => k8s::run(args),
+        Command::Import(args) => import::run(args),
         Command::Tap(args) => tap::run(args),
         Command::Tour(args) => tour::run(args),
     }

@@ -1,5 +1,6 @@
 //! The command line (SPEC section 4).
 
+mod import;
 mod peers;
 mod prepare;
 pub mod reference;
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use import::{ImportArgs, ImportFormat};
 pub use peers::{names as service_names, PeerArgs, Peers};
 pub use prepare::Prepared;
 pub use values::*;
@@ -68,6 +70,9 @@ pub enum Command {
     Load(LoadArgs),
     /// Write Kubernetes manifests for a topology; starts nothing.
     K8s(K8sArgs),
+    /// Write a topology from the call graph a tracing system or a mesh
+    /// exports (Jaeger, Zipkin, the servicegraph connector, Kiali).
+    Import(ImportArgs),
     /// Run the fleet with load and print one service's exchanges as the
     /// wire carries them: status, claim header, what the caller did.
     Tap(TapArgs),

@@ -10,6 +10,7 @@ mod control;
 mod docs;
 mod endpoints;
 mod hostile;
+mod import;
 mod industry;
 mod input_bounds;
 mod k8s;

@@ -1,0 +1,339 @@
+//! What each tool exports, read into a [`Graph`] (SPEC section 12). Every
+//! reader names the place of a mistake: the JSON path
+//! (`data[3].callCount: expected a number, found "12"`) or the line of a
+//! Prometheus text.
+
+use serde_json::Value;
+
+use super::graph::Graph;
+use crate::cli::ImportFormat;
+
+/// Reads `text` as `format`.
+pub fn read(format: ImportFormat, text: &str) -> Result<Graph, String> {
+    match format {
+        ImportFormat::Jaeger => dependencies(&json(text)?, &["data", "dependencies"]),
+        ImportFormat::Zipkin => dependencies(&json(text)?, &[]),
+        ImportFormat::Servicegraph => servicegraph(text),
+        ImportFormat::Kiali => kiali(&json(text)?),
+    }
+}
+
+fn json(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text)
+        .map_err(|e| format!("line {}, column {}: not JSON: {e}", e.line(), e.column()))
+}
+
+/// What a value is, for a message.
+fn kind(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("{b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Array(_) => "a list".into(),
+        Value::Object(_) => "a map".into(),
+    }
+}
+
+fn field<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a Value, String> {
+    v.get(key)
+        .ok_or_else(|| format!("{at}: no `{key}` (found the keys {})", keys(v)))
+}
+
+fn keys(v: &Value) -> String {
+    match v.as_object() {
+        Some(m) if !m.is_empty() => m
+            .keys()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => "none".into(),
+    }
+}
+
+fn string<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a str, String> {
+    let s = field(v, key, at)?;
+    s.as_str()
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| format!("{at}.{key}: expected a service name, found {}", kind(s)))
+}
+
+/// A count: a number ≥ 0 (or, where `strings`, a number in a string).
+fn count(v: &Value, at: &str, strings: bool) -> Result<f64, String> {
+    let n = match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) if strings => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match n {
+        Some(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!(
+            "{at}: expected a {}number ≥ 0, found {}",
+            if strings { "" } else { "JSON " },
+            kind(v)
+        )),
+    }
+}
+
+/// Dependency links `[{parent, child, callCount, errorCount?}]`, at the
+/// top or under the first of `wrappers` present.
+fn dependencies(doc: &Value, wrappers: &[&str]) -> Result<Graph, String> {
+    let (list, at) = match wrappers.iter().find(|w| doc.get(**w).is_some()) {
+        Some(w) => (&doc[*w], (*w).to_string()),
+        None if wrappers.is_empty() || doc.is_array() => (doc, String::new()),
+        None => {
+            return Err(format!(
+                "expected `{}` holding the dependency links (found the keys {})",
+                wrappers.join("` or `"),
+                keys(doc)
+            ))
+        }
+    };
+    let items = list.as_array().ok_or_else(|| {
+        format!(
+            "{}: expected a list of dependency links, found {}",
+            if at.is_empty() { "the document" } else { &at },
+            kind(list)
+        )
+    })?;
+    let mut g = Graph::default();
+    for (i, link) in items.iter().enumerate() {
+        let here = format!("{at}[{i}]");
+        let parent = string(link, "parent", &here)?;
+        let child = string(link, "child", &here)?;
+        let calls = count(
+            field(link, "callCount", &here)?,
+            &format!("{here}.callCount"),
+            false,
+        )?;
+        let errors = match link.get("errorCount") {
+            None | Some(Value::Null) => 0.0,
+            Some(e) => count(e, &format!("{here}.errorCount"), false)?,
+        };
+        if errors > calls {
+            return Err(format!(
+                "{here}.errorCount: {errors} errors of {calls} calls: more errors than calls"
+            ));
+        }
+        g.link(parent, child, calls, errors);
+    }
+    Ok(g)
+}
+
+/// The servicegraph connector's counters: Prometheus text
+/// (`traces_service_graph_request_total{client="a",server="b"} 12`) or a
+/// Prometheus HTTP API result (`{"data": {"result": [...]}}`). The client
+/// `user` is the outside world: its calls enter the roots.
+fn servicegraph(text: &str) -> Result<Graph, String> {
+    let mut samples: Vec<(String, String, String, f64)> = vec![];
+    if text.trim_start().starts_with('{') {
+        let doc = json(text)?;
+        let result = doc
+            .pointer("/data/result")
+            .and_then(Value::as_array)
+            .ok_or_else(|| {
+                format!(
+                    "expected a Prometheus API answer with `data.result` (found the keys {})",
+                    keys(&doc)
+                )
+            })?;
+        for (i, r) in result.iter().enumerate() {
+            let at = format!("data.result[{i}]");
+            let metric = field(r, "metric", &at)?;
+            let name = metric
+                .get("__name__")
+                .and_then(Value::as_str)
+                .unwrap_or("traces_service_graph_request_total");
+            let client = string(metric, "client", &format!("{at}.metric"))?;
+            let server = string(metric, "server", &format!("{at}.metric"))?;
+            let value = field(r, "value", &at)?;
+            let v = value.get(1).ok_or_else(|| {
+                format!(
+                    "{at}.value: expected [time, \"value\"], found {}",
+                    kind(value)
+                )
+            })?;
+            let x = count(v, &format!("{at}.value[1]"), true)?;
+            samples.push((name.to_string(), client.to_string(), server.to_string(), x));
+        }
+    } else {
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let Some(name) = line
+                .split(['{', ' '])
+                .next()
+                .filter(|n| n.starts_with("traces_service_graph_request_"))
+            else {
+                continue;
+            };
+            let at = format!("line {}", n + 1);
+            let (labels, value) = match (line.find('{'), line.rfind('}')) {
+                (Some(a), Some(b)) if a < b => (&line[a + 1..b], line[b + 1..].trim()),
+                _ => {
+                    return Err(format!(
+                        "{at}: `{name}` has no {{client=…,server=…}} labels"
+                    ))
+                }
+            };
+            let label = |key: &str| -> Result<String, String> {
+                labels
+                    .split(',')
+                    .filter_map(|kv| kv.split_once('='))
+                    .find(|(k, _)| k.trim() == key)
+                    .map(|(_, v)| v.trim().trim_matches('"').to_string())
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| format!("{at}: `{name}` has no `{key}` label"))
+            };
+            let value = value.split_whitespace().next().unwrap_or_default();
+            let x: f64 = value
+                .parse()
+                .ok()
+                .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| format!("{at}: `{value}` is not a count ≥ 0"))?;
+            samples.push((name.to_string(), label("client")?, label("server")?, x));
+        }
+    }
+    let mut g = Graph::default();
+    let mut failed: Vec<(String, String, f64)> = vec![];
+    for (name, client, server, x) in samples {
+        match name.as_str() {
+            "traces_service_graph_request_total" if client == "user" => g.enter(&server, x),
+            "traces_service_graph_request_total" => g.link(&client, &server, x, 0.0),
+            "traces_service_graph_request_failed_total" => failed.push((client, server, x)),
+            _ => {}
+        }
+    }
+    for (client, server, x) in failed {
+        if client != "user" {
+            g.link(&client, &server, 0.0, x);
+        }
+    }
+    if g.services.is_empty() {
+        return Err("no traces_service_graph_request_total sample: is this the servicegraph connector's output?".into());
+    }
+    Ok(g)
+}
+
+/// Kiali's graph: nodes (`data.id`, named by `service`, `app` or
+/// `workload`; an `unknown` node, or `isRoot`, is the outside world) and
+/// edges (`data.source`, `data.target`, `data.traffic.rates` with rates
+/// as strings, `http` and `httpPercentErr`, or `grpc`). A TCP edge's rate
+/// is bytes, not calls: it is taken as one call per request of its
+/// caller.
+fn kiali(doc: &Value) -> Result<Graph, String> {
+    let elements = field(doc, "elements", "the document")?;
+    let nodes = field(elements, "nodes", "elements")?
+        .as_array()
+        .ok_or("elements.nodes: expected a list")?;
+    let edges = field(elements, "edges", "elements")?
+        .as_array()
+        .ok_or("elements.edges: expected a list")?;
+    // Node id → its service, or None for the outside world.
+    let mut names: Vec<(String, Option<String>)> = vec![];
+    for (i, n) in nodes.iter().enumerate() {
+        let at = format!("elements.nodes[{i}].data");
+        let data = field(n, "data", &format!("elements.nodes[{i}]"))?;
+        let id = string(data, "id", &at)?;
+        let outside = data.get("nodeType").and_then(Value::as_str) == Some("unknown")
+            || data.get("isRoot").and_then(Value::as_bool) == Some(true)
+                && ["service", "app", "workload"]
+                    .iter()
+                    .all(|k| data.get(*k).is_none());
+        let name = ["service", "app", "workload"]
+            .iter()
+            .find_map(|k| data.get(*k).and_then(Value::as_str))
+            .map(str::to_string);
+        if name.is_none() && !outside {
+            return Err(format!(
+                "{at}: a node with no `service`, `app` or `workload` to name it"
+            ));
+        }
+        names.push((id.to_string(), if outside { None } else { name }));
+    }
+    let mut g = Graph::default();
+    let mut tcp: Vec<(String, String)> = vec![];
+    for (i, e) in edges.iter().enumerate() {
+        let at = format!("elements.edges[{i}].data");
+        let data = field(e, "data", &format!("elements.edges[{i}]"))?;
+        let end = |key: &str| -> Result<Option<String>, String> {
+            let id = string(data, key, &at)?;
+            names
+                .iter()
+                .find(|(n, _)| n == id)
+                .map(|(_, s)| s.clone())
+                .ok_or_else(|| {
+                    format!("{at}.{key}: `{id}` is not the id of any node in elements.nodes")
+                })
+        };
+        let (from, to) = (end("source")?, end("target")?);
+        let rates = data.pointer("/traffic/rates");
+        let rate = |key: &str| -> Result<f64, String> {
+            match rates.and_then(|r| r.get(key)) {
+                None | Some(Value::Null) => Ok(0.0),
+                Some(v) => count(v, &format!("{at}.traffic.rates.{key}"), true),
+            }
+        };
+        let rps = rate("http")?.max(rate("grpc")?);
+        let err = rate("httpPercentErr")?
+            .max(rate("grpcPercentErr")?)
+            .min(100.0)
+            / 100.0;
+        match (from, to) {
+            (_, None) => {}
+            (None, Some(to)) => g.enter(&to, rps),
+            (Some(from), Some(to)) if rps == 0.0 && rate("tcp")? > 0.0 => tcp.push((from, to)),
+            (Some(from), Some(to)) => g.link(&from, &to, rps, rps * err),
+        }
+    }
+    for (from, to) in tcp {
+        let f = g.service(&from);
+        let into: f64 = g.entered[f]
+            + g.links
+                .iter()
+                .filter(|l| l.to == f)
+                .map(|l| l.calls)
+                .sum::<f64>();
+        g.link(&from, &to, into, 0.0);
+    }
+    Ok(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mistakes_name_their_place() {
+        let e = read(
+            ImportFormat::Jaeger,
+            r#"{"data":[{"parent":"a","child":"b","callCount":"12"}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "data[0].callCount: expected a JSON number ≥ 0, found the string \"12\""
+        );
+        let e = read(ImportFormat::Zipkin, r#"[{"parent":"a","callCount":1}]"#).unwrap_err();
+        assert!(e.starts_with("[0]: no `child`"), "{e}");
+        let e = read(ImportFormat::Zipkin, "[{").unwrap_err();
+        assert!(e.starts_with("line 1, column 2: not JSON"), "{e}");
+        let e = read(
+            ImportFormat::Servicegraph,
+            "traces_service_graph_request_total{client=\"a\"} 3\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "line 1: `traces_service_graph_request_total` has no `server` label"
+        );
+        let e = read(ImportFormat::Kiali, r#"{"elements":{"nodes":[{"data":{"id":"n1","service":"a"}}],"edges":[{"data":{"source":"n1","target":"n9"}}]}}"#)
+            .unwrap_err();
+        assert!(
+            e.contains("elements.edges[0].data.target: `n9` is not the id of any node"),
+            "{e}"
+        );
+    }
+}

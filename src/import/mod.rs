@@ -1,0 +1,177 @@
+//! `chaoslab import FORMAT SOURCE [-o FILE]` (SPEC section 12): the call
+//! graph a tracing system or a mesh exports, written as a topology the lab
+//! runs. SOURCE is a file, `-`, or the `http://` URL of the running tool.
+//! The written file is checked as `chaoslab check` would before anything
+//! is written; bad input is exit 2, naming the place, and writes nothing.
+
+pub mod formats;
+pub mod graph;
+
+use std::io::Read as _;
+use std::time::Duration;
+
+use crate::cli::{ImportArgs, ImportFormat};
+use crate::error::RunError;
+use crate::topology::Topology;
+
+/// How long the tool at a URL may take to answer.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most a source may hold.
+const MAX_SOURCE: usize = 64 << 20;
+
+/// Runs `chaoslab import`.
+pub fn run(args: ImportArgs) -> Result<(), RunError> {
+    let yaml = import(&args)?;
+    match &args.output {
+        Some(path) => std::fs::write(path, &yaml).map_err(|source| RunError::Output {
+            what: "topology",
+            path: path.clone(),
+            source,
+        }),
+        None => {
+            print!("{yaml}");
+            Ok(())
+        }
+    }
+}
+
+/// The topology text `args` asks for, checked.
+pub fn import(args: &ImportArgs) -> Result<String, RunError> {
+    let text = read_source(args.format, &args.source)?;
+    let mut g = formats::read(args.format, &text).map_err(|e| {
+        RunError::Usage(format!("{} {}: {e}", format_name(args.format), args.source))
+    })?;
+    if g.links.is_empty() {
+        return Err(RunError::Usage(format!(
+            "{} {}: the graph has no calls between services: nothing to import",
+            format_name(args.format),
+            args.source
+        )));
+    }
+    let cuts = g.cut_cycles();
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| default_name(&args.source));
+    let written = graph::Written {
+        name: &name,
+        source: &format!("{} {}", format_name(args.format), args.source),
+        rps: args.rps,
+        with_faults: args.with_faults,
+    };
+    let yaml = graph::topology(&g, &cuts, &written).ok_or_else(|| {
+        RunError::Usage(format!(
+            "{} {}: no root: every service is called by another and no request enters from outside",
+            format_name(args.format),
+            args.source
+        ))
+    })?;
+    // What is written must be a topology the lab runs.
+    Topology::from_yaml(&yaml, "the imported topology")?;
+    Ok(yaml)
+}
+
+fn format_name(f: ImportFormat) -> &'static str {
+    match f {
+        ImportFormat::Jaeger => "jaeger",
+        ImportFormat::Zipkin => "zipkin",
+        ImportFormat::Servicegraph => "servicegraph",
+        ImportFormat::Kiali => "kiali",
+    }
+}
+
+/// `name:` from the source: a file's stem, else `imported`.
+fn default_name(source: &str) -> String {
+    if source == "-" || source.starts_with("http://") {
+        return "imported".into();
+    }
+    std::path::Path::new(source)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("imported")
+        .to_string()
+}
+
+/// The text of SOURCE: a file, standard input, or what the tool at a URL
+/// answers (its API's default path when the URL gives none).
+fn read_source(format: ImportFormat, source: &str) -> Result<String, RunError> {
+    let bad = |why: String| RunError::Usage(format!("{} {source}: {why}", format_name(format)));
+    if source.starts_with("https://") {
+        return Err(bad("only plain http:// URLs are fetched".into()));
+    }
+    if let Some(rest) = source.strip_prefix("http://") {
+        let url = match rest.split_once('/') {
+            Some((_, path)) if !path.is_empty() => source.to_string(),
+            _ => format!(
+                "http://{}{}",
+                rest.trim_end_matches('/'),
+                default_path(format)
+            ),
+        };
+        return fetch(&url).map_err(bad);
+    }
+    let mut text = String::new();
+    let read = if source == "-" {
+        std::io::stdin()
+            .take(MAX_SOURCE as u64 + 1)
+            .read_to_string(&mut text)
+    } else {
+        std::fs::File::open(source)
+            .and_then(|f| f.take(MAX_SOURCE as u64 + 1).read_to_string(&mut text))
+    };
+    read.map_err(|e| bad(format!("cannot read it: {e}")))?;
+    if text.len() > MAX_SOURCE {
+        return Err(bad(format!("more than {} MiB", MAX_SOURCE >> 20)));
+    }
+    Ok(text)
+}
+
+/// The API path each tool answers its graph on, for a URL without one.
+fn default_path(format: ImportFormat) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    match format {
+        ImportFormat::Jaeger => format!("/api/dependencies?endTs={now}&lookback=3600000"),
+        ImportFormat::Zipkin => format!("/api/v2/dependencies?endTs={now}&lookback=3600000"),
+        ImportFormat::Servicegraph => "/api/v1/query?query=%7B__name__%3D~%22traces_service_graph_request_(failed_)%3Ftotal%22%7D".into(),
+        ImportFormat::Kiali => "/kiali/api/namespaces/graph?graphType=service".into(),
+    }
+}
+
+/// GETs `url`, within [`FETCH_TIMEOUT`].
+fn fetch(url: &str) -> Result<String, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the HTTP client failed: {e}"))?;
+    rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(FETCH_TIMEOUT)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let r = client
+            .get(url)
+            .send()
+            .await
+            .map_err(|e| format!("GET {url} failed: {}", crate::format::with_causes(&e)))?;
+        let status = r.status();
+        let body = r
+            .bytes()
+            .await
+            .map_err(|e| format!("reading the answer of GET {url} failed: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("GET {url} answered HTTP {status}"));
+        }
+        if body.len() > MAX_SOURCE {
+            return Err(format!(
+                "GET {url} answered more than {} MiB",
+                MAX_SOURCE >> 20
+            ));
+        }
+        String::from_utf8(body.to_vec())
+            .map_err(|_| format!("GET {url} answered bytes that are not UTF-8"))
+    })
+}
