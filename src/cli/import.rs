@@ -19,6 +19,15 @@ pub enum ImportFormat {
     Kiali,
 }
 
+impl ImportFormat {
+    /// Its name on the command line.
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
+}
+
 /// `chaoslab import`.
 #[derive(Debug, Args, Clone)]
 pub struct ImportArgs {

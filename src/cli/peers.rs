@@ -155,14 +155,7 @@ impl Peers {
         if let (Some(u), true) = (&self.given[id], s.endpoint.is_none() || !self.whole[id]) {
             return Ok(u.clone());
         }
-        let at_path = |base: String| match &s.endpoint {
-            Some(e) => base
-                .split(',')
-                .map(|u| format!("{}/{e}", u.trim_end_matches('/')))
-                .collect::<Vec<_>>()
-                .join(","),
-            None => base,
-        };
+        let at_path = |base: String| crate::topology::at_path(&base, s.endpoint.as_deref());
         if let (Some(u), true) = (
             self.given.get(s.group).cloned().flatten(),
             self.whole[s.group],

@@ -29,9 +29,7 @@ pub fn fail_actions(t: &Topology, fails: &[String]) -> Result<Vec<Action>, Usage
             fault.error_rate = rate;
             fault.down = false;
             // `--fail S/E` is on that endpoint; `--fail S` on all of S's.
-            let node = &t.services[id];
-            let named = f.split('=').next().unwrap_or_default().trim();
-            fault.endpoint = node.endpoint.clone().filter(|_| node.name == named);
+            fault.endpoint = t.endpoint_named(id, f.split('=').next().unwrap_or_default());
             Ok(Action::SetFault { service: id, fault })
         })
         .collect()

@@ -513,20 +513,15 @@ async fn serve_request(rt: Arc<ServiceRuntime>) -> Response {
 /// when it ideally ended: at the end of its service time when it made no
 /// calls, else when its calls came back.
 async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> (Answer, Instant) {
-    let fault = rt.fault();
+    let service_fault = rt.fault();
     // The service's fault when it is on this endpoint, else the endpoint's
     // own; a fault that names other replicas is none here.
-    let fault = if rt.endpoint.is_none()
-        || (fault.is_active() && fault.on_endpoint(rt.endpoint.as_deref()))
-    {
-        fault
-    } else {
-        rt.endpoint_fault.clone()
-    };
+    let none = Fault::default();
+    let fault = service_fault.in_force(rt.endpoint.as_deref(), &rt.endpoint_fault);
     let fault = if fault.on_replica(rt.replica) {
         fault
     } else {
-        Fault::default()
+        &none
     };
     let time = fault.latency + rt.work();
     let done = start + time;
@@ -537,7 +532,7 @@ async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> 
         return (Answer::own(fault.status, "injected fault\n"), done);
     }
     if rt.calls.is_empty() {
-        return (finish(&rt, &fault), done);
+        return (finish(&rt, fault), done);
     }
     let ok = if let Some(http) = &rt.plain {
         // The baseline: the same service, its calls made with bare reqwest.
@@ -554,7 +549,7 @@ async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> 
         rt.run_calls(trace).await
     };
     let answer = if ok {
-        finish(&rt, &fault)
+        finish(&rt, fault)
     } else {
         Answer {
             status: 500,

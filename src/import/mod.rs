@@ -38,13 +38,12 @@ pub fn run(args: ImportArgs) -> Result<(), RunError> {
 /// The topology text `args` asks for, checked.
 pub fn import(args: &ImportArgs) -> Result<String, RunError> {
     let text = read_source(args.format, &args.source)?;
-    let mut g = formats::read(args.format, &text).map_err(|e| {
-        RunError::Usage(format!("{} {}: {e}", format_name(args.format), args.source))
-    })?;
+    let mut g = formats::read(args.format, &text)
+        .map_err(|e| RunError::Usage(format!("{} {}: {e}", args.format.name(), args.source)))?;
     if g.links.is_empty() {
         return Err(RunError::Usage(format!(
             "{} {}: the graph has no calls between services: nothing to import",
-            format_name(args.format),
+            args.format.name(),
             args.source
         )));
     }
@@ -55,29 +54,20 @@ pub fn import(args: &ImportArgs) -> Result<String, RunError> {
         .unwrap_or_else(|| default_name(&args.source));
     let written = graph::Written {
         name: &name,
-        source: &format!("{} {}", format_name(args.format), args.source),
+        source: &format!("{} {}", args.format.name(), args.source),
         rps: args.rps,
         with_faults: args.with_faults,
     };
     let yaml = graph::topology(&g, &cuts, &written).ok_or_else(|| {
         RunError::Usage(format!(
             "{} {}: no root: every service is called by another and no request enters from outside",
-            format_name(args.format),
+            args.format.name(),
             args.source
         ))
     })?;
     // What is written must be a topology the lab runs.
     Topology::from_yaml(&yaml, "the imported topology")?;
     Ok(yaml)
-}
-
-fn format_name(f: ImportFormat) -> &'static str {
-    match f {
-        ImportFormat::Jaeger => "jaeger",
-        ImportFormat::Zipkin => "zipkin",
-        ImportFormat::Servicegraph => "servicegraph",
-        ImportFormat::Kiali => "kiali",
-    }
 }
 
 /// `name:` from the source: a file's stem, else `imported`.
@@ -96,7 +86,7 @@ fn default_name(source: &str) -> String {
 /// The text of SOURCE: a file, standard input, or what the tool at a URL
 /// answers (its API's default path when the URL gives none).
 fn read_source(format: ImportFormat, source: &str) -> Result<String, RunError> {
-    let bad = |why: String| RunError::Usage(format!("{} {source}: {why}", format_name(format)));
+    let bad = |why: String| RunError::Usage(format!("{} {source}: {why}", format.name()));
     if source.starts_with("https://") {
         return Err(bad("only plain http:// URLs are fetched".into()));
     }

@@ -145,13 +145,9 @@ pub(super) fn step_action(
         }
         Action::SetFault { service: id, fault }
     };
-    let endpoint_named = |name: &str, s: ServiceId| {
-        let node = &t.services[s];
-        node.endpoint.clone().filter(|_| node.name == name.trim())
-    };
     let whole = |name: &str, key: &str| -> Result<ServiceId, ScenarioError> {
         let s = id(name, key)?;
-        if endpoint_named(name, s).is_some() {
+        if t.endpoint_named(s, name).is_some() {
             return Err(ScenarioError::CannotSet {
                 at: loc.token_in_item(section, i, name),
                 what: format!("{section}[{i}].{key}"),
@@ -191,7 +187,7 @@ pub(super) fn step_action(
                     ),
                 });
             }
-            let endpoint = endpoint_named(&f.service, s);
+            let endpoint = t.endpoint_named(s, &f.service);
             fault_change(s, &|old| {
                 let mut f = f.merge(old);
                 f.endpoint = endpoint.clone();

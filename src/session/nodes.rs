@@ -192,7 +192,13 @@ impl Nodes {
             nodes,
             entries,
             edges,
-            groups,
+            // A service's nodes are contiguous, from its first.
+            members: (0..topology.services.len())
+                .map(|g| match topology.services[g].group == g {
+                    true => g..g + topology.group(g).count(),
+                    false => g..g,
+                })
+                .collect(),
             metrics,
             misses: 0,
         };
@@ -320,8 +326,9 @@ struct Reader {
     /// Per edge, its caller's service (first node): the node whose rows
     /// they are.
     edges: Vec<usize>,
-    /// Per node of the topology, its service's first node.
-    groups: Vec<usize>,
+    /// Per service's first node, the nodes of that service (its
+    /// endpoints); empty for any other node.
+    members: Vec<std::ops::Range<usize>>,
     metrics: Arc<Metrics>,
     /// Reads that failed so far.
     misses: u64,
@@ -388,6 +395,12 @@ impl Reader {
         let mut missed = 0;
         // A service's rows are its nodes' summed: a node per replica.
         let mut seen = vec![false; counts.services.len()];
+        let replica_row: std::collections::HashMap<(usize, u32), usize> = counts
+            .replicas
+            .iter()
+            .enumerate()
+            .map(|(k, r)| ((r.service, r.replica), k))
+            .collect();
         for (n, read) in self.nodes.iter_mut().zip(reads) {
             match read {
                 Some(w) if w.services.len() == counts.services.len() => {
@@ -398,7 +411,7 @@ impl Reader {
             let Some(c) = &n.last else { continue };
             let s = n.service;
             let again = std::mem::replace(&mut seen[s], true);
-            for (j, _) in self.groups.iter().enumerate().filter(|&(_, &g)| g == s) {
+            for j in self.members[s].clone() {
                 counts.services[j] = if again {
                     counts.services[j].plus(&c.services[j])
                 } else {
@@ -415,10 +428,9 @@ impl Reader {
             // Each node counts the replicas it sees: its own requests, the
             // attempts it sends to its callees' replicas.
             for row in &c.replicas {
-                if let Some(to) = counts
-                    .replicas
-                    .iter_mut()
-                    .find(|r| (r.service, r.replica) == (row.service, row.replica))
+                if let Some(to) = replica_row
+                    .get(&(row.service, row.replica))
+                    .and_then(|&k| counts.replicas.get_mut(k))
                 {
                     to.requests += row.requests;
                     to.errors += row.errors;

@@ -170,14 +170,8 @@ impl Processes {
             .services
             .iter()
             .map(|s| {
-                joined(s.group, |p| &p.0).map(|u| match &s.endpoint {
-                    Some(e) => crate::fleet::peer_urls(&u)
-                        .iter()
-                        .map(|u| format!("{}/{e}", u.trim_end_matches('/')))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    None => u,
-                })
+                joined(s.group, |p| &p.0)
+                    .map(|u| crate::topology::at_path(&u, s.endpoint.as_deref()))
             })
             .collect();
         let mut procs = Processes {

@@ -144,6 +144,14 @@ impl Topology {
             })
     }
 
+    /// The endpoint `name` names when it is `S/E` (node `id`, as
+    /// [`Topology::service_id`] found it); `None` when it names a service
+    /// (every endpoint of it).
+    pub fn endpoint_named(&self, id: ServiceId, name: &str) -> Option<String> {
+        let node = self.services.get(id)?;
+        node.endpoint.clone().filter(|_| node.name == name.trim())
+    }
+
     /// Every node of `id`'s service (its endpoints), `id`'s group.
     pub fn group(&self, id: ServiceId) -> impl Iterator<Item = ServiceId> + '_ {
         let g = self.services.get(id).map_or(usize::MAX, |s| s.group);
@@ -166,11 +174,6 @@ impl Topology {
             }
         }
         out
-    }
-
-    /// Whether any service declares endpoints.
-    pub fn has_endpoints(&self) -> bool {
-        self.services.iter().any(|s| s.endpoint.is_some())
     }
 
     /// The name an action on the whole of `id`'s service writes: the
@@ -386,6 +389,18 @@ impl Fault {
         self.endpoint.as_deref().is_none_or(|f| Some(f) == e)
     }
 
+    /// The fault in force on endpoint `endpoint` (`None`: a service
+    /// without endpoints) when this is its service's fault and `own` the
+    /// endpoint's: this one when it is active and on the endpoint, else
+    /// the endpoint's own.
+    pub fn in_force<'a>(&'a self, endpoint: Option<&str>, own: &'a Fault) -> &'a Fault {
+        if endpoint.is_none() || (self.is_active() && self.on_endpoint(endpoint)) {
+            self
+        } else {
+            own
+        }
+    }
+
     /// The share of `n` replicas it is on.
     pub fn replica_share(&self, n: u32) -> f64 {
         match &self.replicas {
@@ -450,17 +465,26 @@ pub struct Service {
     pub endpoint_fault: Fault,
 }
 
+/// Where endpoint `endpoint` of a service reached at `urls` (its
+/// replicas', comma-separated) answers: `/E` under each; the URLs as they
+/// are for a service without endpoints.
+pub fn at_path(urls: &str, endpoint: Option<&str>) -> String {
+    match endpoint {
+        Some(e) => urls
+            .split(',')
+            .map(|u| format!("{}/{e}", u.trim().trim_end_matches('/')))
+            .collect::<Vec<_>>()
+            .join(","),
+        None => urls.to_string(),
+    }
+}
+
 impl Service {
     /// The fault in force on this node: the service's when it is active
     /// and on this endpoint, else the endpoint's own.
     pub fn fault_in_force(&self) -> &Fault {
-        if self.endpoint.is_none()
-            || (self.fault.is_active() && self.fault.on_endpoint(self.endpoint.as_deref()))
-        {
-            &self.fault
-        } else {
-            &self.endpoint_fault
-        }
+        self.fault
+            .in_force(self.endpoint.as_deref(), &self.endpoint_fault)
     }
 
     /// Its service's name: `S` of `S/E`, or its own name.

@@ -307,10 +307,7 @@ fn services_and_edges(
             capacity: s.capacity,
             context_dropped: s.context == Some(ContextSpec::Dropped),
             ownership: s.ownership,
-            url: s.url.as_ref().map(|u| match node.endpoint {
-                Some(e) => format!("{}/{e}", u.trim_end_matches('/')),
-                None => u.clone(),
-            }),
+            url: s.url.as_ref().map(|u| super::at_path(u, node.endpoint)),
             fault: s.fault.to_fault(),
             work: node.work.unwrap_or(Duration::ZERO),
             workers: s.workers,
