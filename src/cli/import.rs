@@ -17,6 +17,9 @@ pub enum ImportFormat {
     Servicegraph,
     /// Kiali's graph JSON (`elements.nodes` and `elements.edges`).
     Kiali,
+    /// Jaeger's trace JSON (`/api/traces`, or a trace the UI downloads):
+    /// endpoints, calls per request and parallel calls from the spans.
+    JaegerTrace,
 }
 
 impl ImportFormat {
@@ -45,9 +48,11 @@ pub struct ImportArgs {
     /// `imported`).
     #[arg(long)]
     pub name: Option<String>,
-    /// Root requests per second over every root, shared as observed.
-    #[arg(long, default_value_t = 100.0, value_parser = super::parse_rps)]
-    pub rps: f64,
+    /// Root requests per second over every root, shared as observed
+    /// (default: the observed rates where the source gives rates per
+    /// second, Kiali and a Prometheus range; else 100).
+    #[arg(long, value_parser = super::parse_rps)]
+    pub rps: Option<f64>,
     /// Write the observed error ratios as live faults (else commented).
     #[arg(long)]
     pub with_faults: bool,

@@ -3,6 +3,8 @@
 //! (`data[3].callCount: expected a number, found "12"`) or the line of a
 //! Prometheus text.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::graph::Graph;
@@ -15,16 +17,17 @@ pub fn read(format: ImportFormat, text: &str) -> Result<Graph, String> {
         ImportFormat::Zipkin => dependencies(&json(text)?, &[]),
         ImportFormat::Servicegraph => servicegraph(text),
         ImportFormat::Kiali => kiali(&json(text)?),
+        ImportFormat::JaegerTrace => super::trace::read(&json(text)?),
     }
 }
 
-fn json(text: &str) -> Result<Value, String> {
+pub(super) fn json(text: &str) -> Result<Value, String> {
     serde_json::from_str(text)
         .map_err(|e| format!("line {}, column {}: not JSON: {e}", e.line(), e.column()))
 }
 
 /// What a value is, for a message.
-fn kind(v: &Value) -> String {
+pub(super) fn kind(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("{b}"),
@@ -35,12 +38,12 @@ fn kind(v: &Value) -> String {
     }
 }
 
-fn field<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a Value, String> {
+pub(super) fn field<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a Value, String> {
     v.get(key)
         .ok_or_else(|| format!("{at}: no `{key}` (found the keys {})", keys(v)))
 }
 
-fn keys(v: &Value) -> String {
+pub(super) fn keys(v: &Value) -> String {
     match v.as_object() {
         Some(m) if !m.is_empty() => m
             .keys()
@@ -51,7 +54,7 @@ fn keys(v: &Value) -> String {
     }
 }
 
-fn string<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a str, String> {
+pub(super) fn string<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a str, String> {
     let s = field(v, key, at)?;
     s.as_str()
         .filter(|s| !s.trim().is_empty())
@@ -59,7 +62,7 @@ fn string<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a str, String> {
 }
 
 /// A count: a number ≥ 0 (or, where `strings`, a number in a string).
-fn count(v: &Value, at: &str, strings: bool) -> Result<f64, String> {
+pub(super) fn count(v: &Value, at: &str, strings: bool) -> Result<f64, String> {
     let n = match v {
         Value::Number(n) => n.as_f64(),
         Value::String(s) if strings => s.trim().parse::<f64>().ok(),
@@ -122,10 +125,15 @@ fn dependencies(doc: &Value, wrappers: &[&str]) -> Result<Graph, String> {
 
 /// The servicegraph connector's counters: Prometheus text
 /// (`traces_service_graph_request_total{client="a",server="b"} 12`) or a
-/// Prometheus HTTP API result (`{"data": {"result": [...]}}`). The client
-/// `user` is the outside world: its calls enter the roots.
+/// Prometheus HTTP API result (`{"data": {"result": [...]}}`): a vector
+/// of counts, or a matrix of samples over a range (`...[1m]`) that gives
+/// each counter's rate per second, so that the roots can be written at
+/// the rate the mesh saw. The client `user` is the outside world: its
+/// calls enter the roots.
 fn servicegraph(text: &str) -> Result<Graph, String> {
     let mut samples: Vec<(String, String, String, f64)> = vec![];
+    let mut per_second = false;
+    let mut short = 0;
     if text.trim_start().starts_with('{') {
         let doc = json(text)?;
         let result = doc
@@ -137,6 +145,7 @@ fn servicegraph(text: &str) -> Result<Graph, String> {
                     keys(&doc)
                 )
             })?;
+        per_second = doc.pointer("/data/resultType").and_then(Value::as_str) == Some("matrix");
         for (i, r) in result.iter().enumerate() {
             let at = format!("data.result[{i}]");
             let metric = field(r, "metric", &at)?;
@@ -146,14 +155,24 @@ fn servicegraph(text: &str) -> Result<Graph, String> {
                 .unwrap_or("traces_service_graph_request_total");
             let client = string(metric, "client", &format!("{at}.metric"))?;
             let server = string(metric, "server", &format!("{at}.metric"))?;
-            let value = field(r, "value", &at)?;
-            let v = value.get(1).ok_or_else(|| {
-                format!(
-                    "{at}.value: expected [time, \"value\"], found {}",
-                    kind(value)
-                )
-            })?;
-            let x = count(v, &format!("{at}.value[1]"), true)?;
+            let x = if per_second {
+                match rate(field(r, "values", &at)?, &format!("{at}.values"))? {
+                    Some(x) => x,
+                    None => {
+                        short += 1;
+                        continue;
+                    }
+                }
+            } else {
+                let value = field(r, "value", &at)?;
+                let v = value.get(1).ok_or_else(|| {
+                    format!(
+                        "{at}.value: expected [time, \"value\"], found {}",
+                        kind(value)
+                    )
+                })?;
+                count(v, &format!("{at}.value[1]"), true)?
+            };
             samples.push((name.to_string(), client.to_string(), server.to_string(), x));
         }
     } else {
@@ -197,6 +216,7 @@ fn servicegraph(text: &str) -> Result<Graph, String> {
         }
     }
     let mut g = Graph::default();
+    g.per_second = per_second;
     let mut failed: Vec<(String, String, f64)> = vec![];
     for (name, client, server, x) in samples {
         match name.as_str() {
@@ -211,10 +231,65 @@ fn servicegraph(text: &str) -> Result<Graph, String> {
             g.link(&client, &server, 0.0, x);
         }
     }
-    if g.services.is_empty() {
+    if g.nodes.is_empty() && short > 0 {
+        return Err(format!(
+            "no rate: each of the {short} series has fewer than 2 samples, and a rate needs two (a longer range, `[5m]`, holds more)"
+        ));
+    }
+    if g.nodes.is_empty() {
         return Err("no traces_service_graph_request_total sample: is this the servicegraph connector's output?".into());
     }
     Ok(g)
+}
+
+/// A counter series' rate per second, `values: [[t, "v"], ...]`: its
+/// increase over the range (a fall is a reset, after which the counter
+/// counted from 0, as Prometheus' `increase` takes it) over the time from
+/// its first sample to its last. `None` for fewer than 2 samples.
+fn rate(values: &Value, at: &str) -> Result<Option<f64>, String> {
+    let list = values.as_array().ok_or_else(|| {
+        format!(
+            "{at}: expected a list of [time, \"value\"], found {}",
+            kind(values)
+        )
+    })?;
+    let mut points: Vec<(f64, f64)> = Vec::with_capacity(list.len());
+    for (k, p) in list.iter().enumerate() {
+        let here = format!("{at}[{k}]");
+        let (Some(t), Some(v)) = (p.get(0), p.get(1)) else {
+            return Err(format!(
+                "{here}: expected [time, \"value\"], found {}",
+                kind(p)
+            ));
+        };
+        let t = count(t, &format!("{here}[0]"), false)?;
+        let v = count(v, &format!("{here}[1]"), true)?;
+        if let Some(&(before, _)) = points.last() {
+            if t <= before {
+                return Err(format!(
+                    "{here}[0]: the time {t} is not after the sample before it ({before})"
+                ));
+            }
+        }
+        points.push((t, v));
+    }
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return Ok(None);
+    };
+    if points.len() < 2 {
+        return Ok(None);
+    }
+    let increase: f64 = points
+        .windows(2)
+        .map(|w| {
+            if w[1].1 < w[0].1 {
+                w[1].1
+            } else {
+                w[1].1 - w[0].1
+            }
+        })
+        .sum();
+    Ok(Some(increase / (last.0 - first.0)))
 }
 
 /// Kiali's graph: nodes (`data.id`, named by `service`, `app` or
@@ -232,7 +307,7 @@ fn kiali(doc: &Value) -> Result<Graph, String> {
         .as_array()
         .ok_or("elements.edges: expected a list")?;
     // Node id → its service, or None for the outside world.
-    let mut names: Vec<(String, Option<String>)> = vec![];
+    let mut names: HashMap<String, Option<String>> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
         let at = format!("elements.nodes[{i}].data");
         let data = field(n, "data", &format!("elements.nodes[{i}]"))?;
@@ -251,22 +326,20 @@ fn kiali(doc: &Value) -> Result<Graph, String> {
                 "{at}: a node with no `service`, `app` or `workload` to name it"
             ));
         }
-        names.push((id.to_string(), if outside { None } else { name }));
+        names.insert(id.to_string(), if outside { None } else { name });
     }
+    // Kiali's rates are requests per second.
     let mut g = Graph::default();
+    g.per_second = true;
     let mut tcp: Vec<(String, String)> = vec![];
     for (i, e) in edges.iter().enumerate() {
         let at = format!("elements.edges[{i}].data");
         let data = field(e, "data", &format!("elements.edges[{i}]"))?;
         let end = |key: &str| -> Result<Option<String>, String> {
             let id = string(data, key, &at)?;
-            names
-                .iter()
-                .find(|(n, _)| n == id)
-                .map(|(_, s)| s.clone())
-                .ok_or_else(|| {
-                    format!("{at}.{key}: `{id}` is not the id of any node in elements.nodes")
-                })
+            names.get(id).cloned().ok_or_else(|| {
+                format!("{at}.{key}: `{id}` is not the id of any node in elements.nodes")
+            })
         };
         let (from, to) = (end("source")?, end("target")?);
         let rates = data.pointer("/traffic/rates");
@@ -290,12 +363,7 @@ fn kiali(doc: &Value) -> Result<Graph, String> {
     }
     for (from, to) in tcp {
         let f = g.service(&from);
-        let into: f64 = g.entered[f]
-            + g.links
-                .iter()
-                .filter(|l| l.to == f)
-                .map(|l| l.calls)
-                .sum::<f64>();
+        let into = g.served(f);
         g.link(&from, &to, into, 0.0);
     }
     Ok(g)
@@ -335,5 +403,18 @@ mod tests {
             e.contains("elements.edges[0].data.target: `n9` is not the id of any node"),
             "{e}"
         );
+    }
+
+    /// A fall is a reset: the counter counted from 0 after it, so the
+    /// new value is all increase (Prometheus' `increase`, without its
+    /// extrapolation to the range's ends).
+    #[test]
+    fn a_counter_reset_still_counts_what_came_after() {
+        let v: Value =
+            serde_json::from_str(r#"[[0,"100"],[10,"160"],[20,"30"],[30,"90"]]"#).unwrap();
+        // 60 + 30 + 60 over 30 s.
+        assert_eq!(rate(&v, "values").unwrap(), Some(5.0));
+        let one: Value = serde_json::from_str(r#"[[0,"100"]]"#).unwrap();
+        assert_eq!(rate(&one, "values").unwrap(), None);
     }
 }

@@ -6,6 +6,8 @@
 
 pub mod formats;
 pub mod graph;
+pub mod trace;
+pub mod write;
 
 use std::io::Read as _;
 use std::time::Duration;
@@ -52,13 +54,13 @@ pub fn import(args: &ImportArgs) -> Result<String, RunError> {
         .name
         .clone()
         .unwrap_or_else(|| default_name(&args.source));
-    let written = graph::Written {
+    let written = write::Written {
         name: &name,
         source: &format!("{} {}", args.format.name(), args.source),
         rps: args.rps,
         with_faults: args.with_faults,
     };
-    let yaml = graph::topology(&g, &cuts, &written).ok_or_else(|| {
+    let yaml = write::topology(&g, &cuts, &written).ok_or_else(|| {
         RunError::Usage(format!(
             "{} {}: no root: every service is called by another and no request enters from outside",
             args.format.name(),
@@ -93,6 +95,12 @@ fn read_source(format: ImportFormat, source: &str) -> Result<String, RunError> {
     if let Some(rest) = source.strip_prefix("http://") {
         let url = match rest.split_once('/') {
             Some((_, path)) if !path.is_empty() => source.to_string(),
+            _ if format == ImportFormat::JaegerTrace => {
+                return Err(bad(format!(
+                    "give Jaeger's trace search with the service to trace, e.g. http://{}/api/traces?service=frontend&limit=100&lookback=1h",
+                    rest.trim_end_matches('/')
+                )));
+            }
             _ => format!(
                 "http://{}{}",
                 rest.trim_end_matches('/'),
@@ -125,10 +133,19 @@ fn default_path(format: ImportFormat) -> String {
     match format {
         ImportFormat::Jaeger => format!("/api/dependencies?endTs={now}&lookback=3600000"),
         ImportFormat::Zipkin => format!("/api/v2/dependencies?endTs={now}&lookback=3600000"),
-        ImportFormat::Servicegraph => "/api/v1/query?query=%7B__name__%3D~%22traces_service_graph_request_(failed_)%3Ftotal%22%7D".into(),
+        // A range selector: Prometheus answers a matrix of samples, whose
+        // rates are the rates the mesh saw.
+        ImportFormat::Servicegraph => format!("/api/v1/query?query={SERVICEGRAPH_QUERY}"),
         ImportFormat::Kiali => "/kiali/api/namespaces/graph?graphType=service".into(),
+        // `/api/traces` needs a `service=`: no default would do.
+        ImportFormat::JaegerTrace => String::new(),
     }
 }
+
+/// `{__name__=~"traces_service_graph_request_(failed_)?total"}[1m]`,
+/// URL-encoded.
+pub const SERVICEGRAPH_QUERY: &str =
+    "%7B__name__%3D~%22traces_service_graph_request_(failed_)%3Ftotal%22%7D%5B1m%5D";
 
 /// GETs `url`, within [`FETCH_TIMEOUT`].
 fn fetch(url: &str) -> Result<String, String> {

@@ -39,7 +39,10 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Imports `file` as `format` to a file, checks it, and loads it.
 fn imported(format: &str, file: &str, extra: &[&str]) -> (Topology, String) {
-    let out_path = scratch(&format!("{format}.yaml"));
+    // Tests import side by side: each import its own file.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out_path = scratch(&format!("{format}-{k}.yaml"));
     let out = out_path.to_str().unwrap();
     let mut args = vec!["import", format, file, "-o", out];
     args.extend_from_slice(extra);
@@ -98,7 +101,10 @@ fn every_format_imports_its_fixture_to_the_shop() {
         assert_eq!(calls(&t), want, "{file}:\n{yaml}");
         assert_eq!(t.load.roots.len(), 1, "{file}");
         assert_eq!(t.entry().name, "frontend", "{file}");
-        assert_eq!(t.load.rps, 100.0, "{file}");
+        // Kiali's rates are per second: its root is written at the
+        // rate it saw; counts share 100 root requests a second.
+        let rps = if format == "kiali" { 10.0 } else { 100.0 };
+        assert_eq!(t.load.rps, rps, "{file}");
         // Observed errors are faults, commented out.
         if file.starts_with("zipkin")
             || file.starts_with("servicegraph")
@@ -237,4 +243,284 @@ fn bad_sources_exit_2_naming_the_place_and_write_nothing() {
     assert!(text(&run)
         .1
         .contains("kiali no/such/file.json: cannot read it"));
+}
+
+/// Runs `chaoslab import` on `body` and expects exit 2, each of `says` in
+/// its message, and nothing written.
+fn refused(name: &str, body: &str, format: &str, says: &[&str]) {
+    let src = scratch(name);
+    std::fs::write(&src, body).unwrap();
+    let out = scratch(&format!("{name}.out.yaml"));
+    let run = chaoslab(&[
+        "import",
+        format,
+        src.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let (_, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(2), "{name}: {stderr}");
+    for s in says {
+        assert!(stderr.contains(s), "{name}: no `{s}` in: {stderr}");
+    }
+    assert!(!out.exists(), "{name}: wrote {out:?}");
+}
+
+/// Expected calls per request (count × p) on the edge `from -> to`, by
+/// node name (`S` or `S/E`).
+fn per_request(t: &Topology, from: &str, to: &str) -> Option<f64> {
+    let node = |n: &str| t.services.iter().position(|s| s.name == n);
+    let (a, b) = (node(from)?, node(to)?);
+    t.edges
+        .iter()
+        .find(|e| e.from == a && e.to == b)
+        .map(|e| (e.expected_calls() * 1e4).round() / 1e4)
+}
+
+/// The fixture's five traces (tests/import/jaeger-trace.json): three of
+/// `GET /product` (catalog and cart called at once below an internal
+/// span in the first two, catalog alone in the third; catalog queries db
+/// once, twice, once; two of the four queries fail, tagged `true` and
+/// `"true"`), two of `POST /cart` (cart writes redis twice, the second
+/// without waiting, FOLLOWS_FROM, then once).
+#[test]
+fn jaeger_traces_import_to_the_shop_with_endpoints() {
+    let (t, yaml) = imported("jaeger-trace", &fixture("jaeger-trace.json"), &[]);
+    let mut services: Vec<&str> = t.services.iter().map(|s| s.service_name()).collect();
+    services.sort_unstable();
+    services.dedup();
+    assert_eq!(services, ["cart", "catalog", "db", "frontend", "redis"]);
+    // Two inbound operations each: endpoints; one: a plain service.
+    let mut nodes: Vec<&str> = t.services.iter().map(|s| s.name.as_str()).collect();
+    nodes.sort_unstable();
+    assert_eq!(
+        nodes,
+        [
+            "cart/AddItem",
+            "cart/GetCart",
+            "catalog",
+            "db",
+            "frontend/GET_product",
+            "frontend/POST_cart",
+            "redis"
+        ],
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("GET_product:   # operation \"GET /product\""),
+        "{yaml}"
+    );
+    let want = [
+        ("frontend/GET_product", "catalog", 1.0),
+        ("frontend/GET_product", "cart/GetCart", 0.6667),
+        ("frontend/POST_cart", "cart/AddItem", 1.0),
+        ("cart/GetCart", "redis", 1.0),
+        ("cart/AddItem", "redis", 1.5),
+        // 4 over 3: count 2, p 0.6667 (p is written to 4 places).
+        ("catalog", "db", 1.3334),
+    ];
+    for (a, b, x) in want {
+        assert_eq!(per_request(&t, a, b), Some(x), "{a} -> {b}:\n{yaml}");
+    }
+    assert_eq!(t.edges.len(), want.len(), "{yaml}");
+    // 3 and 2 root spans: 60 and 40 of 100 root requests a second.
+    let roots: Vec<(&str, f64)> = t
+        .load
+        .roots
+        .iter()
+        .map(|r| (t.services[r.entry].name.as_str(), r.rps))
+        .collect();
+    assert_eq!(
+        roots,
+        [("frontend/GET_product", 60.0), ("frontend/POST_cart", 40.0)]
+    );
+    // Only GET /product's calls overlapped (cart's two writes did not).
+    let parallel: Vec<&str> = t
+        .services
+        .iter()
+        .filter(|s| s.parallel)
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(parallel, ["frontend/GET_product"]);
+    assert!(
+        yaml.contains("# fault: { error_rate: 0.5 }   # 2 of 4 calls into it failed"),
+        "{yaml}"
+    );
+    assert!(!yaml.contains("# Cycle"), "{yaml}");
+    let (t, _) = imported(
+        "jaeger-trace",
+        &fixture("jaeger-trace.json"),
+        &["--with-faults"],
+    );
+    let db = &t.services[t.service_id("db").unwrap()];
+    assert_eq!(db.fault.error_rate, 0.5);
+}
+
+/// travel/trip -> seat/reserve -> travel/detail: travel and seat call
+/// each other, but no request loops; the trace makes travel's two
+/// operations endpoints and nothing is cut.
+#[test]
+fn a_service_cycle_the_traces_resolve_becomes_endpoints() {
+    let (t, yaml) = imported("jaeger-trace", &fixture("jaeger-trace-cycle.json"), &[]);
+    assert!(!yaml.contains("# Cycle"), "{yaml}");
+    assert_eq!(per_request(&t, "travel/trip", "seat"), Some(1.0), "{yaml}");
+    assert_eq!(
+        per_request(&t, "seat", "travel/detail"),
+        Some(1.0),
+        "{yaml}"
+    );
+    assert_eq!(t.edges.len(), 2);
+    assert_eq!(t.entry().name, "travel/trip");
+}
+
+/// A Prometheus range (a matrix): each counter's increase over the time
+/// between its first and last samples, a fall taken as a reset (user →
+/// frontend: 1000, 1150, 1300, 150, 300 over 60 s is 600, 10 a second;
+/// cart → redis falls too). A series of one sample gives no rate.
+#[test]
+fn a_prometheus_range_gives_the_roots_their_observed_rates() {
+    let (t, yaml) = imported("servicegraph", &fixture("servicegraph-matrix.json"), &[]);
+    let roots: Vec<(&str, f64)> = t
+        .load
+        .roots
+        .iter()
+        .map(|r| (t.services[r.entry].name.as_str(), r.rps))
+        .collect();
+    assert_eq!(roots, [("frontend", 10.0), ("catalog", 2.0)], "{yaml}");
+    // cart → redis: 1,440 over 60 s with its reset, over cart's 12 a second.
+    assert_eq!(calls(&t), [1.2, 3.0, 2.0, 0.3], "{yaml}");
+    assert!(yaml.contains("# fault: { error_rate: 0.05 }"), "{yaml}");
+    assert!(
+        yaml.contains("at the rate per second the source observed"),
+        "{yaml}"
+    );
+    // --rps scales them to a total, each keeping its share.
+    let (t, _) = imported(
+        "servicegraph",
+        &fixture("servicegraph-matrix.json"),
+        &["--rps", "60"],
+    );
+    let rps: Vec<f64> = t.load.roots.iter().map(|r| r.rps).collect();
+    assert_eq!(rps, [50.0, 10.0]);
+}
+
+/// `chaoslab import servicegraph http://HOST:PORT` asks Prometheus for a
+/// one-minute range of the connector's counters, and reads the rates.
+#[test]
+fn a_prometheus_address_alone_is_asked_for_a_range() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let body = std::fs::read_to_string(fixture("servicegraph-matrix.json")).unwrap();
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        loop {
+            let mut h = String::new();
+            reader.read_line(&mut h).unwrap();
+            if h.trim().is_empty() {
+                break;
+            }
+        }
+        let mut stream = reader.into_inner();
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        line
+    });
+    let url = format!("http://127.0.0.1:{port}");
+    let run = chaoslab(&["import", "servicegraph", &url]);
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    let asked = server.join().unwrap();
+    assert_eq!(
+        asked.trim(),
+        "GET /api/v1/query?query=%7B__name__%3D~%22traces_service_graph_request_(failed_)%3Ftotal%22%7D%5B1m%5D HTTP/1.1"
+    );
+    let t = Topology::from_yaml(&stdout, "stdout").unwrap();
+    let rps: Vec<f64> = t.load.roots.iter().map(|r| r.rps).collect();
+    assert_eq!(rps, [10.0, 2.0]);
+}
+
+#[test]
+fn bad_traces_exit_2_naming_the_path_and_write_nothing() {
+    let trace = |spans: &str| {
+        format!(
+            r#"{{"data":[{{"traceID":"t1","spans":[{spans}],"processes":{{"p1":{{"serviceName":"web"}},"p2":{{"serviceName":"api"}}}}}}],"errors":null}}"#
+        )
+    };
+    let span = |id: &str, p: &str, refs: &str| {
+        format!(
+            r#"{{"traceID":"t1","spanID":"{id}","operationName":"GET /","references":[{refs}],"startTime":1764680000000000,"duration":10,"tags":[],"processID":"{p}"}}"#
+        )
+    };
+    let ok = [
+        span("a", "p1", ""),
+        span("b", "p1", ""),
+        span("c", "p2", ""),
+    ]
+    .join(",");
+    refused(
+        "ref-type.json",
+        &trace(&format!(
+            "{ok},{}",
+            span(
+                "d",
+                "p2",
+                r#"{"refType":"CHILD_OF","traceID":"t1","spanID":7}"#
+            )
+        )),
+        "jaeger-trace",
+        &["data[0].spans[3].references[0].spanID: expected a name, found the number 7"],
+    );
+    refused(
+        "unknown-span.json",
+        &trace(&format!(
+            "{ok},{}",
+            span(
+                "d",
+                "p2",
+                r#"{"refType":"CHILD_OF","traceID":"t1","spanID":"zz"}"#
+            )
+        )),
+        "jaeger-trace",
+        &["data[0].spans[3].references[0].spanID: no span has the spanID \"zz\""],
+    );
+    refused(
+        "unknown-process.json",
+        &trace(&span("a", "p7", "")),
+        "jaeger-trace",
+        &["data[0].spans[0].processID: \"p7\" is not in data[0].processes"],
+    );
+    refused(
+        "no-spans.json",
+        r#"{"data":[],"errors":null}"#,
+        "jaeger-trace",
+        &["no spans"],
+    );
+    refused(
+        "short-series.json",
+        r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"client":"a","server":"b"},"values":[[1764680000,"3"]]}]}}"#,
+        "servicegraph",
+        &["each of the 1 series has fewer than 2 samples"],
+    );
+    refused(
+        "backwards.json",
+        r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"client":"a","server":"b"},"values":[[1764680010,"3"],[1764680000,"5"]]}]}}"#,
+        "servicegraph",
+        &["data.result[0].values[1][0]: the time 1764680000 is not after"],
+    );
+    // `/api/traces` needs the service: an address alone is refused.
+    let run = chaoslab(&["import", "jaeger-trace", "http://127.0.0.1:9"]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        text(&run).1.contains("/api/traces?service="),
+        "{}",
+        text(&run).1
+    );
 }

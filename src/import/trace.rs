@@ -1,0 +1,470 @@
+//! `jaeger-trace`: Jaeger's trace JSON, as `/api/traces` answers it and
+//! the UI downloads it (SPEC section 12). Dependency links only say that
+//! one service called another; spans say which inbound operation made
+//! which call, so a service with several operations becomes endpoints
+//! (SPEC section 11), a service-level cycle whose endpoints are acyclic
+//! stays whole, calls per request are counted per operation, and calls
+//! that overlapped in time are written `parallel`.
+//!
+//! An *entry span* is a span whose parent is in another service, or that
+//! has none: it is a request served, and its operation the endpoint
+//! that served it. A call runs from the nearest entry span above the
+//! caller's side (a client span, or any span of the caller) to the callee's
+//! entry span.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::formats::{count, field, keys, kind};
+use super::graph::Graph;
+
+/// One span, as far as the mapping needs it.
+struct Span {
+    /// Its place in the document, for messages.
+    at: String,
+    service: usize,
+    operation: String,
+    start: f64,
+    end: f64,
+    client: bool,
+    error: bool,
+    /// The span it is a child of (or follows from).
+    parent: Option<usize>,
+}
+
+/// Reads a trace document into a graph of endpoints.
+pub fn read(doc: &Value) -> Result<Graph, String> {
+    let traces: Vec<(String, &Value)> = match doc {
+        Value::Array(list) => list
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (format!("[{i}]"), t))
+            .collect(),
+        Value::Object(m) if m.contains_key("spans") => vec![(String::new(), doc)],
+        Value::Object(m) => {
+            let data = m.get("data").ok_or_else(|| {
+                format!(
+                    "expected `data` holding the traces, or a trace with `spans` (found the keys {})",
+                    keys(doc)
+                )
+            })?;
+            let list = data
+                .as_array()
+                .ok_or_else(|| format!("data: expected a list of traces, found {}", kind(data)))?;
+            list.iter()
+                .enumerate()
+                .map(|(i, t)| (format!("data[{i}]"), t))
+                .collect()
+        }
+        _ => {
+            return Err(format!(
+                "expected Jaeger's trace JSON (`{{\"data\": [traces]}}`), found {}",
+                kind(doc)
+            ));
+        }
+    };
+    let mut services: Vec<String> = vec![];
+    let mut service_at: HashMap<String, usize> = HashMap::new();
+    let mut spans: Vec<Span> = vec![];
+    // (traceID, spanID) → span; references, read after every span.
+    let mut ids: HashMap<(String, String), usize> = HashMap::new();
+    let mut refs: Vec<Option<(String, String, String)>> = vec![];
+    for (at, trace) in &traces {
+        let dot = if at.is_empty() { "" } else { "." };
+        let trace_id = trace.get("traceID").and_then(Value::as_str).unwrap_or("");
+        let processes = match trace.get("processes") {
+            None | Some(Value::Null) => None,
+            Some(p) => Some(p.as_object().ok_or_else(|| {
+                format!(
+                    "{at}{dot}processes: expected a map of processes, found {}",
+                    kind(p)
+                )
+            })?),
+        };
+        let list = field(trace, "spans", if at.is_empty() { "the trace" } else { at })?;
+        let list = list.as_array().ok_or_else(|| {
+            format!(
+                "{at}{dot}spans: expected a list of spans, found {}",
+                kind(list)
+            )
+        })?;
+        for (j, s) in list.iter().enumerate() {
+            let here = format!("{at}{dot}spans[{j}]");
+            let span_id = name(s, "spanID", &here)?;
+            let tid = s
+                .get("traceID")
+                .and_then(Value::as_str)
+                .unwrap_or(trace_id)
+                .to_string();
+            let service = match (s.get("process"), s.get("processID")) {
+                (Some(p), _) if p.is_object() => {
+                    name(p, "serviceName", &format!("{here}.process"))?
+                }
+                (_, Some(pid)) => {
+                    let pid_s = pid.as_str().ok_or_else(|| {
+                        format!(
+                            "{here}.processID: expected a process id, found {}",
+                            kind(pid)
+                        )
+                    })?;
+                    let p = processes.and_then(|m| m.get(pid_s)).ok_or_else(|| {
+                        format!(
+                            "{here}.processID: {pid_s:?} is not in {at}{dot}processes (its processes: {})",
+                            processes.map_or("none".into(), |m| keys(&Value::Object(m.clone())))
+                        )
+                    })?;
+                    name(p, "serviceName", &format!("{at}{dot}processes.{pid_s}"))?
+                }
+                _ => {
+                    return Err(format!(
+                        "{here}: no `processID` (found the keys {})",
+                        keys(s)
+                    ))
+                }
+            };
+            let operation = name(s, "operationName", &here)?;
+            let start = count(
+                field(s, "startTime", &here)?,
+                &format!("{here}.startTime"),
+                false,
+            )?;
+            let duration = count(
+                field(s, "duration", &here)?,
+                &format!("{here}.duration"),
+                false,
+            )?;
+            let (client, error) = tags(s, &here)?;
+            let k = spans.len();
+            if let Some(&other) = ids.get(&(tid.clone(), span_id.to_string())) {
+                return Err(format!(
+                    "{here}.spanID: {span_id:?} is also the id of {}",
+                    spans[other].at
+                ));
+            }
+            ids.insert((tid.clone(), span_id.to_string()), k);
+            refs.push(parent_ref(s, &here, &tid)?);
+            let n = services.len();
+            let service = *service_at.entry(service.to_string()).or_insert_with(|| {
+                services.push(service.to_string());
+                n
+            });
+            spans.push(Span {
+                at: here,
+                service,
+                operation: operation.to_string(),
+                start,
+                end: start + duration,
+                client,
+                error,
+                parent: None,
+            });
+        }
+    }
+    if spans.is_empty() {
+        let said = match doc.get("errors") {
+            Some(e @ Value::Array(list)) if !list.is_empty() => {
+                format!(" (the answer's errors: {e})")
+            }
+            _ => String::new(),
+        };
+        return Err(format!(
+            "no spans: the document holds no trace with a span{said}"
+        ));
+    }
+    for (k, r) in refs.into_iter().enumerate() {
+        if let Some((at, tid, sid)) = r {
+            let p = ids.get(&(tid.clone(), sid.clone())).ok_or_else(|| {
+                format!("{at}: no span has the spanID {sid:?} (in the trace {tid:?})")
+            })?;
+            spans[k].parent = Some(*p);
+        }
+    }
+    graph(&services, &spans)
+}
+
+/// A non-empty string `key` of `v`.
+fn name<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a str, String> {
+    let s = field(v, key, at)?;
+    s.as_str()
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| format!("{at}.{key}: expected a name, found {}", kind(s)))
+}
+
+/// Whether the span is a client's, and whether it failed (the `error`
+/// tag, true as a bool or as the string Jaeger's older clients write).
+fn tags(s: &Value, at: &str) -> Result<(bool, bool), String> {
+    let (mut client, mut error) = (false, false);
+    let Some(tags) = s.get("tags").filter(|t| !t.is_null()) else {
+        return Ok((client, error));
+    };
+    let list = tags
+        .as_array()
+        .ok_or_else(|| format!("{at}.tags: expected a list of tags, found {}", kind(tags)))?;
+    for (i, t) in list.iter().enumerate() {
+        let key = name(t, "key", &format!("{at}.tags[{i}]"))?;
+        let value = t.get("value").unwrap_or(&Value::Null);
+        match key {
+            "span.kind" => client |= value.as_str() == Some("client"),
+            "error" => {
+                error |= value.as_bool() == Some(true)
+                    || value
+                        .as_str()
+                        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            }
+            _ => {}
+        }
+    }
+    Ok((client, error))
+}
+
+/// The span's parent reference: its first `CHILD_OF`, else its first
+/// `FOLLOWS_FROM` (a call whose answer nobody waits for is still a
+/// call), as (its place, traceID, spanID).
+fn parent_ref(
+    s: &Value,
+    at: &str,
+    trace: &str,
+) -> Result<Option<(String, String, String)>, String> {
+    let Some(refs) = s.get("references").filter(|r| !r.is_null()) else {
+        return Ok(None);
+    };
+    let list = refs.as_array().ok_or_else(|| {
+        format!(
+            "{at}.references: expected a list of references, found {}",
+            kind(refs)
+        )
+    })?;
+    let mut found: Option<(bool, String, String, String)> = None;
+    for (i, r) in list.iter().enumerate() {
+        let here = format!("{at}.references[{i}]");
+        let child = match name(r, "refType", &here)? {
+            "CHILD_OF" => true,
+            "FOLLOWS_FROM" => false,
+            other => {
+                return Err(format!(
+                    "{here}.refType: expected CHILD_OF or FOLLOWS_FROM, found {other:?}"
+                ));
+            }
+        };
+        let sid = name(r, "spanID", &here)?;
+        let tid = r.get("traceID").and_then(Value::as_str).unwrap_or(trace);
+        if found.as_ref().is_none_or(|f| child && !f.0) {
+            found = Some((
+                child,
+                format!("{here}.spanID"),
+                tid.to_string(),
+                sid.to_string(),
+            ));
+        }
+    }
+    Ok(found.map(|(_, at, t, s)| (at, t, s)))
+}
+
+/// The graph the spans make.
+fn graph(services: &[String], spans: &[Span]) -> Result<Graph, String> {
+    let entry = |k: usize| {
+        spans[k]
+            .parent
+            .is_none_or(|p| spans[p].service != spans[k].service)
+    };
+    // Each span's nearest entry span at or above it.
+    let mut above: Vec<Option<usize>> = vec![None; spans.len()];
+    for k in 0..spans.len() {
+        let mut path = vec![];
+        let mut at = k;
+        let found = loop {
+            if let Some(e) = above[at] {
+                break e;
+            }
+            if entry(at) {
+                break at;
+            }
+            path.push(at);
+            if path.len() > spans.len() {
+                return Err(format!(
+                    "{}.references: the span is its own ancestor",
+                    spans[k].at
+                ));
+            }
+            at = spans[at].parent.unwrap_or(at);
+        };
+        above[at] = Some(found);
+        for p in path {
+            above[p] = Some(found);
+        }
+    }
+    // Each service's inbound operations, in the order first seen.
+    let mut ops: Vec<Vec<&str>> = vec![vec![]; services.len()];
+    for (k, s) in spans.iter().enumerate() {
+        if entry(k) && !ops[s.service].contains(&s.operation.as_str()) {
+            ops[s.service].push(&s.operation);
+        }
+    }
+    let endpoint_names: Vec<Vec<String>> = ops.iter().map(|o| endpoint_names(o)).collect();
+    let mut g = Graph::default();
+    let mut node_of = vec![usize::MAX; spans.len()];
+    for (k, s) in spans.iter().enumerate() {
+        if !entry(k) {
+            continue;
+        }
+        let endpoint = if ops[s.service].len() >= 2 {
+            let at = ops[s.service]
+                .iter()
+                .position(|o| *o == s.operation)
+                .unwrap_or(0);
+            Some(endpoint_names[s.service][at].as_str())
+        } else {
+            None
+        };
+        let n = g.node(&services[s.service], endpoint);
+        if endpoint.is_some_and(|e| e != s.operation) {
+            g.nodes[n].operation = Some(s.operation.clone());
+        }
+        node_of[k] = n;
+    }
+    // The calls each entry span made, with when each ran.
+    let mut made: HashMap<usize, Vec<(f64, f64)>> = HashMap::new();
+    for (k, s) in spans.iter().enumerate() {
+        if !entry(k) {
+            continue;
+        }
+        let Some(p) = s.parent else {
+            g.entered[node_of[k]] += 1.0;
+            continue;
+        };
+        let caller = above[p].unwrap_or(p);
+        g.link_nodes(
+            node_of[caller],
+            node_of[k],
+            1.0,
+            if s.error { 1.0 } else { 0.0 },
+        );
+        // The caller's client span is how long it waited; without one,
+        // the callee's own span.
+        let ran = if spans[p].client && p != caller {
+            (spans[p].start, spans[p].end)
+        } else {
+            (s.start, s.end)
+        };
+        made.entry(caller).or_default().push(ran);
+    }
+    // (instances making ≥ 2 calls, of them with calls overlapping) per node.
+    let mut overlap = vec![(0u32, 0u32); g.nodes.len()];
+    for (caller, mut calls) in made {
+        if calls.len() < 2 {
+            continue;
+        }
+        calls.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut end = f64::NEG_INFINITY;
+        let mut overlapped = false;
+        for (start, stop) in calls {
+            overlapped |= start < end;
+            end = end.max(stop);
+        }
+        let o = &mut overlap[node_of[caller]];
+        o.0 += 1;
+        o.1 += u32::from(overlapped);
+    }
+    for (n, (many, overlapped)) in overlap.into_iter().enumerate() {
+        g.nodes[n].parallel = many > 0 && overlapped * 2 > many;
+    }
+    Ok(g)
+}
+
+/// Operation names as endpoint names: a path on the wire takes letters,
+/// digits, `-`, `_`, `.` and `~`; anything else becomes `_`, and a name
+/// taken already gets `-2`, `-3`, ...
+fn endpoint_names(ops: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(ops.len());
+    for op in ops {
+        let mut e = String::new();
+        for c in op.chars() {
+            let c = if c.is_ascii_alphanumeric() || "-_.~".contains(c) {
+                c
+            } else {
+                '_'
+            };
+            if !(c == '_' && e.ends_with('_')) {
+                e.push(c);
+            }
+        }
+        let e = e.trim_matches('_');
+        let base = if e.is_empty() { "op" } else { e };
+        let mut e = base.to_string();
+        let mut k = 2;
+        while out.contains(&e) {
+            e = format!("{base}-{k}");
+            k += 1;
+        }
+        out.push(e);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_become_names_a_path_takes() {
+        assert_eq!(
+            endpoint_names(&["GET /cart", "GET  /cart/", "/", "hipstershop.Cart/Get"]),
+            ["GET_cart", "GET_cart-2", "op", "hipstershop.Cart_Get"]
+        );
+    }
+
+    fn span(id: &str, op: &str, p: &str, parent: Option<&str>, start: u64, kind: &str) -> String {
+        let refs = parent.map_or(String::new(), |r| {
+            format!(r#","references":[{{"refType":"CHILD_OF","traceID":"t","spanID":"{r}"}}]"#)
+        });
+        format!(
+            r#"{{"traceID":"t","spanID":"{id}","operationName":"{op}","startTime":{start},"duration":10,"processID":"{p}","tags":[{{"key":"span.kind","type":"string","value":"{kind}"}}]{refs}}}"#
+        )
+    }
+
+    fn doc(spans: &[String]) -> Value {
+        let text = format!(
+            r#"{{"data":[{{"traceID":"t","spans":[{}],"processes":{{"p1":{{"serviceName":"a"}},"p2":{{"serviceName":"b"}}}}}}]}}"#,
+            spans.join(",")
+        );
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn client_spans_tie_the_caller_operation_to_the_callee_operation() {
+        let g = read(&doc(&[
+            span("1", "x", "p1", None, 0, "server"),
+            span("2", "inner", "p1", Some("1"), 1, "internal"),
+            span("3", "call b", "p1", Some("2"), 2, "client"),
+            span("4", "serve", "p2", Some("3"), 3, "server"),
+            span("5", "call b", "p1", Some("2"), 5, "client"),
+            span("6", "serve", "p2", Some("5"), 6, "server"),
+        ]))
+        .unwrap();
+        let names: Vec<String> = g.nodes.iter().map(|n| n.name()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(g.links.len(), 1);
+        assert_eq!(g.links[0].calls, 2.0);
+        assert_eq!(g.entered, [1.0, 0.0]);
+        // The two calls ran 2..12 and 5..15: they overlapped.
+        assert!(g.nodes[0].parallel);
+    }
+
+    #[test]
+    fn bad_traces_name_their_place() {
+        let e = read(&doc(&[span("1", "x", "p9", None, 0, "server")])).unwrap_err();
+        assert!(
+            e.starts_with("data[0].spans[0].processID: \"p9\" is not in data[0].processes"),
+            "{e}"
+        );
+        let e = read(&doc(&[
+            span("1", "x", "p1", None, 0, "server"),
+            span("2", "x", "p2", Some("7"), 0, "server"),
+        ]))
+        .unwrap_err();
+        assert_eq!(e, "data[0].spans[1].references[0].spanID: no span has the spanID \"7\" (in the trace \"t\")");
+        let e = read(&serde_json::json!({"data": [], "errors": null})).unwrap_err();
+        assert!(e.starts_with("no spans"), "{e}");
+    }
+}
