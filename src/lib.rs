@@ -16,6 +16,7 @@ pub mod error;
 pub mod fleet;
 pub(crate) mod format;
 pub mod fuzzing;
+pub mod generate;
 pub mod headless;
 pub mod import;
 pub mod inspect;
@@ -44,7 +45,7 @@ pub use error::{RunError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_EXPECTATION};
 
 /// Runs one command line: each command is a front end over a session
 /// (`run`, `compare`, `serve`, `node`, `load`, `tap`) or starts nothing
-/// (`check`, `model`, `k8s`).
+/// (`check`, `model`, `k8s`, `import`, `generate`).
 pub fn run(opts: Opts) -> Result<(), RunError> {
     match opts.into_command() {
         Command::Check(args) => inspect::check(args),
@@ -57,6 +58,7 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Load(args) => node::load(args),
         Command::K8s(args) => k8s::run(args),
         Command::Import(args) => import::run(args),
+        Command::Generate(args) => generate::run(args),
         Command::Tap(args) => tap::run(args),
         Command::Tour(args) => tour::run(args),
     }

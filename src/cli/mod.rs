@@ -1,5 +1,6 @@
 //! The command line (SPEC section 4).
 
+mod generate;
 mod import;
 mod peers;
 mod prepare;
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use generate::{GenerateArgs, Like};
 pub use import::{ImportArgs, ImportFormat};
 pub use peers::{names as service_names, PeerArgs, Peers};
 pub use prepare::Prepared;
@@ -73,6 +75,9 @@ pub enum Command {
     /// Write a topology from the call graph a tracing system or a mesh
     /// exports (Jaeger, Zipkin, the servicegraph connector, Kiali).
     Import(ImportArgs),
+    /// Write a synthetic mesh drawn from published statistics of
+    /// production call graphs (Meta's, Alibaba's).
+    Generate(GenerateArgs),
     /// Run the fleet with load and print one service's exchanges as the
     /// wire carries them: status, claim header, what the caller did.
     Tap(TapArgs),

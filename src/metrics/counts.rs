@@ -122,6 +122,10 @@ with_service_counters!(service_counts);
 pub struct EdgeCounts {
     /// Attempts sent, retries included.
     pub attempts: u64,
+    /// Attempts that failed: an error answer or none (what a tracer's
+    /// servicegraph counts as failed requests).
+    #[serde(default)]
+    pub failed_attempts: u64,
     /// Retries sent.
     pub retries: u64,
     /// Retries suppressed.
@@ -174,6 +178,7 @@ impl EdgeCounts {
     pub fn plus(&self, o: &EdgeCounts) -> EdgeCounts {
         EdgeCounts {
             attempts: self.attempts + o.attempts,
+            failed_attempts: self.failed_attempts + o.failed_attempts,
             retries: self.retries + o.retries,
             suppressed: self.suppressed + o.suppressed,
             budget_denied: self.budget_denied + o.budget_denied,
@@ -191,6 +196,7 @@ impl EdgeCounts {
     pub fn since(&self, e: &EdgeCounts) -> EdgeCounts {
         EdgeCounts {
             attempts: self.attempts.saturating_sub(e.attempts),
+            failed_attempts: self.failed_attempts.saturating_sub(e.failed_attempts),
             retries: self.retries.saturating_sub(e.retries),
             suppressed: self.suppressed.saturating_sub(e.suppressed),
             budget_denied: self.budget_denied.saturating_sub(e.budget_denied),

@@ -16,6 +16,7 @@ mod policy;
 mod policy_spec;
 pub mod sim;
 pub mod spec;
+mod subgraph;
 pub mod validate;
 
 use std::path::Path;
@@ -206,7 +207,7 @@ impl Topology {
                 .copied()
                 .unwrap_or(s.multiplicity);
             s.multiplicity = m;
-            s.root_multiplicity = vec![m];
+            s.root_multiplicity = std::sync::Arc::new([m]);
         }
         t
     }
@@ -222,7 +223,7 @@ impl Topology {
         }
         roots
             .iter()
-            .zip(&s.root_multiplicity)
+            .zip(s.root_multiplicity.iter())
             .map(|(r, m)| roots_at(r.entry) * m)
             .sum()
     }
@@ -448,8 +449,10 @@ pub struct Service {
     /// (over every root, each by its share of the root requests).
     pub multiplicity: f64,
     /// Per root (in [`LoadSettings::roots`] order), the calls it receives
-    /// per request of that root.
-    pub root_multiplicity: Vec<f64>,
+    /// per request of that root. Shared, not copied, by the clones a
+    /// topology of many roots makes of itself (one per root, each with a
+    /// list as long as the roots).
+    pub root_multiplicity: std::sync::Arc<[f64]>,
     /// `replicas:` listeners behind its name (1: no replicas); workers,
     /// queue and capacity are per replica.
     pub replicas: u32,

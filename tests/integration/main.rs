@@ -9,6 +9,7 @@ mod common;
 mod control;
 mod docs;
 mod endpoints;
+mod generate;
 mod hostile;
 mod import;
 mod industry;

@@ -188,6 +188,13 @@ fn prometheus_agrees_with_the_report_and_sees_a_policy_switched_over_the_api() {
         );
     }
 
+    // The servicegraph connector's names, as Prometheus holds them,
+    // imported back (SPEC section 12): the chain A→…→G, A at its 200 rps,
+    // and each edge's attempts per request of its caller as retries make
+    // them with D failing every request: 2 on A→B, B→C and C→D (each
+    // failed attempt retried once), 1 below D (D fails after its call).
+    import_the_chain_back(&prom, &dir, entry);
+
     // Switch to ownership over the API: D falls to 1.1× A's rate, read as
     // one ratio from the same scrapes (their timing cancels out).
     let (status, body) = http(&control, "POST", "/actions", br#"{"policy": "ownership"}"#);
@@ -228,6 +235,49 @@ fn prometheus_agrees_with_the_report_and_sees_a_policy_switched_over_the_api() {
             .any(|e| e["origin"] == "api" && e["event"] == "policy ownership (api)"),
         "{events:?}"
     );
+}
+
+fn import_the_chain_back(prom: &str, dir: &Path, entry: f64) {
+    use chaoslab::topology::Topology;
+    let out = dir.join("imported.yaml");
+    let run = crate::common::chaoslab(&[
+        "import",
+        "servicegraph",
+        &format!("http://{prom}"),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = crate::common::text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stdout}\n{stderr}");
+    let t = Topology::load(&out).unwrap_or_else(|e| panic!("{e}"));
+    let mut names: Vec<&str> = t.services.iter().map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["A", "B", "C", "D", "E", "F", "G"]);
+    assert_eq!(t.load.roots.len(), 1);
+    assert_eq!(t.entry().name, "A");
+    let rps = t.load.rps;
+    eprintln!("imported from Prometheus: A at {rps:.1} rps (the report: {entry:.1})");
+    assert!(
+        (rps - 200.0).abs() <= 0.05 * 200.0,
+        "A at {rps} rps, not 200"
+    );
+    let want = [2.0, 2.0, 2.0, 1.0, 1.0, 1.0];
+    assert_eq!(t.edges.len(), want.len());
+    for (k, w) in want.iter().enumerate() {
+        let id = |i: usize| t.service_id(names[i]).unwrap();
+        let e = t
+            .edges
+            .iter()
+            .find(|e| e.from == id(k) && e.to == id(k + 1))
+            .unwrap_or_else(|| panic!("no edge {} -> {}", names[k], names[k + 1]));
+        let got = e.expected_calls();
+        assert!(
+            (got - w).abs() <= 0.05 * w,
+            "{} -> {}: {got:.3} attempts per request, not {w}",
+            names[k],
+            names[k + 1]
+        );
+    }
 }
 
 /// Every PromQL expression of the Grafana dashboard in `assets/`, with

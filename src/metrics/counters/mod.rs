@@ -68,6 +68,7 @@ with_service_counters!(service_counters);
 #[derive(Debug, Default)]
 pub struct EdgeCounters {
     attempts: AtomicU64,
+    failed_attempts: AtomicU64,
     retries: AtomicU64,
     suppressed: AtomicU64,
     budget_denied: AtomicU64,
@@ -390,6 +391,7 @@ impl Metrics {
                 .iter()
                 .map(|e| EdgeCounts {
                     attempts: l(&e.attempts),
+                    failed_attempts: l(&e.failed_attempts),
                     retries: l(&e.retries),
                     suppressed: l(&e.suppressed),
                     budget_denied: l(&e.budget_denied),
@@ -509,6 +511,9 @@ impl Observer for Metrics {
     fn attempted(&self, e: &Attempted) {
         if let Some(edge) = self.edges.get(e.edge) {
             bump(&edge.attempts);
+            if e.outcome.is_failure() {
+                bump(&edge.failed_attempts);
+            }
             let us = u64::try_from(e.elapsed.as_micros()).unwrap_or(u64::MAX);
             edge.attempt_us.fetch_add(us, Ordering::Relaxed);
         }

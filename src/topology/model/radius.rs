@@ -54,9 +54,33 @@ pub fn per_root(t: &Topology, policy: &Policy) -> Vec<Option<(ServiceId, usize)>
     if !t.load.many_roots() {
         return vec![search(t, policy).0];
     }
-    (0..t.load.roots.len())
-        .map(|k| search(&t.root_view(k), policy).0)
-        .collect()
+    let one = |k: usize| {
+        let (sub, ids) = t.root_subgraph(k);
+        search(&sub, policy).0.map(|(x, r)| (ids[x], r))
+    };
+    // Each root is a search of its own: a mesh of hundreds of roots
+    // shares them out over the cores.
+    let roots = t.load.roots.len();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(roots / 16)
+        .max(1);
+    if threads == 1 {
+        return (0..roots).map(one).collect();
+    }
+    let chunk = roots.div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = (0..roots)
+            .step_by(chunk)
+            .map(|lo| {
+                scope.spawn(move || (lo..(lo + chunk).min(roots)).map(one).collect::<Vec<_>>())
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|p| p.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
 }
 
 /// [`worst_failure`], and the work it took: services and calls walked

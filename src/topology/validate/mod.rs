@@ -315,7 +315,7 @@ fn services_and_edges(
             cancel: s.cancel.unwrap_or(false),
             depth: 0,
             multiplicity: 0.0,
-            root_multiplicity: Vec::new(),
+            root_multiplicity: std::sync::Arc::new([]),
             replicas: s.replicas.unwrap_or(1),
             group,
             endpoint: node.endpoint.map(str::to_string),
@@ -500,7 +500,7 @@ fn layer(services: &mut [Service], edges: &[Edge], order: &[ServiceId], roots: &
     for (i, (s, m)) in services.iter_mut().zip(per_root).enumerate() {
         s.depth = depth[i];
         s.multiplicity = multiplicity[i];
-        s.root_multiplicity = m;
+        s.root_multiplicity = m.into();
     }
 }
 
