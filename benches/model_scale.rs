@@ -12,7 +12,8 @@
 //! (`render_check`: the static radius under the policy and under plain
 //! retries, and the simulation where it runs). `model + check` is what
 //! `chaoslab model` and `chaoslab check` compute past the parse. Medians
-//! of 5 runs, milliseconds.
+//! of 5 runs, milliseconds. Also `chaoslab generate --like meta` of 5,000
+//! services (its time, then the same columns for the mesh it draws).
 //!
 //! `cargo bench --bench model_scale`; under `cargo test` one quick round of
 //! the small shapes.
@@ -60,6 +61,23 @@ fn main() {
             ("chain 20,000".into(), generate::chain(20_000, own)),
         ];
     }
+    // A mesh shaped like production's (SPEC section 12): 650 roots, each
+    // root's static radius its own search. `generate` and `check` on it
+    // are each to take under 2 s.
+    let like = |services: u32| chaoslab::cli::GenerateArgs {
+        services,
+        like: chaoslab::cli::Like::Meta,
+        seed: 1,
+        rps: 100.0,
+        output: None,
+    };
+    let size = if bench { 5_000 } else { 500 };
+    let drawn = time(runs, || chaoslab::generate::generate(&like(size)).unwrap());
+    println!("generate --services {size} --like meta: {drawn:.1} ms");
+    shapes.push((
+        format!("meta-like {size}"),
+        chaoslab::generate::generate(&like(size)).unwrap(),
+    ));
     println!("model scale: medians of {runs} run(s), milliseconds");
     println!(
         "{:<22} {:>8} {:>8} {:>14} {:>8} {:>8} {:>8} {:>14}",

@@ -153,28 +153,36 @@ fn a_cycle_is_cut_at_its_weakest_edge_and_named() {
 #[test]
 fn an_imported_topology_runs_under_retry_and_ownership() {
     let _fleet = fleet_lock();
-    let (_, yaml) = imported(
-        "servicegraph",
-        &fixture("servicegraph.prom"),
-        &["--with-faults", "--rps", "200"],
-    );
-    let file = scratch("runs.yaml");
-    std::fs::write(&file, yaml).unwrap();
-    for policy in ["retry", "ownership"] {
-        let r = headless_report(
-            file.to_str().unwrap(),
-            &["--duration", "3s", "--warmup", "1s", "--policy", policy],
-        );
-        for name in ["cart", "catalog", "db", "redis"] {
-            let n = node(&r, name);
-            let (amp, want) = (num(n, "amplification"), num(n, "model_amplification"));
-            // cart's calls are drawn (p 0.6), and db's (0.3): three
-            // relative spreads of a draw over the requests measured.
-            let tol = 0.04 + 3.0 / num(n, "requests").sqrt();
-            assert!(
-                (amp - want).abs() <= tol * want,
-                "{policy}: {name} at {amp:.3}×, model {want:.3}× (± {tol:.3})"
+    // Every format's fixture: the dependency graphs, and the endpoints
+    // and parallel calls of Jaeger's traces.
+    for (format, file) in [
+        ("servicegraph", "servicegraph.prom"),
+        ("jaeger-trace", "jaeger-trace.json"),
+        ("jaeger", "jaeger.json"),
+        ("zipkin", "zipkin.json"),
+        ("kiali", "kiali.json"),
+    ] {
+        let (_, yaml) = imported(format, &fixture(file), &["--with-faults", "--rps", "200"]);
+        let path = scratch(&format!("runs-{format}.yaml"));
+        std::fs::write(&path, yaml).unwrap();
+        for policy in ["retry", "ownership"] {
+            let r = headless_report(
+                path.to_str().unwrap(),
+                &["--duration", "2s", "--warmup", "1s", "--policy", policy],
             );
+            let nodes = r["nodes"].as_array().unwrap();
+            assert!(nodes.len() >= 5, "{format}: {} nodes", nodes.len());
+            for n in nodes.iter().filter(|n| num(n, "depth") > 0.0) {
+                let (amp, want) = (num(n, "amplification"), num(n, "model_amplification"));
+                // Sampled calls (`p` below 1) are drawn: three relative
+                // spreads of a draw over the requests measured.
+                let tol = 0.04 + 3.0 / num(n, "requests").max(1.0).sqrt();
+                assert!(
+                    (amp - want).abs() <= tol * want,
+                    "{format}, {policy}: {} at {amp:.3}×, model {want:.3}× (± {tol:.3})",
+                    n["name"]
+                );
+            }
         }
     }
 }
