@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use chaoslab::topology::Topology;
 
 use crate::common::{chaoslab, fleet_lock, root, text};
-use crate::tables::{headless_report, node, num};
+use crate::tables::{headless_report, num};
 
 /// The shop every fixture describes: frontend calls cart and catalog, cart
 /// calls redis, catalog calls db.
