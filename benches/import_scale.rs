@@ -16,27 +16,13 @@
 use chaoslab::cli::{ImportArgs, ImportFormat};
 use chaoslab::import::{self, formats, write};
 use chaoslab::topology::Topology;
-use tokio::time::Instant;
 
 /// Links closing a cycle.
 const CYCLES: usize = 5;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
-    median(
-        (0..runs)
-            .map(|_| {
-                let t0 = Instant::now();
-                std::hint::black_box(f());
-                t0.elapsed().as_secs_f64() * 1000.0
-            })
-            .collect(),
-    )
-}
+#[path = "common/timing.rs"]
+mod timing;
+use timing::time;
 
 /// `{"data": [...]}` of `links` links between `services` services.
 fn dependencies(services: usize, links: usize, seed: u64) -> String {

@@ -19,24 +19,10 @@
 //! the small shapes.
 
 use chaoslab::topology::{check, generate, model, Topology};
-use tokio::time::Instant;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-fn time<T>(runs: usize, f: impl Fn() -> T) -> f64 {
-    median(
-        (0..runs)
-            .map(|_| {
-                let t0 = Instant::now();
-                std::hint::black_box(f());
-                t0.elapsed().as_secs_f64() * 1000.0
-            })
-            .collect(),
-    )
-}
+#[path = "common/timing.rs"]
+mod timing;
+use timing::time;
 
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");

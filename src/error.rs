@@ -116,6 +116,31 @@ pub fn write_output(path: &Path, contents: &str, what: &'static str) -> Result<(
     })
 }
 
+/// Writes `contents` to `path`, or to standard output without one (a
+/// reader that stops early, `| head`, is not an error).
+pub fn write_or_print(
+    path: Option<&Path>,
+    contents: &str,
+    what: &'static str,
+) -> Result<(), RunError> {
+    use std::io::Write as _;
+    if let Some(path) = path {
+        return write_output(path, contents, what);
+    }
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(contents.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(RunError::Output {
+            what,
+            path: "stdout".into(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The same file whatever way the path names it: canonical where it
 /// exists, else its canonical folder and its name.
 fn identity(p: &Path) -> PathBuf {

@@ -19,17 +19,7 @@ use draw::{quantile, Mesh, Role};
 /// Runs `chaoslab generate`.
 pub fn run(args: GenerateArgs) -> Result<(), RunError> {
     let yaml = generate(&args)?;
-    match &args.output {
-        Some(path) => std::fs::write(path, &yaml).map_err(|source| RunError::Output {
-            what: "topology",
-            path: path.clone(),
-            source,
-        }),
-        None => {
-            print!("{yaml}");
-            Ok(())
-        }
-    }
+    crate::error::write_or_print(args.output.as_deref(), &yaml, "topology")
 }
 
 /// The topology text `args` asks for, checked.

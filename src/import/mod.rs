@@ -6,6 +6,7 @@
 
 pub mod formats;
 pub mod graph;
+mod json;
 pub mod trace;
 pub mod write;
 
@@ -24,17 +25,7 @@ const MAX_SOURCE: usize = 64 << 20;
 /// Runs `chaoslab import`.
 pub fn run(args: ImportArgs) -> Result<(), RunError> {
     let yaml = import(&args)?;
-    match &args.output {
-        Some(path) => std::fs::write(path, &yaml).map_err(|source| RunError::Output {
-            what: "topology",
-            path: path.clone(),
-            source,
-        }),
-        None => {
-            print!("{yaml}");
-            Ok(())
-        }
-    }
+    crate::error::write_or_print(args.output.as_deref(), &yaml, "topology")
 }
 
 /// The topology text `args` asks for, checked.

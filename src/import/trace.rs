@@ -16,8 +16,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::formats::{count, field, keys, kind};
 use super::graph::Graph;
+use super::json::{count, field, keys, kind};
 
 /// One span, as far as the mapping needs it.
 struct Span {

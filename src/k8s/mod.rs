@@ -35,7 +35,6 @@ pub mod emit;
 pub mod names;
 pub mod objects;
 
-use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -419,21 +418,11 @@ pub fn run(args: K8sArgs) -> Result<(), RunError> {
         eprintln!("chaoslab: {note}");
     }
     match &args.out {
-        None => {
-            let text = emit::stream(docs.iter().map(|d| &d.value));
-            let mut stdout = std::io::stdout().lock();
-            match stdout
-                .write_all(text.as_bytes())
-                .and_then(|()| stdout.flush())
-            {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(RunError::Output {
-                    what: "manifests",
-                    path: "stdout".into(),
-                    source: e,
-                }),
-                _ => Ok(()),
-            }
-        }
+        None => crate::error::write_or_print(
+            None,
+            &emit::stream(docs.iter().map(|d| &d.value)),
+            "manifests",
+        ),
         Some(dir) => write_dir(dir, &docs),
     }
 }
