@@ -1,7 +1,7 @@
 //! `chaoslab generate` (SPEC section 12): a mesh drawn from published
 //! statistics whose fan-out quantiles, read back from the written file,
 //! are the published ones; the same seed writes the same file; `check`
-//! passes on it; and a small one runs, its services at the load the
+//! passes on it; and a small one runs, each service at the load the
 //! sampled calls predict.
 
 use std::collections::{BTreeSet, HashMap};
@@ -121,10 +121,19 @@ fn a_small_alibaba_like_mesh_runs_at_the_load_its_sampled_calls_predict() {
     let rps: f64 = nodes.iter().map(|n| num(n, "rps")).sum();
     let baseline: f64 = nodes.iter().map(|n| num(n, "baseline_rps")).sum();
     eprintln!("alibaba 60: {rps:.1} requests/s over the mesh, baseline {baseline:.1}");
-    assert!(
-        (rps - baseline).abs() <= 0.08 * baseline,
-        "{rps:.1} requests/s, the sampled calls predict {baseline:.1}"
-    );
+    // Each service at its sampled share: three relative spreads of a
+    // draw over the requests it measured. (The mesh's total is not held
+    // to a bound: one draw of a call above a large subtree moves it by
+    // the subtree, so its spread is far wider than a node's.)
+    for n in nodes.iter().filter(|n| num(n, "depth") > 0.0) {
+        let (amp, want) = (num(n, "amplification"), num(n, "model_amplification"));
+        let tol = 0.04 + 3.0 / num(n, "requests").max(1.0).sqrt();
+        assert!(
+            (amp - want).abs() <= tol * want,
+            "{} at {amp:.3}×, its sampled calls predict {want:.3}× (± {tol:.3})",
+            n["name"]
+        );
+    }
     assert!(num(&r["root"], "availability") > 0.999);
     let _ = std::fs::remove_file(file);
 }
