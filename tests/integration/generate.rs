@@ -143,6 +143,7 @@ fn bad_arguments_exit_2_and_write_nothing() {
     let out = scratch("bad.yaml");
     for args in [
         vec!["--services", "5"],
+        vec!["--services", "20001"],
         vec!["--services", "100", "--like", "google"],
         vec!["--services", "many"],
     ] {
