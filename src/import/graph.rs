@@ -24,6 +24,8 @@ pub struct Graph {
     /// The numbers are rates per second (Kiali, a Prometheus range),
     /// not counts over a window: the roots can be written at them.
     pub per_second: bool,
+    /// What the reader took on trust, for the header (one line each).
+    pub notes: Vec<String>,
     /// Node by (service, endpoint).
     index: HashMap<(String, Option<String>), usize>,
     /// Link by (from, to).

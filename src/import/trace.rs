@@ -172,15 +172,28 @@ pub fn read(doc: &Value) -> Result<Graph, String> {
             "no spans: the document holds no trace with a span{said}"
         ));
     }
+    // A parent the document does not hold (a trace cut short, a span
+    // never stored) is common in what Jaeger answers, and its UI only
+    // warns: such a span is taken as a root, and the header says so.
+    let mut orphans: Vec<String> = vec![];
     for (k, r) in refs.into_iter().enumerate() {
         if let Some((at, tid, sid)) = r {
-            let p = ids.get(&(tid.clone(), sid.clone())).ok_or_else(|| {
-                format!("{at}: no span has the spanID {sid:?} (in the trace {tid:?})")
-            })?;
-            spans[k].parent = Some(*p);
+            match ids.get(&(tid.clone(), sid.clone())) {
+                Some(p) => spans[k].parent = Some(*p),
+                None => orphans.push(format!("{at}: {sid:?} in the trace {tid:?}")),
+            }
         }
     }
-    graph(&services, &spans)
+    let mut g = graph(&services, &spans)?;
+    if let Some(first) = orphans.first() {
+        g.notes.push(format!(
+            "{} span{} named a parent the traces do not hold (first {first}): taken as root{}.",
+            orphans.len(),
+            if orphans.len() == 1 { "" } else { "s" },
+            if orphans.len() == 1 { "" } else { "s" },
+        ));
+    }
+    Ok(g)
 }
 
 /// A non-empty string `key` of `v`.
@@ -294,11 +307,18 @@ fn graph(services: &[String], spans: &[Span]) -> Result<Graph, String> {
             above[p] = Some(found);
         }
     }
-    // Each service's inbound operations, in the order first seen.
+    // Each service's inbound operations, in the order first seen, and
+    // each one's place among them.
     let mut ops: Vec<Vec<&str>> = vec![vec![]; services.len()];
+    let mut op_at: HashMap<(usize, &str), usize> = HashMap::new();
     for (k, s) in spans.iter().enumerate() {
-        if entry(k) && !ops[s.service].contains(&s.operation.as_str()) {
-            ops[s.service].push(&s.operation);
+        if entry(k) {
+            op_at
+                .entry((s.service, s.operation.as_str()))
+                .or_insert_with(|| {
+                    ops[s.service].push(&s.operation);
+                    ops[s.service].len() - 1
+                });
         }
     }
     let endpoint_names: Vec<Vec<String>> = ops.iter().map(|o| endpoint_names(o)).collect();
@@ -309,9 +329,9 @@ fn graph(services: &[String], spans: &[Span]) -> Result<Graph, String> {
             continue;
         }
         let endpoint = if ops[s.service].len() >= 2 {
-            let at = ops[s.service]
-                .iter()
-                .position(|o| *o == s.operation)
+            let at = op_at
+                .get(&(s.service, s.operation.as_str()))
+                .copied()
                 .unwrap_or(0);
             Some(endpoint_names[s.service][at].as_str())
         } else {
@@ -377,6 +397,9 @@ fn graph(services: &[String], spans: &[Span]) -> Result<Graph, String> {
 /// taken already gets `-2`, `-3`, ...
 fn endpoint_names(ops: &[&str]) -> Vec<String> {
     let mut out: Vec<String> = Vec::with_capacity(ops.len());
+    let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
+    // Per base name, the next suffix to try.
+    let mut next: HashMap<String, usize> = HashMap::new();
     for op in ops {
         let mut e = String::new();
         for c in op.chars() {
@@ -392,11 +415,12 @@ fn endpoint_names(ops: &[&str]) -> Vec<String> {
         let e = e.trim_matches('_');
         let base = if e.is_empty() { "op" } else { e };
         let mut e = base.to_string();
-        let mut k = 2;
-        while out.contains(&e) {
+        let k = next.entry(base.to_string()).or_insert(2);
+        while taken.contains(&e) {
             e = format!("{base}-{k}");
-            k += 1;
+            *k += 1;
         }
+        taken.insert(e.clone());
         out.push(e);
     }
     out
@@ -462,8 +486,12 @@ mod tests {
             span("1", "x", "p1", None, 0, "server"),
             span("2", "x", "p2", Some("7"), 0, "server"),
         ]))
-        .unwrap_err();
-        assert_eq!(e, "data[0].spans[1].references[0].spanID: no span has the spanID \"7\" (in the trace \"t\")");
+        .expect("a parent the traces do not hold is a root");
+        assert_eq!(e.roots().len(), 2);
+        assert_eq!(
+            e.notes,
+            ["1 span named a parent the traces do not hold (first data[0].spans[1].references[0].spanID: \"7\" in the trace \"t\"): taken as root."]
+        );
         let e = read(&serde_json::json!({"data": [], "errors": null})).unwrap_err();
         assert!(e.starts_with("no spans"), "{e}");
     }

@@ -166,6 +166,9 @@ fn header(y: &mut String, g: &Graph, cuts: &[Cut], w: &Written<'_>, observed: bo
              # made it to the one that served it.\n",
         );
     }
+    for note in &g.notes {
+        let _ = writeln!(y, "# {}", note.replace(['\n', '\r'], " "));
+    }
     for c in cuts {
         let _ = writeln!(
             y,
@@ -234,7 +237,7 @@ fn significant(x: f64, figures: i32) -> f64 {
         return x;
     }
     let places = figures - 1 - x.log10().floor() as i32;
-    round(x, places.max(-15))
+    round(x, places.clamp(-15, 300))
 }
 
 /// An observed number in a comment: a count as it is, a rate to 4

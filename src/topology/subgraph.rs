@@ -17,14 +17,18 @@ impl Topology {
         };
         let n = self.services.len();
         let mut keep = vec![false; n];
+        let mut reached = vec![false; n];
         let mut stack = vec![root.entry];
         while let Some(v) = stack.pop() {
-            if std::mem::replace(&mut keep[v], true) {
+            if std::mem::replace(&mut reached[v], true) {
                 continue;
             }
+            keep[v] = true;
             let s = &self.services[v];
             stack.extend(s.calls.iter().map(|&e| self.edges[e].to));
-            stack.push(s.group);
+            // The group's first node holds what the group shares; kept,
+            // but what it calls is not this root's unless reached.
+            keep[s.group] = true;
         }
         let old: Vec<ServiceId> = (0..n).filter(|&v| keep[v]).collect();
         let mut new = vec![usize::MAX; n];
@@ -35,6 +39,7 @@ impl Topology {
         let mut kept: Vec<usize> = old
             .iter()
             .flat_map(|&v| self.services[v].calls.iter().copied())
+            .filter(|&e| keep[self.edges[e].to])
             .collect();
         kept.sort_unstable();
         let new_edge = |e: usize| kept.binary_search(&e).unwrap_or(usize::MAX);
@@ -57,7 +62,12 @@ impl Topology {
                     .copied()
                     .unwrap_or(s.multiplicity);
                 let mut s = s.clone();
-                s.calls = s.calls.iter().map(|&e| new_edge(e)).collect();
+                s.calls = s
+                    .calls
+                    .iter()
+                    .filter(|&&e| keep[self.edges[e].to])
+                    .map(|&e| new_edge(e))
+                    .collect();
                 s.group = new[s.group];
                 s.multiplicity = m;
                 s.root_multiplicity = std::sync::Arc::new([m]);
@@ -115,6 +125,24 @@ services:
             let part = model::worst_failure(&sub, &retry).map(|(x, r)| (ids[x], r));
             assert_eq!(whole, part, "root {k}");
             assert!(sub.services.len() < t.services.len());
+        }
+        // A mesh of many roots, searched over the cores: each root's
+        // answer is its whole view's, in root order.
+        let y = crate::generate::generate(&crate::cli::GenerateArgs {
+            services: 400,
+            like: crate::cli::Like::Meta,
+            seed: 3,
+            rps: 100.0,
+            output: None,
+        })
+        .unwrap();
+        let mesh = Topology::from_yaml(&y, "mesh.yaml").unwrap();
+        assert_eq!(mesh.load.roots.len(), 52);
+        for p in [mesh.policy.clone(), retry.clone()] {
+            let whole: Vec<_> = (0..mesh.load.roots.len())
+                .map(|k| model::worst_failure(&mesh.root_view(k), &p))
+                .collect();
+            assert_eq!(model::static_radius_per_root(&mesh, &p), whole);
         }
         // web reaches web, api, shop/cart (and its group), db; not batch.
         let (sub, _) = t.root_subgraph(0);

@@ -469,18 +469,30 @@ fn bad_traces_exit_2_naming_the_path_and_write_nothing() {
         "jaeger-trace",
         &["data[0].spans[3].references[0].spanID: expected a name, found the number 7"],
     );
-    refused(
-        "unknown-span.json",
-        &trace(&format!(
-            "{ok},{}",
+    // A parent the traces do not hold (a trace cut short) is no mistake:
+    // the span is a root, and the header says so.
+    let orphan = scratch("unknown-span.json");
+    std::fs::write(
+        &orphan,
+        trace(&format!(
+            "{ok},{},{}",
             span(
                 "d",
-                "p2",
+                "p1",
                 r#"{"refType":"CHILD_OF","traceID":"t1","spanID":"zz"}"#
+            ),
+            span(
+                "e",
+                "p2",
+                r#"{"refType":"CHILD_OF","traceID":"t1","spanID":"d"}"#
             )
         )),
-        "jaeger-trace",
-        &["data[0].spans[3].references[0].spanID: no span has the spanID \"zz\""],
+    )
+    .unwrap();
+    let (_, yaml) = imported("jaeger-trace", orphan.to_str().unwrap(), &[]);
+    assert!(
+        yaml.contains("# 1 span named a parent the traces do not hold (first data[0].spans[3].references[0].spanID: \"zz\""),
+        "{yaml}"
     );
     refused(
         "unknown-process.json",
