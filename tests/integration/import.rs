@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use chaoslab::topology::Topology;
 
 use crate::common::{chaoslab, fleet_lock, root, text};
-use crate::tables::{headless_report, num};
+use crate::tables::{each_node_at_the_model, headless_report};
 
 /// The shop every fixture describes: frontend calls cart and catalog, cart
 /// calls redis, catalog calls db.
@@ -172,17 +172,7 @@ fn an_imported_topology_runs_under_retry_and_ownership() {
             );
             let nodes = r["nodes"].as_array().unwrap();
             assert!(nodes.len() >= 5, "{format}: {} nodes", nodes.len());
-            for n in nodes.iter().filter(|n| num(n, "depth") > 0.0) {
-                let (amp, want) = (num(n, "amplification"), num(n, "model_amplification"));
-                // Sampled calls (`p` below 1) are drawn: three relative
-                // spreads of a draw over the requests measured.
-                let tol = 0.04 + 3.0 / num(n, "requests").max(1.0).sqrt();
-                assert!(
-                    (amp - want).abs() <= tol * want,
-                    "{format}, {policy}: {} at {amp:.3}×, model {want:.3}× (± {tol:.3})",
-                    n["name"]
-                );
-            }
+            each_node_at_the_model(&r, &format!("{format}, {policy}"));
         }
     }
 }

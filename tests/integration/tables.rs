@@ -54,6 +54,24 @@ pub fn node<'a>(report: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no node {name}"))
 }
 
+/// Every node below the roots of `report` at the model's amplification,
+/// within three relative spreads of a draw over the requests it measured
+/// (sampled calls are drawn) and 4%; `what` says which run, on failure.
+pub fn each_node_at_the_model(report: &Value, what: &str) {
+    for n in report["nodes"].as_array().unwrap() {
+        if num(n, "depth") == 0.0 {
+            continue;
+        }
+        let (amp, want) = (num(n, "amplification"), num(n, "model_amplification"));
+        let tol = 0.04 + 3.0 / num(n, "requests").max(1.0).sqrt();
+        assert!(
+            (amp - want).abs() <= tol * want,
+            "{what}: {} at {amp:.3}×, the model says {want:.3}× (± {tol:.3})",
+            n["name"]
+        );
+    }
+}
+
 /// A number field.
 pub fn num(v: &Value, field: &str) -> f64 {
     v[field]
