@@ -16,6 +16,13 @@ pub enum Like {
     Alibaba,
 }
 
+impl Like {
+    /// Its name on the command line.
+    pub fn name(self) -> String {
+        super::value_name(&self)
+    }
+}
+
 /// `chaoslab generate`.
 #[derive(Debug, Args, Clone)]
 pub struct GenerateArgs {

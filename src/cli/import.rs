@@ -25,9 +25,7 @@ pub enum ImportFormat {
 impl ImportFormat {
     /// Its name on the command line.
     pub fn name(self) -> String {
-        clap::ValueEnum::to_possible_value(&self)
-            .map(|v| v.get_name().to_string())
-            .unwrap_or_default()
+        super::value_name(&self)
     }
 }
 

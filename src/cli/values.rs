@@ -153,3 +153,10 @@ pub fn parse_chapter(s: &str) -> Result<usize, String> {
         )),
     }
 }
+
+/// A value's name on the command line, as clap spells it.
+pub fn value_name<T: clap::ValueEnum>(v: &T) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_string())
+        .unwrap_or_default()
+}

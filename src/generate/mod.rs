@@ -10,7 +10,7 @@ pub mod like;
 
 use std::fmt::Write as _;
 
-use crate::cli::{GenerateArgs, Like};
+use crate::cli::GenerateArgs;
 use crate::error::RunError;
 use crate::topology::Topology;
 
@@ -29,12 +29,6 @@ pub fn generate(args: &GenerateArgs) -> Result<String, RunError> {
     let yaml = write(&mesh, args, &params);
     Topology::from_yaml(&yaml, "the generated topology")?;
     Ok(yaml)
-}
-
-fn like_name(like: Like) -> String {
-    clap::ValueEnum::to_possible_value(&like)
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default()
 }
 
 /// A service's name: its role and its place.
@@ -73,7 +67,7 @@ fn calls(mesh: &Mesh, calls: &[draw::Call]) -> String {
 }
 
 fn write(mesh: &Mesh, args: &GenerateArgs, params: &like::Params) -> String {
-    let like = like_name(args.like);
+    let like = args.like.name();
     let n = mesh.services.len();
     let roles = |r: Role| mesh.services.iter().filter(|s| s.role == r).count();
     let service_edges = mesh.fan_outs.iter().sum::<usize>();
@@ -167,6 +161,7 @@ fn write(mesh: &Mesh, args: &GenerateArgs, params: &like::Params) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::Like;
 
     fn args(services: u32, like: Like, seed: u64) -> GenerateArgs {
         GenerateArgs {

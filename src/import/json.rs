@@ -38,10 +38,15 @@ pub(super) fn keys(v: &Value) -> String {
 }
 
 pub(super) fn string<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a str, String> {
+    named(v, key, at, "a service name")
+}
+
+/// A non-empty string `key` of `v`; `what` says what it names.
+pub(super) fn named<'a>(v: &'a Value, key: &str, at: &str, what: &str) -> Result<&'a str, String> {
     let s = field(v, key, at)?;
     s.as_str()
         .filter(|s| !s.trim().is_empty())
-        .ok_or_else(|| format!("{at}.{key}: expected a service name, found {}", kind(s)))
+        .ok_or_else(|| format!("{at}.{key}: expected {what}, found {}", kind(s)))
 }
 
 /// A count: a number ≥ 0 (or, where `strings`, a number in a string).

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::graph::Graph;
-use super::json::{count, field, keys, kind};
+use super::json::{count, field, keys, kind, named};
 
 /// One span, as far as the mapping needs it.
 struct Span {
@@ -198,10 +198,7 @@ pub fn read(doc: &Value) -> Result<Graph, String> {
 
 /// A non-empty string `key` of `v`.
 fn name<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a str, String> {
-    let s = field(v, key, at)?;
-    s.as_str()
-        .filter(|s| !s.trim().is_empty())
-        .ok_or_else(|| format!("{at}.{key}: expected a name, found {}", kind(s)))
+    named(v, key, at, "a name")
 }
 
 /// Whether the span is a client's, and whether it failed (the `error`

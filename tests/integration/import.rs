@@ -247,6 +247,15 @@ fn refused(name: &str, body: &str, format: &str, says: &[&str]) {
     assert!(!out.exists(), "{name}: wrote {out:?}");
 }
 
+/// Each root's node and rate.
+fn roots_of(t: &Topology) -> Vec<(&str, f64)> {
+    t.load
+        .roots
+        .iter()
+        .map(|r| (t.services[r.entry].name.as_str(), r.rps))
+        .collect()
+}
+
 /// Expected calls per request (count × p) on the edge `from -> to`, by
 /// node name (`S` or `S/E`).
 fn per_request(t: &Topology, from: &str, to: &str) -> Option<f64> {
@@ -305,12 +314,7 @@ fn jaeger_traces_import_to_the_shop_with_endpoints() {
     }
     assert_eq!(t.edges.len(), want.len(), "{yaml}");
     // 3 and 2 root spans: 60 and 40 of 100 root requests a second.
-    let roots: Vec<(&str, f64)> = t
-        .load
-        .roots
-        .iter()
-        .map(|r| (t.services[r.entry].name.as_str(), r.rps))
-        .collect();
+    let roots = roots_of(&t);
     assert_eq!(
         roots,
         [("frontend/GET_product", 60.0), ("frontend/POST_cart", 40.0)]
@@ -361,12 +365,7 @@ fn a_service_cycle_the_traces_resolve_becomes_endpoints() {
 #[test]
 fn a_prometheus_range_gives_the_roots_their_observed_rates() {
     let (t, yaml) = imported("servicegraph", &fixture("servicegraph-matrix.json"), &[]);
-    let roots: Vec<(&str, f64)> = t
-        .load
-        .roots
-        .iter()
-        .map(|r| (t.services[r.entry].name.as_str(), r.rps))
-        .collect();
+    let roots = roots_of(&t);
     assert_eq!(roots, [("frontend", 10.0), ("catalog", 2.0)], "{yaml}");
     // cart → redis: 1,440 over 60 s with its reset, over cart's 12 a second.
     assert_eq!(calls(&t), [1.2, 3.0, 2.0, 0.3], "{yaml}");
