@@ -13,8 +13,8 @@ use crate::topology::{model, Topology};
 /// `chaoslab check`.
 pub fn check(args: CheckArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
-    print!("{}", crate::topology::check::render_check(&t));
-    Ok(())
+    let text = crate::topology::check::render_check(&t);
+    crate::error::write_or_print(None, &text, "check")
 }
 
 /// `chaoslab model`: the analytical table, nothing started.
@@ -24,8 +24,7 @@ pub fn model(args: ModelArgs) -> Result<(), RunError> {
     fold(LabState::of(&t), &actions)
         .map_err(|e| RunError::Usage(e.to_string()))?
         .write_to(&mut t);
-    print!("{}", model_table(&t));
-    Ok(())
+    crate::error::write_or_print(None, &model_table(&t), "model")
 }
 
 /// The model's table for a topology as it stands (faults and policy).

@@ -75,30 +75,46 @@ pub enum FleetError {
     /// The process may not open as many files as the fleet needs at the
     /// least, even after raising its soft limit to the hard one: refused
     /// before anything is bound.
-    #[error(
-        "The topology needs at least {need} open files ({services} listeners, a connection at each end of each of its {calls} calls, and the load generator's), but this process may open {limit}. Raise the limit (`ulimit -n {need}`, or the hard limit in /etc/security/limits.conf) or run a smaller topology."
-    )]
+    #[error("{}", fd_message(need, *limit))]
     FdLimit {
-        /// What the fleet needs at the least.
-        need: u64,
+        /// What the fleet needs at the least, and what for.
+        need: super::FdNeed,
         /// The limit after raising it as far as allowed.
         limit: u64,
-        /// Services served in this process.
-        services: usize,
-        /// Calls (edges) they make.
-        calls: usize,
     },
-    /// A service's HTTP client could not be built.
-    #[error(
-        "Could not build the HTTP client of service `{service}`: {}.",
-        crate::format::with_causes(source)
-    )]
-    HttpClient {
-        /// The service being started.
-        service: String,
-        /// The client builder's error.
-        source: reqwest::Error,
-    },
+}
+
+fn fd_message(need: &super::FdNeed, limit: u64) -> String {
+    let total = need.total();
+    let inside = need.connections - need.outside;
+    let per = match need.transport {
+        crate::topology::Transport::Http1 => format!(
+            "a connection at each end of each of its {} calls between services here (HTTP/1.1)",
+            inside
+        ),
+        crate::topology::Transport::Http2 => format!(
+            "a connection at each end for each of its {inside} callees here, shared by their callers (HTTP/2)"
+        ),
+    };
+    let outside = if need.outside > 0 {
+        format!(
+            ", one for each of its {} calls to services elsewhere",
+            need.outside
+        )
+    } else {
+        String::new()
+    };
+    let instead = match need.over_http2 {
+        Some(n) if n <= limit => format!(
+            " Over HTTP/2 it needs {n}, which fits: add `transport: http2` to the topology."
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "The topology needs at least {total} open files ({} listeners, {per}{outside}, and {} for the load generator and the lab), but this process may open {limit}.{instead} Raise the limit (`ulimit -n {total}`, or the hard limit in /etc/security/limits.conf) or run a smaller topology.",
+        need.listeners,
+        super::FD_RESERVE,
+    )
 }
 
 impl FleetError {
@@ -333,25 +349,6 @@ mod tests {
             e.to_string(),
             "Could not read the loopback address bound for service `api`: denied."
         );
-    }
-
-    #[test]
-    fn a_client_that_cannot_be_built_gives_the_reason() {
-        // A newline is not allowed in a header value.
-        let source = reqwest::Client::builder()
-            .user_agent("a\nb")
-            .build()
-            .unwrap_err();
-        let e = FleetError::HttpClient {
-            service: "api".into(),
-            source,
-        };
-        let msg = e.to_string();
-        assert!(
-            msg.starts_with("Could not build the HTTP client of service `api`: builder error: "),
-            "{msg}"
-        );
-        assert!(e.is_environment());
     }
 
     #[test]

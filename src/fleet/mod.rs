@@ -23,11 +23,13 @@ use tokio::task::JoinHandle;
 
 use crate::metrics::Metrics;
 use crate::middleware::balance::Balancer;
-use crate::middleware::client::{EdgeState, RetryClient};
+use crate::middleware::client::{
+    http1_client, http2_client, EdgeState, RetryClient, MAX_IN_FLIGHT_PER_EDGE,
+};
 use crate::middleware::server::{OwnershipControl, OwnershipLayer, ServerConfig};
 use crate::middleware::Observer;
 use crate::ownership::Attribution;
-use crate::topology::{EdgePolicy, Fault, Policy, Service, ServiceId, Topology};
+use crate::topology::{EdgePolicy, Fault, Policy, Service, ServiceId, Topology, Transport};
 
 pub use error::{FleetError, ResourceHint};
 
@@ -174,8 +176,15 @@ impl Fleet {
             .filter(|&id| here(id) && head(id))
             .map(|id| replicas(id) as usize)
             .sum();
-        let calls = topology.edges.iter().filter(|e| here(e.from)).count();
-        raise_fd_limit(served, calls)?;
+        let transport = match opts.placement {
+            Some(_) => Transport::Http1,
+            None => topology.transport,
+        };
+        let mut need = FdNeed::of(&topology, transport, served, &here);
+        if transport == Transport::Http1 && opts.placement.is_none() {
+            need.over_http2 = Some(FdNeed::of(&topology, Transport::Http2, served, &here).total());
+        }
+        raise_fd_limit(&need)?;
         let mut metrics = Metrics::new(
             topology.services.len(),
             topology.edges.iter().map(|e| (e.from, e.to)).collect(),
@@ -270,16 +279,21 @@ impl Fleet {
             .enumerate()
             .map(|(id, e)| {
                 let (lb, other_host) = policy.balancing(&e.policy);
-                Arc::new(EdgeState::balanced(
+                let edge = EdgeState::balanced(
                     id,
                     e.to,
                     e.mode,
                     Balancer::new(urls_of(e.to), lb, other_host),
                     edge_policy(&topology, &policy, id),
-                ))
+                );
+                Arc::new(if here(e.to) { edge.in_process() } else { edge })
             })
             .collect();
 
+        // Over HTTP/2 every caller shares the process's connections: one
+        // per callee here, one pool for callees outside.
+        let mesh = (transport == Transport::Http2).then(http2_client);
+        let outbound = mesh.as_ref().map(|_| http1_client());
         let (shutdown, _) = watch::channel(false);
         let mut services: Vec<Vec<Arc<ServiceRuntime>>> =
             Vec::with_capacity(topology.services.len());
@@ -356,13 +370,20 @@ impl Fleet {
                 let index = index_of(r);
                 let spec = placed.get(r as usize).unwrap_or(spec);
                 let (client_seed, seed) = seeds(if known.is_some() { index } else { r });
-                let client = RetryClient::new(
+                let mut client = RetryClient::over(
                     id,
                     &topology.ownership.header,
                     observer.clone(),
                     client_seed,
+                    outbound.clone().unwrap_or_else(http1_client),
                 )
                 .map_err(claim_header)?;
+                if let Some(m) = &mesh {
+                    client = client.with_mesh(m.clone());
+                }
+                let plain = opts
+                    .plain
+                    .then(|| mesh.clone().unwrap_or_else(http1_client));
                 let rt = Arc::new(ServiceRuntime::new(
                     (id, index),
                     spec,
@@ -372,15 +393,22 @@ impl Fleet {
                     layer.config(),
                     addrs[id].get(r as usize).copied(),
                     seed,
-                    opts.plain,
+                    plain,
                     &metrics,
-                )?);
+                ));
                 replicas.push(rt);
             }
             services.push(replicas);
             layers.push(layer);
         }
-        // A listener per replica of each service serves all its endpoints.
+        // A listener per replica of each service serves all its endpoints;
+        // over HTTP/2, as many streams at once as its callers' edges may
+        // have in flight, so that no call waits for a stream unseen.
+        let mut streams = vec![0u32; topology.services.len()];
+        for e in &topology.edges {
+            let g = topology.services[e.to].group;
+            streams[g] = streams[g].saturating_add(MAX_IN_FLIGHT_PER_EDGE as u32);
+        }
         let mut tasks = Vec::new();
         for (g, listener) in listeners.into_iter().enumerate() {
             for (r, l) in listener.into_iter().enumerate() {
@@ -397,6 +425,7 @@ impl Fleet {
                 tasks.push(tokio::spawn(service::serve(
                     routes,
                     l,
+                    streams[g],
                     shutdown.subscribe(),
                 )));
             }
@@ -595,19 +624,87 @@ fn edge_policy(t: &Topology, policy: &Policy, edge: usize) -> EdgePolicy {
     p
 }
 
-/// Open files a fleet needs at the least: a listener per service served
-/// here, a connection at each end of each call they make (both ends are
-/// in this process for an in-process fleet), and the load generator's
-/// connections and the lab's own.
-pub fn fd_need(services: usize, calls: usize) -> u64 {
-    services as u64 + 2 * calls as u64 + 128
+/// Open files a fleet needs at the least, and what for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FdNeed {
+    /// How the services here call each other.
+    pub transport: Transport,
+    /// Listeners: one per replica of each service served here.
+    pub listeners: usize,
+    /// Calls made from here: edges out of the services served here.
+    pub calls: usize,
+    /// Connections the calls hold at the least, each with a descriptor at
+    /// both ends when its callee is served here too: one per call over
+    /// HTTP/1.1, one per callee over HTTP/2.
+    pub connections: usize,
+    /// Of those, connections to callees outside this process (one end here).
+    pub outside: usize,
+    /// The descriptors the same fleet would need over HTTP/2, when it
+    /// runs over HTTP/1.1 in one process.
+    pub over_http2: Option<u64>,
+}
+
+/// Descriptors for the load generator's connections and the lab's own
+/// (its terminal, endpoints, files).
+const FD_RESERVE: u64 = 128;
+
+impl FdNeed {
+    /// What a fleet of `topology` needs, serving `listeners` listeners
+    /// and the services `here` says.
+    pub fn of(
+        topology: &Topology,
+        transport: Transport,
+        listeners: usize,
+        here: &dyn Fn(ServiceId) -> bool,
+    ) -> FdNeed {
+        let calls: Vec<_> = topology.edges.iter().filter(|e| here(e.from)).collect();
+        let outside = calls.iter().filter(|e| !here(e.to)).count();
+        let inside = match transport {
+            Transport::Http1 => calls.len() - outside,
+            Transport::Http2 => {
+                let mut callees: Vec<ServiceId> = calls
+                    .iter()
+                    .filter(|e| here(e.to))
+                    .map(|e| topology.services[e.to].group)
+                    .collect();
+                callees.sort_unstable();
+                callees.dedup();
+                callees
+                    .iter()
+                    .map(|&g| topology.services[g].replicas.max(1) as usize)
+                    .sum()
+            }
+        };
+        FdNeed {
+            transport,
+            listeners,
+            calls: calls.len(),
+            connections: inside + outside,
+            outside,
+            over_http2: None,
+        }
+    }
+
+    /// Descriptors in all.
+    pub fn total(&self) -> u64 {
+        let inside = (self.connections - self.outside) as u64;
+        self.listeners as u64 + 2 * inside + self.outside as u64 + FD_RESERVE
+    }
+
+    /// The limit worth asking for: room for a storm's extra connections
+    /// (HTTP/1.1 opens one per attempt in flight).
+    fn wanted(&self) -> u64 {
+        match self.transport {
+            Transport::Http1 => (self.listeners as u64 + self.calls as u64) * 8 + 1024,
+            Transport::Http2 => self.total() + self.outside as u64 * 8 + 1024,
+        }
+    }
 }
 
 /// Raises the soft open-file limit toward the hard one when a big fleet
-/// needs it (each service holds a listener and pooled connections), and
-/// refuses a fleet that cannot fit even then.
-fn raise_fd_limit(services: usize, calls: usize) -> Result<(), FleetError> {
-    let want = (services as u64 + calls as u64) * 8 + 1024;
+/// needs it, and refuses a fleet that cannot fit even then.
+fn raise_fd_limit(need: &FdNeed) -> Result<(), FleetError> {
+    let want = need.wanted();
     let Ok((soft, hard)) = rlimit::Resource::NOFILE.get() else {
         return Ok(());
     };
@@ -615,13 +712,10 @@ fn raise_fd_limit(services: usize, calls: usize) -> Result<(), FleetError> {
     if soft < want && rlimit::Resource::NOFILE.set(want.min(hard), hard).is_ok() {
         limit = want.min(hard);
     }
-    let need = fd_need(services, calls);
-    if limit < need {
+    if limit < need.total() {
         return Err(FleetError::FdLimit {
-            need,
+            need: need.clone(),
             limit,
-            services,
-            calls,
         });
     }
     Ok(())

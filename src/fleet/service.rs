@@ -24,7 +24,6 @@ use crate::ownership::DependencyMode;
 use crate::topology::{Fault, Phase, Service};
 
 use super::workers::{QueueFull, Workers};
-use super::FleetError;
 
 /// One entry of a service's calls while the fleet runs.
 #[derive(Debug, Clone)]
@@ -154,23 +153,10 @@ impl ServiceRuntime {
         server: Arc<ServerConfig>,
         addr: Option<SocketAddr>,
         seed: u64,
-        plain: bool,
+        plain: Option<reqwest::Client>,
         metrics: &Arc<Metrics>,
-    ) -> Result<ServiceRuntime, FleetError> {
-        let plain = plain
-            .then(|| {
-                reqwest::Client::builder()
-                    .no_proxy()
-                    .tcp_nodelay(true)
-                    .pool_max_idle_per_host(256)
-                    .build()
-            })
-            .transpose()
-            .map_err(|source| FleetError::HttpClient {
-                service: spec.name.clone(),
-                source,
-            })?;
-        Ok(ServiceRuntime {
+    ) -> ServiceRuntime {
+        ServiceRuntime {
             id,
             replica,
             replicated: spec.replicas > 1,
@@ -194,7 +180,7 @@ impl ServiceRuntime {
             server,
             plain,
             metrics: metrics.clone(),
-        })
+        }
     }
 
     /// The service's index in the topology.

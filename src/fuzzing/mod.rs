@@ -75,7 +75,7 @@ fn check_bounds(t: &Topology) {
         assert!(r.entry < n, "root {k} exists");
         // A root is reached by no path from itself (no cycle).
         assert_eq!(
-            t.services[r.entry].root_multiplicity.get(k).copied(),
+            t.services[r.entry].root_multiplicity.get(k),
             Some(1.0),
             "root {k} gets each of its requests once"
         );

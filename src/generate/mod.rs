@@ -120,6 +120,11 @@ fn write(mesh: &Mesh, args: &GenerateArgs, params: &like::Params) -> String {
         t.len(),
     );
     let _ = writeln!(y, "name: {like}-{n}");
+    y.push_str(
+        "# Services call each other over HTTP/2, one connection per callee that its callers\n\
+         # share, as behind a sidecar: a mesh of thousands fits the open-file limit.\n\
+         transport: http2\n",
+    );
     let _ = writeln!(
         y,
         "description: >\n  A synthetic mesh of {n} services shaped like {like}'s production call graphs (seed {}).",
@@ -183,6 +188,7 @@ mod tests {
             assert_eq!(t.load.roots.len(), 52);
             assert!((t.load.rps - 100.0).abs() < 0.1, "{}", t.load.rps);
             assert!(a.contains("Huye") || a.contains("TPDS"));
+            assert_eq!(t.transport, crate::topology::Transport::Http2);
         }
     }
 }

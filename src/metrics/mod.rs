@@ -180,6 +180,13 @@ impl LatencySummary {
     }
 }
 
+/// A sample larger than this marks a mesh of thousands of services:
+/// [`Series::plan`] samples it at most once a second.
+pub const LARGE_SAMPLE: usize = 1 << 20;
+
+/// What a mesh of thousands keeps in samples ([`Series::plan`]).
+pub const LARGE_RING: usize = 256 << 20;
+
 /// A ring of samples with a fixed capacity and a fixed memory: the first
 /// sample is copied into every slot, so the whole ring is allocated and
 /// touched at the start, and later samples overwrite slots in place. A long
@@ -213,6 +220,39 @@ impl Series {
             + 128)
             .max(1);
         (bytes / per).clamp(120, max.max(120))
+    }
+
+    /// Bytes a sample of a fleet of this many services and edges holds.
+    pub fn sample_bytes(services: usize, edges: usize) -> usize {
+        services * std::mem::size_of::<ServiceCounts>()
+            + edges * std::mem::size_of::<EdgeCounts>()
+            + 128
+    }
+
+    /// The sampling period and the ring's capacity for a fleet of this
+    /// many services and edges, asked to sample every `tick` and read
+    /// windows of `window`, in `bytes`. A small fleet keeps `tick` and
+    /// between 120 samples and an hour's. A mesh of thousands, whose
+    /// samples are megabytes each (8,187 nodes and 29,828 edges: 7 MB),
+    /// would hold a gigabyte in 120 of them and copy megabytes four times
+    /// a second: past [`LARGE_SAMPLE`] it samples at least every second
+    /// and keeps what [`LARGE_RING`] holds, never fewer than two windows'
+    /// worth and eight more.
+    pub fn plan(
+        services: usize,
+        edges: usize,
+        tick: Duration,
+        window: Duration,
+        bytes: usize,
+    ) -> (Duration, usize) {
+        let hour = |tick: Duration| (3_600_000 / tick.as_millis().max(1)) as usize;
+        let per = Self::sample_bytes(services, edges);
+        if per <= LARGE_SAMPLE {
+            return (tick, Self::capacity_for(services, edges, bytes, hour(tick)));
+        }
+        let tick = tick.max(Duration::from_secs(1));
+        let least = (2 * window.as_millis() / tick.as_millis().max(1)) as usize + 8;
+        (tick, (LARGE_RING / per).clamp(least, hour(tick).max(least)))
     }
 
     /// Adds a sample, overwriting the oldest when full.
@@ -439,5 +479,22 @@ mod tests {
         let big = Series::capacity_for(1000, 2000, 16 << 20, 14_400);
         assert!(big < small && big >= 120);
         assert_eq!(Series::capacity_for(7, 6, 16 << 20, 100), 120);
+    }
+
+    #[test]
+    fn a_mesh_of_thousands_samples_each_second_in_a_bounded_ring() {
+        let (tick, window) = (Duration::from_millis(250), Duration::from_secs(2));
+        let (t, cap) = Series::plan(7, 6, tick, window, 32 << 20);
+        assert_eq!(t, tick);
+        assert_eq!(cap, Series::capacity_for(7, 6, 32 << 20, 14_400));
+        let (t, cap) = Series::plan(8_187, 29_828, tick, window, 32 << 20);
+        assert_eq!(t, Duration::from_secs(1));
+        let per = Series::sample_bytes(8_187, 29_828);
+        assert!(per > LARGE_SAMPLE, "{per}");
+        assert_eq!(cap, LARGE_RING / per);
+        assert!(cap * per <= LARGE_RING && cap >= 12, "{cap}");
+        // Never fewer than two windows and eight more.
+        let (_, cap) = Series::plan(200_000, 400_000, tick, Duration::from_secs(30), 32 << 20);
+        assert_eq!(cap, 68);
     }
 }

@@ -70,6 +70,9 @@ pub struct EdgeState {
     breaker: Mutex<Option<Breaker>>,
     /// Attempts in flight on this edge, like a client's connection pool.
     slots: Slots,
+    /// Whether the callee is served by this process, and so reached over
+    /// the client's mesh connections when it has them.
+    in_process: bool,
 }
 
 /// Attempts one edge keeps in flight at most. An attempt that cannot get a
@@ -115,7 +118,15 @@ impl EdgeState {
             budget: Mutex::new(budget),
             breaker: Mutex::new(breaker),
             slots: Slots::new(MAX_IN_FLIGHT_PER_EDGE),
+            in_process: false,
         }
+    }
+
+    /// The same edge to a callee served by this process: a client with
+    /// mesh connections ([`RetryClient::with_mesh`]) calls it over them.
+    pub fn in_process(mut self) -> EdgeState {
+        self.in_process = true;
+        self
     }
 
     /// The callee's URL (its first replica's).
@@ -269,9 +280,38 @@ impl Reply {
     };
 }
 
+/// An HTTP/1.1 client for calls between services: a pool per callee of up
+/// to 256 idle connections (one per attempt in flight, as many as an
+/// edge allows), kept for 30 s.
+pub fn http1_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(30))
+        .pool_max_idle_per_host(MAX_IN_FLIGHT_PER_EDGE)
+        .build()
+        .expect("a plain-HTTP reqwest client always builds")
+}
+
+/// An HTTP/2 client for calls between the services of one process: clear
+/// text with prior knowledge, one connection per callee multiplexing
+/// every call to it, kept while the fleet runs.
+pub fn http2_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .http2_prior_knowledge()
+        .pool_idle_timeout(None)
+        .build()
+        .expect("a plain-HTTP reqwest client always builds")
+}
+
 /// A calling service's HTTP client with the retry layer.
 pub struct RetryClient {
     http: reqwest::Client,
+    /// The connections to callees in this process, when they are apart
+    /// from `http` (HTTP/2, shared by every caller).
+    mesh: Option<reqwest::Client>,
     service: usize,
     header: HeaderName,
     observer: Arc<dyn Observer>,
@@ -313,23 +353,37 @@ impl RetryClient {
         observer: Arc<dyn Observer>,
         seed: u64,
     ) -> Result<RetryClient, BadHeaderName> {
+        Self::over(service, header, observer, seed, http1_client())
+    }
+
+    /// A client like [`RetryClient::new`]'s, over `http` (a pool shared
+    /// with other services' clients: cloning a `reqwest::Client` shares
+    /// its connections).
+    pub fn over(
+        service: usize,
+        header: &str,
+        observer: Arc<dyn Observer>,
+        seed: u64,
+        http: reqwest::Client,
+    ) -> Result<RetryClient, BadHeaderName> {
         let header =
             HeaderName::from_bytes(header.as_bytes()).map_err(|_| BadHeaderName(header.into()))?;
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .tcp_nodelay(true)
-            .pool_idle_timeout(Duration::from_secs(30))
-            .pool_max_idle_per_host(256)
-            .build()
-            .expect("a plain-HTTP reqwest client always builds");
         Ok(RetryClient {
             http,
+            mesh: None,
             service,
             header,
             observer,
             epoch: Instant::now(),
             rng: Mutex::new(SmallRng::seed_from_u64(seed)),
         })
+    }
+
+    /// Calls callees served by this process ([`EdgeState::in_process`])
+    /// over `mesh` instead.
+    pub fn with_mesh(mut self, mesh: reqwest::Client) -> RetryClient {
+        self.mesh = Some(mesh);
+        self
     }
 
     /// Time on this client's clock: what its edges' budgets and breakers
@@ -370,7 +424,11 @@ impl RetryClient {
                 (slot, left)
             }
         };
-        let mut req = self.http.get(url);
+        let http = match &self.mesh {
+            Some(mesh) if edge.in_process => mesh,
+            _ => &self.http,
+        };
+        let mut req = http.get(url);
         if let Some(t) = trace {
             req = req.header(&TRACE, t.header_value());
         }

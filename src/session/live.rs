@@ -105,7 +105,7 @@ impl std::fmt::Debug for Live {
 impl Live {
     /// Starts the fleet in the state `topology` describes and (unless
     /// `opts.load` is off) the load.
-    pub async fn start(topology: Topology, opts: LiveOptions) -> Result<Live, SessionError> {
+    pub async fn start(topology: Topology, mut opts: LiveOptions) -> Result<Live, SessionError> {
         let fleet = Fleet::spawn(
             Arc::new(topology.clone()),
             FleetOptions {
@@ -177,12 +177,14 @@ impl Live {
         // A node's own series serves only its /state and its exit table:
         // the session reading the fleet keeps the run's.
         let node = opts.placement.as_ref().is_some_and(|p| p.local.is_some());
-        let cap = Series::capacity_for(
+        let (tick, cap) = Series::plan(
             topology.services.len(),
             topology.edges.len(),
+            opts.tick,
+            opts.window,
             if node { 4 << 20 } else { 32 << 20 },
-            (Duration::from_secs(3600).as_millis() / opts.tick.as_millis().max(1)) as usize,
         );
+        opts.tick = tick;
         let base = fleet.metrics().counts();
         let state = LabState::of(&topology);
         let prediction = model::predict(&topology, &topology.policy);

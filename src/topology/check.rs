@@ -7,6 +7,9 @@
 
 use std::fmt::Write as _;
 
+/// The most roots `check` names; a mesh's busiest first, the rest counted.
+const MAX_ROOTS_NAMED: usize = 10;
+
 use super::{model, BudgetSetting, Policy, PolicyFields, Preset, Service, Topology};
 use crate::format::{fmt_duration, fmt_num, table, Align};
 use crate::ownership::{is_error_status, DependencyMode};
@@ -180,10 +183,15 @@ fn write_settings(out: &mut String, t: &Topology) {
         super::Arrival::Poisson => "poisson",
     };
     if t.load.many_roots() {
-        let roots: Vec<String> = t
-            .load
-            .roots
+        // A mesh of hundreds of roots names its busiest and counts the rest.
+        let mut busiest: Vec<&super::Root> = t.load.roots.iter().collect();
+        if busiest.len() > MAX_ROOTS_NAMED {
+            busiest.sort_by(|a, b| b.rps.total_cmp(&a.rps));
+        }
+        let left = busiest.len().saturating_sub(MAX_ROOTS_NAMED);
+        let mut roots: Vec<String> = busiest
             .iter()
+            .take(MAX_ROOTS_NAMED)
             .map(|r| {
                 format!(
                     "{} at {} rps ({})",
@@ -193,6 +201,13 @@ fn write_settings(out: &mut String, t: &Topology) {
                 )
             })
             .collect();
+        if left > 0 {
+            roots.push(format!(
+                "and {left} more ({} roots, {} rps in all)",
+                t.load.roots.len(),
+                fmt_num(t.load.rps)
+            ));
+        }
         let _ = writeln!(out, "roots      {}", roots.join(", "));
     } else {
         let _ = writeln!(

@@ -12,6 +12,7 @@ pub mod check;
 mod error;
 pub mod generate;
 pub mod model;
+mod per_root;
 mod policy;
 mod policy_spec;
 pub mod sim;
@@ -25,6 +26,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::ownership::{Attribution, DependencyMode, DEFAULT_CLAIM_HEADER};
+
+pub use per_root::PerRoot;
 
 /// The resolved policy of one edge lives with the mechanism that reads it;
 /// [`Policy::for_edge`] produces it from the topology's settings.
@@ -117,6 +120,36 @@ pub struct Topology {
     pub edges: Vec<Edge>,
     /// A raw `scenario:` key, parsed by the scenario module.
     pub scenario: Option<crate::yaml::Value>,
+    /// `transport:`: how the services in one process reach each other.
+    pub transport: Transport,
+}
+
+/// How the services of one process call each other (`transport:`). Every
+/// hop is a real HTTP exchange on a real loopback socket either way; what
+/// changes is how many sockets a fleet holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// HTTP/1.1: each calling service keeps a pool of its own, a
+    /// connection per call it has in flight to a callee, so a fleet holds
+    /// at least two descriptors per edge.
+    #[default]
+    Http1,
+    /// HTTP/2 in clear text (prior knowledge): one connection per callee,
+    /// which every caller in the process multiplexes its calls over, as
+    /// the callers behind one sidecar do; two descriptors per callee. Calls
+    /// to services outside the process stay HTTP/1.1.
+    Http2,
+}
+
+impl Transport {
+    /// The name used in YAML.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Http1 => "http1",
+            Transport::Http2 => "http2",
+        }
+    }
 }
 
 impl Topology {
@@ -201,13 +234,9 @@ impl Topology {
         t.load.arrival = root.arrival;
         t.load.roots = vec![root];
         for s in &mut t.services {
-            let m = s
-                .root_multiplicity
-                .get(k)
-                .copied()
-                .unwrap_or(s.multiplicity);
+            let m = s.root_multiplicity.get(k).unwrap_or(s.multiplicity);
             s.multiplicity = m;
-            s.root_multiplicity = std::sync::Arc::new([m]);
+            s.root_multiplicity = PerRoot::one(m);
         }
         t
     }
@@ -221,10 +250,9 @@ impl Topology {
         if roots.len() < 2 || s.root_multiplicity.len() != roots.len() {
             return roots_at(self.load.entry) * s.multiplicity;
         }
-        roots
-            .iter()
-            .zip(s.root_multiplicity.iter())
-            .map(|(r, m)| roots_at(r.entry) * m)
+        s.root_multiplicity
+            .reaching()
+            .map(|(k, m)| roots_at(roots[k].entry) * m)
             .sum()
     }
 
@@ -452,7 +480,7 @@ pub struct Service {
     /// per request of that root. Shared, not copied, by the clones a
     /// topology of many roots makes of itself (one per root, each with a
     /// list as long as the roots).
-    pub root_multiplicity: std::sync::Arc<[f64]>,
+    pub root_multiplicity: PerRoot,
     /// `replicas:` listeners behind its name (1: no replicas); workers,
     /// queue and capacity are per replica.
     pub replicas: u32,

@@ -69,6 +69,9 @@ pub struct TopologySpec {
     /// `scenario:`, kept raw for the scenario module.
     #[serde(default)]
     pub scenario: Option<yaml::Value>,
+    /// `transport:` http1 | http2.
+    #[serde(default)]
+    pub transport: super::Transport,
 }
 
 /// `ownership:`.

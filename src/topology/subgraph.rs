@@ -56,11 +56,7 @@ impl Topology {
             .iter()
             .map(|&v| {
                 let s = &self.services[v];
-                let m = s
-                    .root_multiplicity
-                    .get(k)
-                    .copied()
-                    .unwrap_or(s.multiplicity);
+                let m = s.root_multiplicity.get(k).unwrap_or(s.multiplicity);
                 let mut s = s.clone();
                 s.calls = s
                     .calls
@@ -70,7 +66,7 @@ impl Topology {
                     .collect();
                 s.group = new[s.group];
                 s.multiplicity = m;
-                s.root_multiplicity = std::sync::Arc::new([m]);
+                s.root_multiplicity = super::PerRoot::one(m);
                 s
             })
             .collect();
@@ -91,6 +87,7 @@ impl Topology {
             services,
             edges,
             scenario: None,
+            transport: self.transport,
         };
         (t, old)
     }

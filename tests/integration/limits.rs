@@ -104,3 +104,88 @@ fn running_out_of_files_mid_run_marks_the_run_saturated() {
         "{out}"
     );
 }
+
+/// Twenty services that each call the same twenty leaves, one after
+/// another: 400 calls between 41 services.
+fn bipartite(transport: &str) -> String {
+    let mut y = format!("name: bipartite\n{transport}load: {{ rps: 20 }}\nservices:\n");
+    let mids: Vec<String> = (0..20).map(|m| format!("m{m}")).collect();
+    let leaves: Vec<String> = (0..20).map(|l| format!("l{l}")).collect();
+    let _ = writeln!(y, "  entry: {{ calls: [{}] }}", mids.join(", "));
+    for m in &mids {
+        let _ = writeln!(y, "  {m}: {{ calls: [{}] }}", leaves.join(", "));
+    }
+    for l in &leaves {
+        let _ = writeln!(y, "  {l}: {{}}");
+    }
+    y
+}
+
+/// Over HTTP/2 every caller in the process shares one connection per
+/// callee, so a mesh of many calls to few callees fits where HTTP/1.1,
+/// a connection per call at the least, is refused, and the refusal says
+/// so with both figures. The run then carries its load as the model says
+/// (each leaf called by every middle service: 20 × the entry's rate).
+#[test]
+fn over_http2_a_mesh_fits_where_http1_is_refused() {
+    let _fleet = crate::common::fleet_lock();
+    let dir = std::env::temp_dir();
+    let run = |name: &str, yaml: String, report: Option<&std::path::Path>| {
+        let file = dir.join(format!("chaoslab-{name}-{}.yaml", std::process::id()));
+        std::fs::write(&file, yaml).unwrap();
+        let report = report.map_or(String::new(), |r| format!(" --report {}", r.display()));
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n 512 && exec {} run {} --headless --duration 3s --warmup 1s --policy none{report}",
+                env!("CARGO_BIN_EXE_chaoslab"),
+                file.display()
+            ))
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&file);
+        o
+    };
+    let o = run("bipartite-1", bipartite(""), None);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    // 41 listeners + 2 × 420 calls + 128; over HTTP/2, 41 + 2 × 40 + 128.
+    assert!(
+        err.contains("needs at least 1009 open files") && err.contains("may open 512"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Over HTTP/2 it needs 249, which fits: add `transport: http2`"),
+        "{err}"
+    );
+
+    let report = dir.join(format!("chaoslab-bipartite-{}.json", std::process::id()));
+    let o = run(
+        "bipartite-2",
+        bipartite("transport: http2\n"),
+        Some(&report),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&report);
+    assert_eq!(v["saturated"], false, "{}", v["saturation"]);
+    assert_eq!(v["root"]["availability"], 1.0, "{}", v["root"]);
+    let entry = v["root"]["requests"].as_f64().unwrap();
+    assert!(entry >= 50.0, "{}", v["root"]);
+    for n in v["nodes"].as_array().unwrap() {
+        let (name, requests) = (n["name"].as_str().unwrap(), n["requests"].as_f64().unwrap());
+        let want = match name.as_bytes()[0] {
+            b'e' | b'm' => entry,
+            _ => 20.0 * entry,
+        };
+        // Every hop answered: a window's edges see the same requests,
+        // give or take those in flight at its ends.
+        assert!(
+            (requests - want).abs() <= 0.03 * want + 2.0,
+            "{name}: {requests} of {want}"
+        );
+    }
+}

@@ -6,11 +6,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Router;
-use tokio::net::TcpListener;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tower::Layer;
 
@@ -30,6 +35,7 @@ pub(in crate::fleet) type Route = (String, Arc<ServiceRuntime>, OwnershipLayer);
 pub(in crate::fleet) async fn serve(
     routes: Vec<Route>,
     listener: TcpListener,
+    streams: u32,
     shutdown: watch::Receiver<bool>,
 ) {
     let Some((_, rt, layer)) = routes.first().cloned() else {
@@ -40,9 +46,9 @@ pub(in crate::fleet) async fn serve(
         // The layer wraps the whole router, as middleware that sees every
         // request does, rather than being boxed into each route.
         if rt.plain.is_some() {
-            serve_with(rt, listener, app, shutdown).await;
+            serve_with(rt, (listener, streams), app, shutdown).await;
         } else {
-            serve_with(rt, listener, layer.layer(app), shutdown).await;
+            serve_with(rt, (listener, streams), layer.layer(app), shutdown).await;
         }
         return;
     }
@@ -65,12 +71,15 @@ pub(in crate::fleet) async fn serve(
             ),
         )
     });
-    serve_with(rt, listener, app, shutdown).await;
+    serve_with(rt, (listener, streams), app, shutdown).await;
 }
+
+/// HTTP/2 streams a connection may open at once at the least.
+const MIN_STREAMS: u32 = 256;
 
 async fn serve_with<S>(
     rt: Arc<ServiceRuntime>,
-    listener: TcpListener,
+    (listener, streams): (TcpListener, u32),
     app: S,
     mut shutdown: watch::Receiver<bool>,
 ) where
@@ -84,6 +93,13 @@ async fn serve_with<S>(
     let addr = rt.addr;
     let mut listener = Some(listener);
     let mut down = rt.down.subscribe();
+    // HTTP/1.1 or HTTP/2 (told by the connection's first bytes), as axum
+    // serves; HTTP/2 with room for every stream the callers' edges may
+    // have in flight, where hyper's default of 200 would queue the rest
+    // out of sight in the callers' connection.
+    let mut http = auto::Builder::new(TokioExecutor::new());
+    http.http2()
+        .max_concurrent_streams(streams.max(MIN_STREAMS));
     loop {
         if *shutdown.borrow() {
             return;
@@ -106,26 +122,43 @@ async fn serve_with<S>(
                 None => return,
             },
         };
-        let l = Accepting {
+        let mut l = Accepting {
             inner: l,
             metrics: rt.metrics.clone(),
         };
-        let make = axum::ServiceExt::<Request>::into_make_service(app.clone());
-        let server =
-            axum::serve(l, make).with_graceful_shutdown(stopping(down.clone(), shutdown.clone()));
+        let open = GracefulShutdown::new();
+        let stop = stopping(down.clone(), shutdown.clone());
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                io = l.accept() => {
+                    let app = app.clone();
+                    let answer = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+                        let mut app = app.clone();
+                        async move {
+                            std::future::poll_fn(|cx| app.poll_ready(cx)).await?;
+                            app.call(req.map(Body::new)).await
+                        }
+                    });
+                    let conn = open.watch(http.serve_connection(TokioIo::new(io), answer).into_owned());
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                }
+                _ = &mut stop => break,
+            }
+        }
+        // Closed: callers now get connection refused.
+        drop(l);
         // A connection that never finishes its request (a client sending
         // its headers a byte a second) would hold a graceful shutdown
         // forever: the run past its end, a service that went down from
         // coming back up. Open connections get `SHUTDOWN_GRACE` to finish;
         // after that the loop goes on without waiting for them (their
         // tasks end with the runtime).
-        let grace = async {
-            stopping(down.clone(), shutdown.clone()).await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        };
         tokio::select! {
-            _ = server => {}
-            _ = grace => {}
+            _ = open.shutdown() => {}
+            _ = tokio::time::sleep(SHUTDOWN_GRACE) => {}
         }
     }
 }
@@ -144,16 +177,13 @@ struct Accepting {
 /// resources.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
-impl axum::serve::Listener for Accepting {
-    type Io = tokio::net::TcpStream;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+impl Accepting {
+    async fn accept(&mut self) -> TcpStream {
         loop {
             match self.inner.accept().await {
-                Ok((s, a)) => {
+                Ok((s, _)) => {
                     let _ = s.set_nodelay(true);
-                    return (s, a);
+                    return s;
                 }
                 // The peer gave up before it was accepted: nothing to wait for.
                 Err(e)
@@ -169,10 +199,6 @@ impl axum::serve::Listener for Accepting {
                 }
             }
         }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.inner.local_addr()
     }
 }
 

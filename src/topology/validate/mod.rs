@@ -190,6 +190,7 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
 
     let d = OwnershipSettings::default();
     Ok(Topology {
+        transport: spec.transport,
         name: spec.name,
         description: spec.description,
         ownership: OwnershipSettings {
@@ -315,7 +316,7 @@ fn services_and_edges(
             cancel: s.cancel.unwrap_or(false),
             depth: 0,
             multiplicity: 0.0,
-            root_multiplicity: std::sync::Arc::new([]),
+            root_multiplicity: super::PerRoot::default(),
             replicas: s.replicas.unwrap_or(1),
             group,
             endpoint: node.endpoint.map(str::to_string),
@@ -500,7 +501,7 @@ fn layer(services: &mut [Service], edges: &[Edge], order: &[ServiceId], roots: &
     for (i, (s, m)) in services.iter_mut().zip(per_root).enumerate() {
         s.depth = depth[i];
         s.multiplicity = multiplicity[i];
-        s.root_multiplicity = m.into();
+        s.root_multiplicity = super::PerRoot::from_dense(&m);
     }
 }
 
