@@ -13,7 +13,7 @@ use crate::topology::{model, Topology};
 /// `chaoslab check`.
 pub fn check(args: CheckArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
-    let text = crate::topology::check::render_check(&t);
+    let text = crate::topology::check::render_check_simulated(&t, args.simulate);
     crate::error::write_or_print(None, &text, "check")
 }
 

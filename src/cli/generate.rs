@@ -14,6 +14,10 @@ pub enum Like {
     /// Alibaba's 2021 traces: children sets of 1 to 10, call graphs 2 to 6
     /// deep, 16.2% of calls repeated.
     Alibaba,
+    /// Uber's incident of 18 November 2025: a mesh like Meta's with a
+    /// Core Entity service more than five levels deep, reached through
+    /// paths on which four to nine hops retry (SPEC section 14).
+    UberIncident,
 }
 
 impl Like {

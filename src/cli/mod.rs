@@ -436,6 +436,11 @@ pub struct ModelArgs {
 pub struct CheckArgs {
     /// The topology file.
     pub topology: PathBuf,
+    /// With many roots, also find each root's static radius by a
+    /// simulation of the rules on the subgraph it reaches (seconds on a
+    /// mesh of thousands), beside the model's search.
+    #[arg(long)]
+    pub simulate: bool,
 }
 
 /// `chaoslab serve`.

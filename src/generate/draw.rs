@@ -48,6 +48,9 @@ pub struct Call {
     pub count: u32,
     /// Share of requests that make it.
     pub p: f64,
+    /// Whether the call may be retried (its edge's policy otherwise says
+    /// `attempts: 1`).
+    pub retries: bool,
 }
 
 /// A generated service.
@@ -60,6 +63,10 @@ pub struct Service {
     pub level: usize,
     /// Its endpoints' calls (one endpoint: a plain service).
     pub endpoints: Vec<Vec<Call>>,
+    /// Whether it runs the ownership middleware.
+    pub ownership: bool,
+    /// Whether it drops its request context on its calls.
+    pub context_dropped: bool,
 }
 
 /// A generated mesh and what was measured on it.
@@ -266,6 +273,8 @@ pub fn mesh(n: usize, params: &Params, seed: u64) -> Mesh {
             },
             level: level[t],
             endpoints: vec![vec![]; kinds[t]],
+            ownership: true,
+            context_dropped: false,
         })
         .collect();
     let mut fan_outs = vec![];
@@ -297,6 +306,7 @@ pub fn mesh(n: usize, params: &Params, seed: u64) -> Mesh {
                 endpoint,
                 count,
                 p: 1.0,
+                retries: true,
             });
         }
     }

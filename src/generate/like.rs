@@ -34,7 +34,8 @@ const ALIBABA_ROLES: [f64; 3] = [0.13, 0.48, 0.39];
 /// The parameters `like` stands for.
 pub fn params(like: Like) -> Params {
     match like {
-        Like::Meta => Params {
+        // Uber's incident is grafted onto a mesh drawn like Meta's.
+        Like::Meta | Like::UberIncident => Params {
             roles: ALIBABA_ROLES,
             fan_out: &[(0.0, 1.0), (0.5, 4.0), (0.9, 13.0), (0.99, 100.0), (1.0, 300.0)],
             depth: 19,

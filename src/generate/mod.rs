@@ -6,6 +6,7 @@
 //! is written is checked as `chaoslab check` would before it is written.
 
 pub mod draw;
+pub mod incident;
 pub mod like;
 
 use std::fmt::Write as _;
@@ -24,9 +25,14 @@ pub fn run(args: GenerateArgs) -> Result<(), RunError> {
 
 /// The topology text `args` asks for, checked.
 pub fn generate(args: &GenerateArgs) -> Result<String, RunError> {
-    let params = like::params(args.like);
-    let mesh = draw::mesh(args.services as usize, &params, args.seed);
-    let yaml = write(&mesh, args, &params);
+    let yaml = match args.like {
+        crate::cli::Like::UberIncident => incident::write(args)?,
+        like => {
+            let params = like::params(like);
+            let mesh = draw::mesh(args.services as usize, &params, args.seed);
+            write(&mesh, args, &params, &Extra::default())
+        }
+    };
     Topology::from_yaml(&yaml, "the generated topology")?;
     Ok(yaml)
 }
@@ -55,18 +61,46 @@ fn calls(mesh: &Mesh, calls: &[draw::Call]) -> String {
         .iter()
         .map(|c| {
             let to = target(mesh, c.to, c.endpoint);
-            match (c.count, c.p < 1.0) {
-                (1, false) => to,
-                (1, true) => format!("{{ to: {to}, p: {} }}", c.p),
-                (k, false) => format!("{{ to: {to}, count: {k} }}"),
-                (k, true) => format!("{{ to: {to}, count: {k}, p: {} }}", c.p),
+            let mut keys = vec![];
+            if c.count != 1 {
+                keys.push(format!("count: {}", c.count));
+            }
+            if c.p < 1.0 {
+                keys.push(format!("p: {}", c.p));
+            }
+            if !c.retries {
+                keys.push("policy: { attempts: 1 }".to_string());
+            }
+            if keys.is_empty() {
+                to
+            } else {
+                format!("{{ to: {to}, {} }}", keys.join(", "))
             }
         })
         .collect();
     list.join(", ")
 }
 
-fn write(mesh: &Mesh, args: &GenerateArgs, params: &like::Params) -> String {
+/// What a mesh adds to the drawn one: header lines, a name and a
+/// description of its own, a policy, roots and services (YAML lines).
+#[derive(Debug, Default)]
+pub struct Extra {
+    /// Comment lines after the drawn mesh's (without `# `).
+    pub header: Vec<String>,
+    /// The topology's name and description, instead of the mesh's.
+    pub name: Option<(String, String)>,
+    /// A `policy:` line.
+    pub policy: Option<String>,
+    /// Root requests per second over the drawn mesh's roots, instead of
+    /// `--rps`.
+    pub rps: Option<f64>,
+    /// More roots, `- { entry: .., rps: .. }` lines.
+    pub roots: Vec<String>,
+    /// More services, indented as under `services:`.
+    pub services: String,
+}
+
+fn write(mesh: &Mesh, args: &GenerateArgs, params: &like::Params, extra: &Extra) -> String {
     let like = args.like.name();
     let n = mesh.services.len();
     let roles = |r: Role| mesh.services.iter().filter(|s| s.role == r).count();
@@ -119,38 +153,73 @@ fn write(mesh: &Mesh, args: &GenerateArgs, params: &like::Params) -> String {
         t.last().copied().unwrap_or(0),
         t.len(),
     );
-    let _ = writeln!(y, "name: {like}-{n}");
+    for line in &extra.header {
+        let _ = writeln!(y, "# {line}");
+    }
+    match &extra.name {
+        Some((name, _)) => {
+            let _ = writeln!(y, "name: {name}");
+        }
+        None => {
+            let _ = writeln!(y, "name: {like}-{n}");
+        }
+    }
     y.push_str(
         "# Services call each other over HTTP/2, one connection per callee that its callers\n\
          # share, as behind a sidecar: a mesh of thousands fits the open-file limit.\n\
          transport: http2\n",
     );
-    let _ = writeln!(
-        y,
-        "description: >\n  A synthetic mesh of {n} services shaped like {like}'s production call graphs (seed {}).",
-        args.seed
-    );
+    match &extra.name {
+        Some((_, about)) => {
+            let _ = writeln!(y, "description: >\n  {about}");
+        }
+        None => {
+            let _ = writeln!(
+                y,
+                "description: >\n  A synthetic mesh of {n} services shaped like {like}'s production call graphs (seed {}).",
+                args.seed
+            );
+        }
+    }
+    if let Some(p) = &extra.policy {
+        let _ = writeln!(y, "{p}");
+    }
     y.push_str("load:\n  entries:\n");
+    let total = extra.rps.unwrap_or(args.rps);
     for (i, share) in mesh.shares.iter().enumerate() {
-        let rps = ((args.rps * share) * 1e4).round().max(1.0) / 1e4;
+        let rps = ((total * share) * 1e4).round().max(1.0) / 1e4;
         let _ = writeln!(y, "    - {{ entry: {}, rps: {rps} }}", name(mesh, i));
+    }
+    for r in &extra.roots {
+        let _ = writeln!(y, "    {r}");
     }
     y.push_str("services:\n");
     for (i, s) in mesh.services.iter().enumerate() {
+        let mut flags = String::new();
+        if !s.ownership {
+            flags.push_str("ownership: false, ");
+        }
+        if s.context_dropped {
+            flags.push_str("context: dropped, ");
+        }
         if s.endpoints.len() <= 1 {
             let mine = s
                 .endpoints
                 .first()
                 .map(|c| calls(mesh, c))
                 .unwrap_or_default();
-            if mine.is_empty() {
+            if mine.is_empty() && flags.is_empty() {
                 let _ = writeln!(y, "  {}: {{}}", name(mesh, i));
             } else {
-                let _ = writeln!(y, "  {}: {{ calls: [{mine}] }}", name(mesh, i));
+                let _ = writeln!(y, "  {}: {{ {flags}calls: [{mine}] }}", name(mesh, i));
             }
             continue;
         }
-        let _ = writeln!(y, "  {}:\n    endpoints:", name(mesh, i));
+        let _ = writeln!(y, "  {}:", name(mesh, i));
+        for flag in flags.split(", ").filter(|f| !f.is_empty()) {
+            let _ = writeln!(y, "    {flag}");
+        }
+        y.push_str("    endpoints:\n");
         for (e, c) in s.endpoints.iter().enumerate() {
             let mine = calls(mesh, c);
             if mine.is_empty() {
@@ -160,6 +229,7 @@ fn write(mesh: &Mesh, args: &GenerateArgs, params: &like::Params) -> String {
             }
         }
     }
+    y.push_str(&extra.services);
     y
 }
 

@@ -93,7 +93,73 @@ pub struct Window<'a> {
     pub queue_peaks: Vec<u64>,
 }
 
+/// The retries ownership stopped on the paths through one immediate
+/// caller of a failing service: Uber's "requests stopped at an immediate
+/// caller and at its ancestors".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallerStops {
+    /// The immediate caller.
+    pub caller: usize,
+    /// The service it calls that claimed errors in the window.
+    pub owner: usize,
+    /// Retries suppressed on calls into the caller and into every service
+    /// above it.
+    pub stopped: u64,
+}
+
 impl Window<'_> {
+    /// For each immediate caller of a service that claimed errors in the
+    /// window (an owner), the retries suppressed on every call into that
+    /// caller or into a service above it, largest first; callers with none
+    /// are left out. Where the paths through two callers share no
+    /// service, their counts add up to [`Counts::spurious_avoided`].
+    pub fn stops_by_caller(&self) -> Vec<CallerStops> {
+        let t = self.topology;
+        let n = t.services.len().min(self.counts.services.len());
+        let owners: Vec<usize> = (0..n)
+            .filter(|&i| self.svc(i).claims_returned[0] > 0)
+            .collect();
+        if owners.is_empty() {
+            return vec![];
+        }
+        let mut into: Vec<Vec<usize>> = vec![vec![]; t.services.len()];
+        for (k, e) in t.edges.iter().enumerate() {
+            into[e.to].push(k);
+        }
+        let suppressed = |k: usize| self.counts.edges.get(k).map_or(0, |e| e.suppressed);
+        let mut seen = vec![usize::MAX; t.services.len()];
+        let mut out = vec![];
+        let mut mark = 0;
+        for &owner in &owners {
+            for &k in &into[owner] {
+                let caller = t.edges[k].from;
+                mark += 1;
+                seen[caller] = mark;
+                let mut stack = vec![caller];
+                let mut stopped = 0;
+                while let Some(v) = stack.pop() {
+                    for &k in &into[v] {
+                        stopped += suppressed(k);
+                        let u = t.edges[k].from;
+                        if seen[u] != mark {
+                            seen[u] = mark;
+                            stack.push(u);
+                        }
+                    }
+                }
+                if stopped > 0 {
+                    out.push(CallerStops {
+                        caller,
+                        owner,
+                        stopped,
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| b.stopped.cmp(&a.stopped).then(a.caller.cmp(&b.caller)));
+        out
+    }
+
     /// `n` events over the window, per second.
     pub fn rate(&self, n: u64) -> f64 {
         if self.dt > 0.0 {
@@ -456,6 +522,12 @@ catalogue! {
     /// Retries suppressed fleet-wide: the spurious requests ownership avoided.
     SpuriousAvoided = "spurious_avoided" at "spurious_avoided", Fleet Count "retries",
         None, |w, i| w.counts.spurious_avoided() as f64;
+    /// The retries ownership stopped on the paths through the immediate caller of a failing service that had the most: Uber's 200,000 at a single immediate caller.
+    SpuriousAvoidedTopCaller = "spurious_avoided_top_caller" at "spurious_avoided_by_caller.top", Fleet Count "retries",
+        None, |w, i| w.stops_by_caller().first().map_or(0, |c| c.stopped) as f64;
+    /// The retries ownership stopped, summed over the immediate callers of the failing services and their ancestors: Uber's 9.5 million, aggregated at the roots.
+    SpuriousAvoidedByCallers = "spurious_avoided_by_callers" at "spurious_avoided_by_caller.sum", Fleet Count "retries",
+        None, |w, i| w.stops_by_caller().iter().map(|c| c.stopped).sum::<u64>() as f64;
 }
 
 /// Root requests not sent (dropped or skipped), as a share of those due,

@@ -93,7 +93,16 @@ impl Record {
             counts.map(|c| c.edges.iter().map(EdgeCounts::attempt_latency_s).collect());
         (
             model::predict_with_latency(&t, &t.policy, latency.as_deref()),
-            model::static_radius(&t, &t.policy),
+            // With many roots, the largest of each root's, as searched
+            // once per state for every phase and window of a report.
+            if t.load.many_roots() {
+                super::roots::static_radii(&t, &t.policy)
+                    .into_iter()
+                    .max()
+                    .unwrap_or(0)
+            } else {
+                model::static_radius(&t, &t.policy)
+            },
         )
     }
 }

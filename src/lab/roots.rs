@@ -56,14 +56,65 @@ pub struct Radius {
 
 /// Each root's static radius under `policy` (0 where no single failure
 /// storms), for a topology of many roots (empty otherwise).
+///
+/// A report measures every phase and every expectation's window apart,
+/// each under the state in force, and a mesh of thousands of services and
+/// hundreds of roots takes a second or two a search: the last few answers
+/// are kept, keyed by what the search reads (the graph's shape, the
+/// policy, each edge's own policy, which services run no middleware or
+/// drop their context).
 pub fn static_radii(t: &Topology, policy: &Policy) -> Vec<usize> {
     if !t.load.many_roots() {
         return vec![];
     }
-    static_radius_per_root(t, policy)
+    let key = radii_key(t, policy);
+    let cache = RADII
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, radii)) = cache.iter().find(|(k, _)| *k == key) {
+        return radii.clone();
+    }
+    drop(cache);
+    let radii: Vec<usize> = static_radius_per_root(t, policy)
         .into_iter()
         .map(|r| r.map_or(0, |(_, r)| r))
-        .collect()
+        .collect();
+    let mut cache = RADII
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if cache.len() >= RADII_KEPT {
+        cache.remove(0);
+    }
+    cache.push((key, radii.clone()));
+    radii
+}
+
+/// How many answers [`static_radii`] keeps.
+const RADII_KEPT: usize = 8;
+
+type RadiiCache = std::sync::Mutex<Vec<(u64, Vec<usize>)>>;
+static RADII: RadiiCache = std::sync::Mutex::new(Vec::new());
+
+/// What a static radius search reads, hashed.
+fn radii_key(t: &Topology, policy: &Policy) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    t.name.hash(&mut h);
+    format!("{policy:?}").hash(&mut h);
+    for s in &t.services {
+        (
+            s.ownership,
+            s.context_dropped,
+            &s.calls,
+            s.root_multiplicity.len(),
+        )
+            .hash(&mut h);
+    }
+    for e in &t.edges {
+        (e.from, e.to, format!("{:?}{:?}", e.mode, e.policy)).hash(&mut h);
+    }
+    t.load.roots.iter().for_each(|r| r.entry.hash(&mut h));
+    h.finish()
 }
 
 /// Every root's figures over the window, for a topology of many (empty

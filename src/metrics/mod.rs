@@ -185,7 +185,7 @@ impl LatencySummary {
 pub const LARGE_SAMPLE: usize = 1 << 20;
 
 /// What a mesh of thousands keeps in samples ([`Series::plan`]).
-pub const LARGE_RING: usize = 256 << 20;
+pub const LARGE_RING: usize = 384 << 20;
 
 /// A ring of samples with a fixed capacity and a fixed memory: the first
 /// sample is copied into every slot, so the whole ring is allocated and

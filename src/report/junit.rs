@@ -247,6 +247,7 @@ mod tests {
             expectations,
             events: vec![],
             phases: vec![],
+            stops: vec![],
             series: None,
         }
     }

@@ -227,6 +227,12 @@ pub struct Report {
     pub services: Vec<ServiceReport>,
     /// Per edge.
     pub edges: Vec<EdgeReport>,
+    /// Per immediate caller of a failing service, the retries ownership
+    /// stopped on the paths through it (`spurious_avoided_top_caller` is
+    /// the first's; `spurious_avoided_by_callers` their sum), largest
+    /// first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stops: Vec<StopsReport>,
     /// Expectations checked.
     pub expectations: Vec<ExpectationReport>,
     /// Every action applied during the run, in order: from the timeline,
@@ -248,6 +254,19 @@ fn mode_name(m: DependencyMode) -> String {
         DependencyMode::FailClose => "fail-close".into(),
         DependencyMode::FailOpen => "fail-open".into(),
     }
+}
+
+/// The retries ownership stopped on the paths through one immediate
+/// caller of a failing service.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StopsReport {
+    /// The immediate caller.
+    pub caller: String,
+    /// The failing service it calls (it claimed errors in the window).
+    pub owner: String,
+    /// Retries suppressed on calls into the caller and into every service
+    /// above it.
+    pub stopped: u64,
 }
 
 /// The samples nearest the ends of `from..to`: the oldest at or after
@@ -424,6 +443,15 @@ impl Report {
                         limit,
                     }),
                     model_retries_per_root: w.prediction.edges[i].retries,
+                })
+                .collect(),
+            stops: w
+                .stops_by_caller()
+                .into_iter()
+                .map(|c| StopsReport {
+                    caller: t.services[c.caller].name.clone(),
+                    owner: t.services[c.owner].name.clone(),
+                    stopped: c.stopped,
                 })
                 .collect(),
             expectations: vec![],

@@ -23,7 +23,8 @@ pub const TOP_ROWS: usize = 20;
 pub enum Rows {
     /// Every service.
     All,
-    /// At most [`TOP_ROWS`]: the roots, then the highest amplification.
+    /// At most [`TOP_ROWS`]: the roots, then the highest amplification;
+    /// on a mesh of many roots, the most load above baseline.
     Top,
 }
 
@@ -82,6 +83,17 @@ fn body(r: &Report, which: Rows) -> String {
         root.count(Figure::StormRadiusStatic),
         root.count(Figure::SpuriousAvoided)
     );
+    if let Some(top) = r.stops.first() {
+        let _ = writeln!(
+            out,
+            "stopped through {} immediate callers: {} in all; the most through {} (calling {}): {}",
+            r.stops.len(),
+            root.count(Figure::SpuriousAvoidedByCallers),
+            top.caller,
+            top.owner,
+            top.stopped
+        );
+    }
     out
 }
 
@@ -116,12 +128,23 @@ fn shown(r: &Report, which: Rows) -> Option<Vec<&str>> {
         return None;
     }
     let mut by_amp: Vec<&NodeReport> = r.nodes.iter().collect();
-    // Roots first, then by amplification, highest first (stable: ties
-    // keep the topology's order).
+    // Roots first (a few of them), then by amplification, highest first
+    // (stable: ties keep the topology's order). A mesh of many roots
+    // lists the storm instead: the load above baseline, in requests per
+    // second (a service called once a minute that got two calls reads
+    // 2x, not a storm), then the errors.
+    let few_roots = r.roots.len() <= TOP_ROWS / 4;
+    let excess = |n: &NodeReport| n.figures[Figure::Rps] - n.figures[Figure::BaselineRps];
     by_amp.sort_by(|a, b| {
-        (b.depth == 0)
-            .cmp(&(a.depth == 0))
-            .then(b.figures[Figure::Amplification].total_cmp(&a.figures[Figure::Amplification]))
+        if few_roots {
+            (b.depth == 0)
+                .cmp(&(a.depth == 0))
+                .then(b.figures[Figure::Amplification].total_cmp(&a.figures[Figure::Amplification]))
+        } else {
+            excess(b)
+                .total_cmp(&excess(a))
+                .then(b.figures[Figure::Errors].total_cmp(&a.figures[Figure::Errors]))
+        }
     });
     Some(
         by_amp
@@ -236,8 +259,12 @@ fn replica_rows(n: &NodeReport) -> String {
     out
 }
 
+/// The most roots the table gives a line each.
+pub const MAX_ROOT_LINES: usize = 10;
+
 /// The entry's line (offered against sent, answered, availability,
-/// latency), then a line per reason the machine was saturated.
+/// latency), a line per root (on a mesh, the storm's first), then a line
+/// per reason the machine was saturated.
 pub fn entry(r: &Report) -> String {
     let mut out = String::new();
     let root = &r.fleet;
@@ -274,7 +301,18 @@ pub fn entry(r: &Report) -> String {
         root[Figure::LatencyP50],
         root[Figure::LatencyP99],
     );
-    for root in &r.roots {
+    // A mesh of hundreds of roots: those in the storm first (the largest
+    // radius, then the most errors, then the busiest), the rest counted.
+    let mut roots: Vec<&crate::lab::roots::RootReport> = r.roots.iter().collect();
+    if roots.len() > MAX_ROOT_LINES {
+        roots.sort_by(|a, b| {
+            (b.storm_radius.max, b.errors)
+                .cmp(&(a.storm_radius.max, a.errors))
+                .then(b.offered_rps.total_cmp(&a.offered_rps))
+        });
+    }
+    let left = roots.split_off(roots.len().min(MAX_ROOT_LINES));
+    for root in roots {
         let ms = |v: Option<f64>| v.map_or_else(|| "—".into(), |v| format!("{v:.1} ms"));
         let _ = writeln!(
             out,
@@ -292,6 +330,14 @@ pub fn entry(r: &Report) -> String {
             root.storm_radius.max,
             root.storm_radius.mean,
             root.static_radius
+        );
+    }
+    if !left.is_empty() {
+        let _ = writeln!(
+            out,
+            "… and {} more roots, none with a storm radius above {} (the JSON report lists every root)",
+            left.len(),
+            left.iter().map(|r| r.storm_radius.max).max().unwrap_or(0)
         );
     }
     for reason in &r.saturation {

@@ -12,6 +12,7 @@ mod endpoints;
 mod generate;
 mod hostile;
 mod import;
+mod incident;
 mod industry;
 mod input_bounds;
 mod k8s;

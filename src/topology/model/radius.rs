@@ -425,8 +425,13 @@ mod tests {
             let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
             for f in std::fs::read_dir(root).unwrap() {
                 let path = f.unwrap().path();
-                if path.extension().is_some_and(|e| e == "yaml") {
-                    shapes.push(std::fs::read_to_string(path).unwrap());
+                // Every root of a shipped mesh of thousands tried by brute
+                // force under every preset would take minutes; its radii
+                // are held to a simulation of the rules, root by root, in
+                // the integration tests (incident.rs).
+                let text = std::fs::read_to_string(&path).unwrap();
+                if path.extension().is_some_and(|e| e == "yaml") && text.len() < 64 << 10 {
+                    shapes.push(text);
                 }
             }
         }

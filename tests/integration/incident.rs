@@ -1,0 +1,168 @@
+//! Uber's incident at Uber's scale (SPEC section 14), measured on the
+//! shipped mesh: `topologies/uber-incident.yaml` (2,500 services drawn
+//! like Meta's, the incident's paths grafted on) under
+//! `scenarios/uber-incident.yaml`.
+
+use chaoslab::topology::{sim, Preset, Topology};
+use serde_json::Value;
+
+use crate::common::{chaoslab, root, text};
+
+const TOPOLOGY: &str = "topologies/uber-incident.yaml";
+const SCENARIO: &str = "scenarios/uber-incident.yaml";
+
+/// The phase of `report` whose policy is `policy` and in which a fault
+/// is in force.
+fn storm<'a>(report: &'a Value, policy: &str) -> &'a Value {
+    report["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["policy"] == policy && !p["faults"].as_array().unwrap().is_empty())
+        .unwrap_or_else(|| panic!("no {policy} phase with a fault"))
+}
+
+fn node<'a>(phase: &'a Value, name: &str) -> &'a Value {
+    phase["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == name)
+        .unwrap_or_else(|| panic!("no node {name}"))
+}
+
+/// The scenario's expectations hold (each retrying depth's endpoint at
+/// 1.1^d within 5% under budgets alone, 1.1 within 0.05 under
+/// ownership), and the report's own figures agree: each depth beside the
+/// model over the budget phase, and the retries ownership stopped, per
+/// immediate caller, adding up to the fleet's count.
+#[test]
+fn the_posts_production_figures_measured_on_a_mesh_of_thousands() {
+    let _fleet = crate::common::fleet_lock();
+    let report =
+        std::env::temp_dir().join(format!("chaoslab-incident-{}.json", std::process::id()));
+    let out = chaoslab(&[
+        "run",
+        TOPOLOGY,
+        "--headless",
+        "--scenario",
+        SCENARIO,
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&report);
+    assert_eq!(r["expectations"].as_array().unwrap().len(), 12);
+    assert_eq!(r["saturated"], false, "{}", r["saturation"]);
+
+    // Under budgets alone, the whole storm: each depth's endpoint beside
+    // the model, and the model at the post's 1.1^d.
+    let budget = storm(&r, "budget");
+    for d in 4..=9 {
+        let n = node(budget, &format!("core-entity/d{d}"));
+        let (amp, model) = (
+            n["amplification"].as_f64().unwrap(),
+            n["model_amplification"].as_f64().unwrap(),
+        );
+        assert!((model - 1.1f64.powi(d)).abs() < 1e-9, "d{d}: model {model}");
+        assert!(
+            (amp / model - 1.0).abs() < 0.05,
+            "d{d}: {amp} against {model}"
+        );
+    }
+
+    // Under ownership: the retries stopped through each of the twelve
+    // immediate callers (their paths share no service) add up to every
+    // retry suppressed on a call, and each caller's paths stopped the
+    // same share whatever its depth: a retry at every hop above it.
+    let own = storm(&r, "ownership");
+    let stops = own["stops"].as_array().unwrap();
+    assert_eq!(stops.len(), 12, "{stops:?}");
+    let sum: u64 = stops.iter().map(|s| s["stopped"].as_u64().unwrap()).sum();
+    let on_edges: u64 = own["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["suppressed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, on_edges);
+    assert_eq!(own["spurious_avoided_by_caller"]["sum"].as_u64(), Some(sum));
+    assert_eq!(
+        own["spurious_avoided_by_caller"]["top"].as_u64(),
+        stops[0]["stopped"].as_u64()
+    );
+    // The fleet's count is the callers' (a service's counter and its
+    // call's are bumped one after the other, so a window's edge may split
+    // the two: one apart at most for each service that suppressed).
+    let spurious = own["spurious_avoided"].as_u64().unwrap();
+    let suppressing = own["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["retries_suppressed"].as_u64().unwrap() > 0)
+        .count() as u64;
+    assert!(
+        spurious.abs_diff(sum) <= suppressing,
+        "{spurious} against {sum}"
+    );
+    for s in stops {
+        let caller = s["caller"].as_str().unwrap();
+        let d: u64 = caller[5..6].parse().unwrap();
+        // d + 1 services above the caller each suppress every request
+        // (the front's and the API's calls are not retried, but still
+        // suppressed): d + 1 per root request of the path.
+        let api = node(own, &format!("api-d{d}-c{}", &caller[8..9]));
+        let requests = api["requests"].as_u64().unwrap();
+        let want = (d + 1) * requests;
+        let got = s["stopped"].as_u64().unwrap();
+        assert!(
+            got.abs_diff(want) <= d + 1,
+            "{caller}: {got} against {want}"
+        );
+    }
+}
+
+/// The static radius `check` prints over every root, max and mean, under
+/// `retry` and under ownership, is what a simulation of the rules finds
+/// root by root on the subgraph each root reaches; under ownership it is
+/// larger than 1 only where a service without the middleware or with a
+/// dropped context lies on the way, and `check` names them.
+#[test]
+fn checks_radius_over_every_root_is_a_simulation_of_the_rules() {
+    let out = chaoslab(&["check", "--simulate", TOPOLOGY]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let t = Topology::load(&root().join(TOPOLOGY)).unwrap();
+    for preset in [Preset::Retry, Preset::Ownership] {
+        let mut p = t.policy.clone();
+        p.apply_preset(preset);
+        let radii: Vec<usize> = (0..t.load.roots.len())
+            .map(|k| sim::static_radius(&t.root_subgraph(k).0, &p))
+            .collect();
+        let max = radii.iter().copied().max().unwrap();
+        let mean = radii.iter().sum::<usize>() as f64 / radii.len() as f64;
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("  {:<10} max ", preset.name())))
+            .unwrap_or_else(|| panic!("no {} line:\n{stdout}", preset.name()));
+        let simulated = format!("max {max}, mean {mean:.2}");
+        assert!(
+            line.ends_with(&format!(
+                "a simulation of the rules, root by root: {simulated}"
+            )) || (line.contains(&format!("  {simulated} over {} roots", radii.len()))
+                && line.ends_with("; a simulation of the rules agrees")),
+            "{line}\nwanted {simulated}"
+        );
+        if preset == Preset::Ownership {
+            assert!(max > 1 && max < 6, "{max}");
+            assert!(stdout.contains("larger than 1 through"), "{stdout}");
+        } else {
+            assert!(
+                max >= 9,
+                "the incident's paths alone retry nine hops: {max}"
+            );
+        }
+    }
+}
