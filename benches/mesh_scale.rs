@@ -12,8 +12,16 @@
 //! saturation verdict, and the amplification of every service (all 1.00×
 //! with no fault).
 //!
+//! Then a mesh of 5,000 services drawn like Meta's (`chaoslab generate
+//! --services 5000 --like meta --seed 1`: 650 roots, 8,187 endpoints,
+//! 29,828 calls, over HTTP/2), at rising root rates: its start, resident
+//! memory and open descriptors, and per rate the hops a second the mesh
+//! served (every service's requests over the window), the root requests
+//! not sent, availability, p99 and the saturation verdict.
+//!
 //! `cargo bench --bench mesh_scale`; under `cargo test` a mesh of 100
-//! services × 3 replicas for 2 s, whose start must take under 10 s too.
+//! services × 3 replicas for 2 s, whose start must take under 10 s too,
+//! and a drawn mesh of 500 services for 2 s.
 
 use std::time::Duration;
 
@@ -24,6 +32,94 @@ use tokio::time::Instant;
 
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
+    replicated(bench);
+    if bench {
+        for rps in [200.0, 400.0, 600.0] {
+            drawn(5_000, rps, Duration::from_secs(10));
+        }
+    } else {
+        drawn(500, 20.0, Duration::from_secs(2));
+    }
+}
+
+/// This process's resident memory, in MiB, and its open descriptors.
+fn footprint() -> (f64, usize) {
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .unwrap_or(f64::NAN);
+    let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+    (rss / 1024.0, fds)
+}
+
+/// A mesh of `services` drawn like Meta's at `rps` root requests a
+/// second in all, run for `measured` after a 2 s warm-up.
+fn drawn(services: u32, rps: f64, measured: Duration) {
+    let yaml = chaoslab::generate::generate(&chaoslab::cli::GenerateArgs {
+        services,
+        like: chaoslab::cli::Like::Meta,
+        seed: 1,
+        rps,
+        output: None,
+    })
+    .expect("the mesh is drawn");
+    let t = Topology::from_yaml(&yaml, "meta").expect("the drawn mesh validates");
+    let (nodes, calls, roots) = (t.services.len(), t.edges.len(), t.load.roots.len());
+    let warmup = Duration::from_secs(2);
+    let mut setup = Setup::new(t);
+    setup.warmup = warmup;
+    setup.until = Some(warmup + measured);
+    let t0 = Instant::now();
+    let session = Session::start(setup).expect("the mesh starts");
+    let started = t0.elapsed();
+    let (rss, fds) = footprint();
+    println!(
+        "mesh_scale: {services} services drawn like Meta's ({nodes} endpoints, {calls} calls, {roots} roots) at {rps} rps: start {:.2} s, resident {rss:.0} MiB, {fds} open descriptors",
+        started.as_secs_f64()
+    );
+    let record = session.wait().expect("the run ends");
+    let (rss_end, fds_end) = footprint();
+    let report = Report::of_run(&record, &[]);
+    let v = serde_json::to_value(&report).expect("the report serialises");
+    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let hops: f64 = v["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| num(&n["requests"]))
+        .sum();
+    let root = &v["root"];
+    let (sent, dropped, skipped) = (
+        num(&root["sent"]),
+        num(&root["dropped"]),
+        num(&root["skipped"]),
+    );
+    let unsent = (dropped + skipped) / (sent + dropped + skipped).max(1.0);
+    println!(
+        "  {:.0} hops/s over {:.1} s ({:.1} per root request); {:.2}% of roots not sent; availability {:.4}, p99 {:.1} ms; resident {rss_end:.0} MiB, {fds_end} descriptors at the end; saturated {}{}",
+        hops / num(&v["duration_s"]),
+        num(&v["duration_s"]),
+        hops / num(&root["requests"]).max(1.0),
+        unsent * 100.0,
+        num(&root["availability"]),
+        num(&root["latency_ms"]["p99"]),
+        report.saturated,
+        if report.saturated {
+            format!(" ({})", report.saturation.join("; "))
+        } else {
+            String::new()
+        }
+    );
+    assert_eq!(num(&v["lab"]["fd_errors"]), 0.0, "EMFILE");
+    assert!(started < Duration::from_secs(15), "{started:?} to start");
+}
+
+/// The mesh of roots and replicas.
+fn replicated(bench: bool) {
     let (roots, depth, shared, measured) = if bench {
         (99, 10, 10, Duration::from_secs(10))
     } else {

@@ -196,13 +196,13 @@ fn ui_loop(
     let mut snaps = session.snapshots();
     let actions = session.actions();
     let frame = Duration::from_secs(1) / fps;
-    let mut state = state::State::new();
+    let mut snap = snaps.borrow_and_update().clone();
+    let mut state = state::State::opening(&snap);
     state.listening = opts.listening.clone();
     state.scenario_end = opts.scenario.as_ref().map(|(e, _)| *e);
     state.tour = opts.tour;
     state.big = opts.big;
     state.theme = opts.theme;
-    let mut snap = snaps.borrow_and_update().clone();
     let mut next_draw = Instant::now();
     let mut dirty = true;
     loop {

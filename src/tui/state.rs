@@ -52,6 +52,9 @@ impl Focus {
     }
 }
 
+/// More roots than this make a mesh, whose table opens on the storm.
+pub const MESH_ROOTS: usize = 5;
+
 /// What the service table is sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortKey {
@@ -67,17 +70,22 @@ pub enum SortKey {
     Retries,
     /// Retries suppressed.
     Suppressed,
+    /// Load above baseline, in requests per second: the storm first (a
+    /// service called once a minute that got two calls reads 2×, not a
+    /// storm). The first sort of a mesh of many roots.
+    Storm,
 }
 
 impl SortKey {
     /// Every key, in the order `s` steps through them.
-    pub const ALL: [SortKey; 6] = [
+    pub const ALL: [SortKey; 7] = [
         SortKey::Depth,
         SortKey::Rps,
         SortKey::Amplification,
         SortKey::Errors,
         SortKey::Retries,
         SortKey::Suppressed,
+        SortKey::Storm,
     ];
 
     /// The next key (`s`).
@@ -95,6 +103,7 @@ impl SortKey {
             SortKey::Errors => "errors",
             SortKey::Retries => "retries",
             SortKey::Suppressed => "suppressed",
+            SortKey::Storm => "load over baseline",
         }
     }
 
@@ -192,6 +201,18 @@ impl State {
         State::default()
     }
 
+    /// The state a dashboard opens on `first`: a mesh of more than
+    /// [`MESH_ROOTS`] roots sorted by the storm, largest first; any other
+    /// topology by depth, its call path top to bottom.
+    pub fn opening(first: &Snapshot) -> State {
+        let mut s = State::default();
+        if first.roots.len() > MESH_ROOTS {
+            s.sort = SortKey::Storm;
+            s.descending = true;
+        }
+        s
+    }
+
     /// The chart window.
     pub fn window_secs(&self) -> usize {
         WINDOWS[self.window.min(WINDOWS.len() - 1)]
@@ -241,6 +262,7 @@ impl State {
                 SortKey::Errors => v.live[Figure::ErrorRate],
                 SortKey::Retries => v.total[Figure::RetriesSent],
                 SortKey::Suppressed => v.total[Figure::RetriesSuppressed],
+                SortKey::Storm => v.live[Figure::Rps] - v.live[Figure::BaselineRps],
             }
         };
         // A stable sort: ties keep the topology order.
@@ -253,5 +275,39 @@ impl State {
             }
         });
         ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixtures;
+
+    #[test]
+    fn a_mesh_opens_on_its_storm_and_a_chain_on_its_call_path() {
+        let chain = fixtures::uber_chain_retry();
+        let st = State::opening(&chain);
+        assert_eq!((st.sort, st.descending), (SortKey::Depth, false));
+
+        // Seven roots make a mesh: the table opens on the load above
+        // baseline, largest first, not on a rarely called service's ratio.
+        let mut mesh = fixtures::uber_chain_retry();
+        let root = fixtures::multi_root_endpoints().roots[0].clone();
+        mesh.roots = vec![root; MESH_ROOTS + 2];
+        // A: 1 call a second where it had 0.1 (10×, 0.9 rps above).
+        mesh.services[0].live.set(Figure::Rps, 1.0);
+        mesh.services[0].live.set(Figure::BaselineRps, 0.1);
+        let st = State::opening(&mesh);
+        assert_eq!((st.sort, st.descending), (SortKey::Storm, true));
+        let order = st.order(&mesh);
+        let excess = |i: ServiceId| {
+            let f = &mesh.services[i].live;
+            f[Figure::Rps] - f[Figure::BaselineRps]
+        };
+        assert!(order.windows(2).all(|w| excess(w[0]) >= excess(w[1])));
+        // Under naive retries D..G carry 7× the entry's rate above their
+        // baseline: the storm leads, A (10× of almost nothing) trails it.
+        assert_eq!(mesh.services[order[0]].name, "D");
+        assert!(order.iter().position(|&i| i == 0) > order.iter().position(|&i| i == 3));
     }
 }

@@ -225,5 +225,6 @@ fn sort_title(state: &State) -> Option<&'static str> {
         SortKey::Errors => Some("err%"),
         SortKey::Retries => Some("retries"),
         SortKey::Suppressed => Some("suppressed"),
+        SortKey::Storm => None,
     }
 }
