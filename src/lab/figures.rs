@@ -160,6 +160,29 @@ impl Window<'_> {
         out
     }
 
+    /// Requests abandoned by their caller over the window, when the
+    /// topology in force has nothing slow or failing that could explain
+    /// one (0 otherwise): what only a machine too slow for its load makes.
+    pub fn machine_timeouts(&self) -> u64 {
+        let t = self.topology;
+        let explained = t.services.iter().any(|s| {
+            let f = s.fault_in_force();
+            !s.work.is_zero()
+                || !f.latency.is_zero()
+                || f.error_rate > 0.0
+                || f.down
+                || s.workers.is_some()
+                || s.capacity.is_some()
+                || s.url.is_some()
+        });
+        // Outside load (`serve`) may hang up on its own requests: only
+        // the lab's own end users wait by the rules.
+        if explained || self.counts.root.sent == 0 {
+            return 0;
+        }
+        self.counts.services.iter().map(|s| s.timeouts).sum()
+    }
+
     /// `n` events over the window, per second.
     pub fn rate(&self, n: u64) -> f64 {
         if self.dt > 0.0 {
@@ -504,6 +527,9 @@ catalogue! {
     /// Connections the lab could not open or accept for want of file descriptors (EMFILE): the machine's limit, not the callee's failure.
     LabFdErrors = "lab_fd_errors" at "lab.fd_errors", Fleet Count "errors",
         None, |w, i| w.counts.root.fd_errors as f64;
+    /// Requests abandoned by their caller (an attempt timed out) in a fleet driven by the lab's load where nothing takes time and nothing fails (no work, latency, fault, worker pool, capacity or outside service in force): the machine did not answer in time.
+    LabTimeouts = "lab_timeouts" at "lab.timeouts", Fleet Count "requests",
+        None, |w, i| w.machine_timeouts() as f64;
     /// Reads of a node's counters that failed, in a session over one process per service: the figures miss that node's newest traffic.
     LabNodeMisses = "lab_node_misses" at "lab.node_misses", Fleet Count "reads",
         None, |w, i| w.counts.root.node_misses as f64;
@@ -536,6 +562,9 @@ pub const SATURATED_UNSENT: f64 = 0.01;
 /// The lab's mean tick lateness above which a window's figures are lower
 /// bounds: the machine was not giving the lab its time.
 pub const SATURATED_LAG_MS: f64 = 100.0;
+/// Requests abandoned for lateness where nothing is slow, as a share of
+/// the root requests, above which a window's figures are lower bounds.
+pub const SATURATED_TIMEOUTS: f64 = 0.001;
 
 /// Why a window's measured figures are lower bounds rather than what the
 /// mechanism does: the machine could not carry the load (root requests
@@ -560,6 +589,14 @@ pub fn saturation(fleet: &Figures) -> Vec<String> {
     if lag > SATURATED_LAG_MS {
         reasons.push(format!(
             "the fleet's event loop ran {lag:.0} ms late on average: the machine did not give it its time"
+        ));
+    }
+    let late = fleet.count(Figure::LabTimeouts);
+    let answered = fleet.count(Figure::RootRequests);
+    if late > 2 && late as f64 > SATURATED_TIMEOUTS * answered.max(1) as f64 {
+        reasons.push(format!(
+            "{late} requests timed out in a fleet where nothing is slow or failing ({:.1}% of {answered} root requests): the machine did not answer in time",
+            late as f64 * 100.0 / answered.max(1) as f64
         ));
     }
     let fd = fleet.count(Figure::LabFdErrors);
@@ -595,6 +632,7 @@ impl Figure {
                 | Figure::RootSent
                 | Figure::LabLagMs
                 | Figure::LabFdErrors
+                | Figure::LabTimeouts
         )
     }
 
@@ -723,6 +761,48 @@ mod tests {
             assert!(f.help().ends_with('.'), "{}: {:?}", f.name(), f.help());
             assert_eq!(Figure::parse(f.name()), Some(*f));
         }
+    }
+
+    /// Timeouts where nothing is slow or failing are the machine's: they
+    /// mark the window saturated; beside a latency fault they are the
+    /// fault's, and do not.
+    #[test]
+    fn timeouts_in_a_fleet_where_nothing_is_slow_are_the_machines() {
+        let judge = |yaml: &str, timeouts: u64| {
+            let t = Topology::from_yaml(yaml, "t.yaml").unwrap();
+            let p = crate::topology::model::predict(&t, &t.policy);
+            let mut counts = Counts {
+                services: vec![ServiceCounts::default(); t.services.len()],
+                edges: vec![Default::default(); t.edges.len()],
+                root: Default::default(),
+                replicas: vec![],
+                roots: vec![],
+            };
+            counts.root.sent = 1000;
+            counts.root.ok = 1000;
+            counts.services[1].timeouts = timeouts;
+            let w = Window {
+                counts,
+                dt: 1.0,
+                topology: &t,
+                prediction: &p,
+                static_radius: 0,
+                radius: RadiusStats::default(),
+                root_latency_ms: (0.0, 0.0),
+                queue_peaks: vec![0; t.services.len()],
+            };
+            saturation(&Figures::measure(&w, Scope::Fleet, 0))
+        };
+        let instant = "name: t\nservices:\n  A: { calls: [B] }\n  B: {}\n";
+        let why = judge(instant, 5);
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(why[0].starts_with("5 requests timed out in a fleet where nothing is slow"));
+        // One in a thousand is within the threshold, as are two.
+        assert!(judge(instant, 1).is_empty());
+        let slow = "name: t\nservices:\n  A: { calls: [B] }\n  B: { fault: { latency: 2s } }\n";
+        assert!(judge(slow, 5).is_empty());
+        let working = "name: t\nservices:\n  A: { calls: [B] }\n  B: { work: 300ms }\n";
+        assert!(judge(working, 5).is_empty());
     }
 
     #[test]
