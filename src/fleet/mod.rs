@@ -404,8 +404,9 @@ impl Fleet {
         // A listener per replica of each service serves all its endpoints;
         // over HTTP/2, as many streams at once as its callers' edges may
         // have in flight, so that no call waits for a stream unseen.
+        // Over HTTP/1.1 (0 streams) the listener serves as axum does.
         let mut streams = vec![0u32; topology.services.len()];
-        for e in &topology.edges {
+        for e in topology.edges.iter().filter(|_| mesh.is_some()) {
             let g = topology.services[e.to].group;
             streams[g] = streams[g].saturating_add(MAX_IN_FLIGHT_PER_EDGE as u32);
         }
