@@ -81,8 +81,12 @@ fn a_sampled_call_gives_its_callee_its_share_of_the_load() {
         );
     }
     // Every attempt on B fails (D always does): A retries each call once.
+    // A call's first attempt and its retry are counted a fraction of a
+    // millisecond apart, so a window's edge may fall between them: one
+    // off at each end at most (4,307 attempts against 2,153 retries once).
     let ab = edge(&storm, "A", "B");
-    assert_eq!(num(ab, "attempts"), 2.0 * num(ab, "retries"), "{ab}");
+    let apart = num(ab, "attempts") - 2.0 * num(ab, "retries");
+    assert!((-2.0..=2.0).contains(&apart), "{ab}");
     let roots = num(&storm["root"], "requests");
     let first = num(ab, "retries") / roots;
     assert!(
