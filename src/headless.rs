@@ -15,7 +15,6 @@ use crate::error::{check_outputs, write_output, RunError};
 use crate::format::fmt_rate;
 use crate::lab::Snapshot;
 use crate::report::{junit, Report};
-use crate::scenario::Figure;
 use crate::scenario::Scenario;
 use crate::session::Session;
 use crate::signals::Interrupts;
@@ -158,13 +157,10 @@ pub fn progress_line(s: &Snapshot, warmup: Duration, all: bool) -> String {
         0
     } else {
         let top = PROGRESS_SERVICES - 2;
-        if s.roots.len() > crate::report::table::TOP_ROWS / 4 {
-            // A mesh of many roots: the storm (load above baseline, in
-            // requests per second), not a rarely called service's ratio.
-            let excess = |i: usize| {
-                let f = &s.services[i].live;
-                f[Figure::Rps] - f[Figure::BaselineRps]
-            };
+        if s.roots.len() > crate::lab::roots::MESH_ROOTS {
+            // A mesh of many roots: the storm, not a rarely called
+            // service's ratio.
+            let excess = |i: usize| crate::lab::roots::load_over_baseline(&s.services[i].live);
             shown.sort_by(|a, b| excess(b.0).total_cmp(&excess(a.0)));
         } else {
             shown.sort_by(|a, b| b.1.unwrap_or(0.0).total_cmp(&a.1.unwrap_or(0.0)));

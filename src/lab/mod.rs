@@ -20,6 +20,7 @@ pub mod snapshot;
 mod snapshot_json;
 pub mod state;
 pub mod step;
+pub mod stops;
 pub mod timeline;
 
 pub use action::{Action, Event, Origin};

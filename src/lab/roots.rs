@@ -54,6 +54,18 @@ pub struct Radius {
     pub mean: f64,
 }
 
+/// More roots than this make a mesh: the table, the progress line and
+/// the dashboard then list the storm first ([`load_over_baseline`]).
+pub const MESH_ROOTS: usize = 5;
+
+/// A service's load above its no-fault baseline, in requests per second:
+/// how a mesh ranks its services, where a rarely called service's ratio
+/// (two calls where one a minute was due) would drown the storm.
+pub fn load_over_baseline(f: &super::figures::Figures) -> f64 {
+    use super::figures::Figure;
+    f[Figure::Rps] - f[Figure::BaselineRps]
+}
+
 /// Each root's static radius under `policy` (0 where no single failure
 /// storms), for a topology of many roots (empty otherwise).
 ///

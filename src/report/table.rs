@@ -133,8 +133,9 @@ fn shown(r: &Report, which: Rows) -> Option<Vec<&str>> {
     // lists the storm instead: the load above baseline, in requests per
     // second (a service called once a minute that got two calls reads
     // 2x, not a storm), then the errors.
-    let few_roots = r.roots.len() <= TOP_ROWS / 4;
-    let excess = |n: &NodeReport| n.figures[Figure::Rps] - n.figures[Figure::BaselineRps];
+    use crate::lab::roots::{load_over_baseline, MESH_ROOTS};
+    let few_roots = r.roots.len() <= MESH_ROOTS;
+    let excess = |n: &NodeReport| load_over_baseline(&n.figures);
     by_amp.sort_by(|a, b| {
         if few_roots {
             (b.depth == 0)

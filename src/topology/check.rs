@@ -497,14 +497,18 @@ pub fn culprits(t: &Topology, root: usize, failing: usize) -> Vec<String> {
             }
         }
     }
+    let mut callers: Vec<Vec<usize>> = vec![vec![]; n];
+    for e in &t.edges {
+        callers[e.to].push(e.from);
+    }
     let mut above = vec![false; n];
     above[failing] = true;
     let mut stack = vec![failing];
     while let Some(v) = stack.pop() {
-        for e in t.edges.iter().filter(|e| e.to == v) {
-            if below[e.from] && !above[e.from] {
-                above[e.from] = true;
-                stack.push(e.from);
+        for &u in &callers[v] {
+            if below[u] && !above[u] {
+                above[u] = true;
+                stack.push(u);
             }
         }
     }

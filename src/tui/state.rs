@@ -52,9 +52,6 @@ impl Focus {
     }
 }
 
-/// More roots than this make a mesh, whose table opens on the storm.
-pub const MESH_ROOTS: usize = 5;
-
 /// What the service table is sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortKey {
@@ -202,9 +199,10 @@ impl State {
     }
 
     /// The state a dashboard opens on `first`: a mesh of more than
-    /// [`MESH_ROOTS`] roots sorted by the storm, largest first; any other
+    /// [`crate::lab::roots::MESH_ROOTS`] roots sorted by the storm, largest first; any other
     /// topology by depth, its call path top to bottom.
     pub fn opening(first: &Snapshot) -> State {
+        use crate::lab::roots::MESH_ROOTS;
         let mut s = State::default();
         if first.roots.len() > MESH_ROOTS {
             s.sort = SortKey::Storm;
@@ -262,7 +260,7 @@ impl State {
                 SortKey::Errors => v.live[Figure::ErrorRate],
                 SortKey::Retries => v.total[Figure::RetriesSent],
                 SortKey::Suppressed => v.total[Figure::RetriesSuppressed],
-                SortKey::Storm => v.live[Figure::Rps] - v.live[Figure::BaselineRps],
+                SortKey::Storm => crate::lab::roots::load_over_baseline(&v.live),
             }
         };
         // A stable sort: ties keep the topology order.
@@ -281,6 +279,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::roots::MESH_ROOTS;
     use crate::tui::fixtures;
 
     #[test]

@@ -24,21 +24,28 @@ fn tree(n: usize) -> String {
     y
 }
 
+/// `chaoslab ARGS` (a shell's words) under an open-file limit of `files`.
+fn run_limited(files: u32, args: &str) -> std::process::Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n {files} && exec {} {args}",
+            env!("CARGO_BIN_EXE_chaoslab")
+        ))
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_fleet_that_cannot_fit_the_open_file_limit_is_refused_before_binding() {
     let file = std::env::temp_dir().join(format!("chaoslab-tree-{}.yaml", std::process::id()));
     std::fs::write(&file, tree(1000)).unwrap();
     let t = Instant::now();
-    let o = Command::new("bash")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -n 1024 && exec {} run {} --headless --duration 2s",
-            env!("CARGO_BIN_EXE_chaoslab"),
-            file.display()
-        ))
-        .current_dir(root())
-        .output()
-        .unwrap();
+    let o = run_limited(
+        1024,
+        &format!("run {} --headless --duration 2s", file.display()),
+    );
     let _ = std::fs::remove_file(&file);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -69,17 +76,14 @@ fn running_out_of_files_mid_run_marks_the_run_saturated() {
         "name: emfile\npolicy: { preset: none }\nload: { rps: 1000 }\nservices:\n  A: { calls: [B] }\n  B: { work: 300ms }\n",
     )
     .unwrap();
-    let o = Command::new("bash")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -n 256 && exec {} run {} --headless --duration 3s --report {}",
-            env!("CARGO_BIN_EXE_chaoslab"),
+    let o = run_limited(
+        256,
+        &format!(
+            "run {} --headless --duration 3s --report {}",
             file.display(),
             report.display()
-        ))
-        .current_dir(root())
-        .output()
-        .unwrap();
+        ),
+    );
     let _ = std::fs::remove_file(&file);
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -134,16 +138,13 @@ fn over_http2_a_mesh_fits_where_http1_is_refused() {
         let file = dir.join(format!("chaoslab-{name}-{}.yaml", std::process::id()));
         std::fs::write(&file, yaml).unwrap();
         let report = report.map_or(String::new(), |r| format!(" --report {}", r.display()));
-        let o = Command::new("bash")
-            .arg("-c")
-            .arg(format!(
-                "ulimit -n 512 && exec {} run {} --headless --duration 3s --warmup 1s --policy none{report}",
-                env!("CARGO_BIN_EXE_chaoslab"),
+        let o = run_limited(
+            512,
+            &format!(
+                "run {} --headless --duration 3s --warmup 1s --policy none{report}",
                 file.display()
-            ))
-            .current_dir(root())
-            .output()
-            .unwrap();
+            ),
+        );
         let _ = std::fs::remove_file(&file);
         o
     };

@@ -10,6 +10,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::response::Response;
+use axum::serve::Listener as _;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -85,29 +86,6 @@ async fn serve_with<S>(
     rt: Arc<ServiceRuntime>,
     (listener, streams): (TcpListener, u32),
     app: S,
-    shutdown: watch::Receiver<bool>,
-) where
-    S: tower::Service<Request, Response = Response, Error = std::convert::Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send,
-{
-    if streams == 0 {
-        serve_http1(rt, listener, app, shutdown).await;
-    } else {
-        serve_http2(rt, (listener, streams), app, shutdown).await;
-    }
-}
-
-/// [`serve_with`] over HTTP/1.1: axum's server, whose connections keep
-/// the buffers a long soak measured flat (hyper's own loop below grew the
-/// live heap by steps of 4 to 8 MiB on the chain at 500 rps).
-async fn serve_http1<S>(
-    rt: Arc<ServiceRuntime>,
-    listener: TcpListener,
-    app: S,
     mut shutdown: watch::Receiver<bool>,
 ) where
     S: tower::Service<Request, Response = Response, Error = std::convert::Infallible>
@@ -146,104 +124,92 @@ async fn serve_http1<S>(
             inner: l,
             metrics: rt.metrics.clone(),
         };
-        let make = axum::ServiceExt::<Request>::into_make_service(app.clone());
-        let server =
-            axum::serve(l, make).with_graceful_shutdown(stopping(down.clone(), shutdown.clone()));
-        // As below: open connections get `SHUTDOWN_GRACE` to finish.
-        let grace = async {
-            stopping(down.clone(), shutdown.clone()).await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        };
-        tokio::select! {
-            _ = server => {}
-            _ = grace => {}
+        let stop = || stopping(down.clone(), shutdown.clone());
+        if streams == 0 {
+            serve_http1(l, app.clone(), stop).await;
+        } else {
+            serve_http2(l, streams, app.clone(), stop).await;
         }
     }
 }
 
-async fn serve_http2<S>(
-    rt: Arc<ServiceRuntime>,
-    (listener, streams): (TcpListener, u32),
-    app: S,
-    mut shutdown: watch::Receiver<bool>,
-) where
+/// One listening period over HTTP/1.1, until `stop` ends: axum's server,
+/// whose connections keep the buffers a long soak measured flat (hyper's
+/// own loop below grew the live heap by steps of 4 to 8 MiB on the chain
+/// at 500 rps).
+async fn serve_http1<S, F>(l: Accepting, app: S, stop: impl Fn() -> F)
+where
     S: tower::Service<Request, Response = Response, Error = std::convert::Infallible>
         + Clone
         + Send
         + Sync
         + 'static,
     S::Future: Send,
+    F: std::future::Future<Output = ()> + Send + 'static,
 {
-    let addr = rt.addr;
-    let mut listener = Some(listener);
-    let mut down = rt.down.subscribe();
-    // HTTP/1.1 or HTTP/2 (told by the connection's first bytes), as axum
-    // serves; HTTP/2 with room for every stream the callers' edges may
-    // have in flight, where hyper's default of 200 would queue the rest
-    // out of sight in the callers' connection.
+    let make = axum::ServiceExt::<Request>::into_make_service(app);
+    let server = axum::serve(l, make).with_graceful_shutdown(stop());
+    // A connection that never finishes its request (a client sending
+    // its headers a byte a second) would hold a graceful shutdown
+    // forever: the run past its end, a service that went down from
+    // coming back up. Open connections get `SHUTDOWN_GRACE` to finish;
+    // after that the loop goes on without waiting for them (their
+    // tasks end with the runtime).
+    let grace = async {
+        stop().await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        _ = server => {}
+        _ = grace => {}
+    }
+}
+
+/// One listening period over HTTP/2 (and HTTP/1.1, told by the
+/// connection's first bytes), until `stop` ends: hyper's server, with
+/// room for every stream the callers' edges may have in flight, where
+/// hyper's default of 200 would queue the rest out of sight in the
+/// callers' connection. Open connections get `SHUTDOWN_GRACE`, as above.
+async fn serve_http2<S, F>(mut l: Accepting, streams: u32, app: S, stop: impl Fn() -> F)
+where
+    S: tower::Service<Request, Response = Response, Error = std::convert::Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
     let mut http = auto::Builder::new(TokioExecutor::new());
     http.http2()
         .max_concurrent_streams(streams.max(MIN_STREAMS));
+    let open = GracefulShutdown::new();
+    let stopped = stop();
+    tokio::pin!(stopped);
     loop {
-        if *shutdown.borrow() {
-            return;
-        }
-        if *down.borrow_and_update() {
-            listener = None;
-            tokio::select! {
-                r = down.changed() => if r.is_err() { return },
-                _ = shutdown.changed() => return,
-            }
-            continue;
-        }
-        let l = match listener.take() {
-            Some(l) => l,
-            None => match addr {
-                Some(a) => match bind_again(a).await {
-                    Some(l) => l,
-                    None => continue,
-                },
-                None => return,
-            },
-        };
-        let mut l = Accepting {
-            inner: l,
-            metrics: rt.metrics.clone(),
-        };
-        let open = GracefulShutdown::new();
-        let stop = stopping(down.clone(), shutdown.clone());
-        tokio::pin!(stop);
-        loop {
-            tokio::select! {
-                io = l.accept() => {
-                    let app = app.clone();
-                    let answer = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-                        let mut app = app.clone();
-                        async move {
-                            std::future::poll_fn(|cx| app.poll_ready(cx)).await?;
-                            app.call(req.map(Body::new)).await
-                        }
-                    });
-                    let conn = open.watch(http.serve_connection(TokioIo::new(io), answer).into_owned());
-                    tokio::spawn(async move {
-                        let _ = conn.await;
-                    });
-                }
-                _ = &mut stop => break,
-            }
-        }
-        // Closed: callers now get connection refused.
-        drop(l);
-        // A connection that never finishes its request (a client sending
-        // its headers a byte a second) would hold a graceful shutdown
-        // forever: the run past its end, a service that went down from
-        // coming back up. Open connections get `SHUTDOWN_GRACE` to finish;
-        // after that the loop goes on without waiting for them (their
-        // tasks end with the runtime).
         tokio::select! {
-            _ = open.shutdown() => {}
-            _ = tokio::time::sleep(SHUTDOWN_GRACE) => {}
+            (io, _) = l.accept() => {
+                let app = app.clone();
+                let answer = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+                    let mut app = app.clone();
+                    async move {
+                        std::future::poll_fn(|cx| app.poll_ready(cx)).await?;
+                        app.call(req.map(Body::new)).await
+                    }
+                });
+                let conn = open.watch(http.serve_connection(TokioIo::new(io), answer).into_owned());
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            _ = &mut stopped => break,
         }
+    }
+    // Closed: callers now get connection refused.
+    drop(l);
+    tokio::select! {
+        _ = open.shutdown() => {}
+        _ = tokio::time::sleep(SHUTDOWN_GRACE) => {}
     }
 }
 
@@ -267,25 +233,10 @@ impl axum::serve::Listener for Accepting {
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         loop {
-            let s = Accepting::accept(self).await;
-            if let Ok(a) = s.peer_addr() {
-                return (s, a);
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.inner.local_addr()
-    }
-}
-
-impl Accepting {
-    async fn accept(&mut self) -> TcpStream {
-        loop {
             match self.inner.accept().await {
-                Ok((s, _)) => {
+                Ok((s, a)) => {
                     let _ = s.set_nodelay(true);
-                    return s;
+                    return (s, a);
                 }
                 // The peer gave up before it was accepted: nothing to wait for.
                 Err(e)
@@ -301,6 +252,10 @@ impl Accepting {
                 }
             }
         }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
     }
 }
 
