@@ -72,7 +72,13 @@ impl Action {
         };
         match self {
             Action::SetFault { service, fault } => {
-                let mut s = name(*service);
+                // A service's fault is on all its endpoints: named by the
+                // service, or `S/E` when it is on one endpoint alone.
+                let mut s = match &fault.endpoint {
+                    Some(e) => format!("{}/{e}", t.group_name(*service)),
+                    None if *service < t.services.len() => t.group_name(*service).to_string(),
+                    None => name(*service),
+                };
                 if let Some(r) = &fault.replicas {
                     let list: Vec<String> = r.iter().map(u32::to_string).collect();
                     let word = if r.len() == 1 { "replica" } else { "replicas" };
@@ -103,7 +109,11 @@ impl Action {
             }
             Action::SetContextDropped { service, dropped } => format!(
                 "{} context {}",
-                name(*service),
+                if *service < t.services.len() {
+                    t.group_name(*service).to_string()
+                } else {
+                    name(*service)
+                },
                 if *dropped { "dropped" } else { "restored" }
             ),
             Action::Policy(f) => {
@@ -212,5 +222,48 @@ pub struct Event {
 impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:>7.1}s  {}", self.t.as_secs_f64(), self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{Fault, Topology};
+
+    /// A service's fault and context are on all its endpoints: the log and
+    /// the phase lines name the service, not its first endpoint, unless
+    /// the fault is on one endpoint alone.
+    #[test]
+    fn a_services_fault_is_named_by_the_service() {
+        let t = Topology::from_yaml(
+            "name: e\nload: { rps: 1, entry: web }\nservices:\n  web: { calls: [shop/cart, shop/list] }\n  shop:\n    endpoints:\n      cart: {}\n      list: {}\n",
+            "e.yaml",
+        )
+        .unwrap();
+        let cart = (0..t.services.len())
+            .find(|&i| t.services[i].name == "shop/cart")
+            .unwrap();
+        let fault = Fault {
+            error_rate: 1.0,
+            ..Fault::default()
+        };
+        let whole = Action::SetFault {
+            service: cart,
+            fault: fault.clone(),
+        };
+        assert!(whole.describe(&t).starts_with("shop fails 100%"));
+        let one = Action::SetFault {
+            service: cart,
+            fault: Fault {
+                endpoint: Some("cart".into()),
+                ..fault
+            },
+        };
+        assert!(one.describe(&t).starts_with("shop/cart fails 100%"));
+        let dropped = Action::SetContextDropped {
+            service: cart,
+            dropped: true,
+        };
+        assert_eq!(dropped.describe(&t), "shop context dropped");
     }
 }

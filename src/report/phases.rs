@@ -149,7 +149,6 @@ fn phase(r: &Record, samples: &[&Sample], s: Span) -> Option<PhaseReport> {
     let rel = |t: Duration| t.as_secs_f64() - r.warmup.as_secs_f64();
     let ms = |x: f64| (x * 1000.0).round() / 1000.0;
     let t = &r.topology;
-    let name = |i: usize| t.services[i].name.clone();
     Some(PhaseReport {
         from_s: ms(rel(s.from.max(r.warmup))),
         to_s: ms(rel(s.to.min(r.uptime.max(t1)))),
@@ -168,17 +167,27 @@ fn phase(r: &Record, samples: &[&Sample], s: Span) -> Option<PhaseReport> {
                 }
                 .describe(t)
             })
-            .collect(),
+            .fold(Vec::new(), distinct),
+        // A context is a service's, on all its endpoints.
         context_dropped: s
             .state
             .context_dropped
             .iter()
             .enumerate()
             .filter(|&(_, &d)| d)
-            .map(|(i, _)| name(i))
-            .collect(),
+            .map(|(i, _)| t.group_name(i).to_string())
+            .fold(Vec::new(), distinct),
         report,
     })
+}
+
+/// `list` with `item` at its end unless it is there already: a service's
+/// endpoints (consecutive nodes) that carry its fault name it once.
+fn distinct(mut list: Vec<String>, item: String) -> Vec<String> {
+    if list.last() != Some(&item) {
+        list.push(item);
+    }
+    list
 }
 
 /// Gives each phase the expectations whose samples lie inside its own.

@@ -107,17 +107,28 @@ pub fn phase_line(p: &PhaseReport, k: usize, n: usize) -> String {
         p.to_s
     )];
     if !p.after.is_empty() {
-        parts.push(format!("after {}", p.after.join(", ")));
+        parts.push(format!("after {}", listed(&p.after)));
     }
     parts.push(if p.faults.is_empty() {
         "no faults".into()
     } else {
-        p.faults.join(", ")
+        listed(&p.faults)
     });
     if !p.context_dropped.is_empty() {
-        parts.push(format!("context dropped: {}", p.context_dropped.join(", ")));
+        parts.push(format!("context dropped: {}", listed(&p.context_dropped)));
     }
     format!("{}\n", parts.join(" · "))
+}
+
+/// The first few of `items`, joined, with a count of the rest: a mesh's
+/// dropped contexts would fill a screen (the JSON report lists them all).
+fn listed(items: &[String]) -> String {
+    const SHOWN: usize = 6;
+    let mut s = items[..items.len().min(SHOWN)].join(", ");
+    if items.len() > SHOWN {
+        s.push_str(&format!(" and {} more", items.len() - SHOWN));
+    }
+    s
 }
 
 /// The names of the rows a cut table lists (`None`: every row): the
