@@ -530,7 +530,7 @@ pub struct LoadArgs {
 /// `chaoslab tour`.
 #[derive(Debug, Args, Clone)]
 pub struct TourArgs {
-    /// Start at this chapter (1 to 7).
+    /// Start at this chapter (1 to 8).
     #[arg(value_parser = parse_chapter, allow_hyphen_values = true)]
     pub chapter: Option<usize>,
     /// List the chapters.

@@ -90,6 +90,17 @@ pub enum Msg {
     ToggleHold,
     /// The tour's next chapter.
     NextChapter,
+    /// Start typing a filter on the table's service names (`/`).
+    Filter,
+    /// A character typed into the filter.
+    Type(char),
+    /// The filter's last character removed.
+    TypeBack,
+    /// The filter typed: keys act on the lab again, the filter stays.
+    TypeDone,
+    /// The table: the selected service and every service above it (its
+    /// callers, their callers, up to the roots), or every service again.
+    ToggleAncestry,
 }
 
 /// One line of help: a group, the keys as shown, what they do, and the
@@ -141,6 +152,8 @@ pub const HELP: &[KeyHelp] = &[
     KeyHelp { group: "Scenario (--scenario)", keys: "Enter", what: "in `chaoslab tour`: the next chapter now", short: "", rank: 9 },
     KeyHelp { group: "Dashboard", keys: "t", what: "wire tap: the selected service's exchanges, status and claim header as sent, and what the caller did (in place of the events)", short: "tap", rank: 7 },
     KeyHelp { group: "Dashboard", keys: "v", what: "expand the selected service: its endpoints and replicas, each one's rate, errors and share of the first attempts (in place of the events)", short: "replicas", rank: 8 },
+    KeyHelp { group: "Dashboard", keys: "/", what: "filter by name (Esc clears)", short: "filter", rank: 8 },
+    KeyHelp { group: "Dashboard", keys: "A", what: "list the callers up to the roots / all", short: "callers", rank: 8 },
     KeyHelp { group: "Dashboard", keys: "u", what: "roots: each user-facing root's availability, p99 and storm radius (in place of the events)", short: "", rank: 9 },
     KeyHelp { group: "Dashboard", keys: "?", what: "this help", short: "help", rank: 0 },
     KeyHelp { group: "Dashboard", keys: "Esc", what: "close the help", short: "", rank: 9 },
@@ -227,6 +240,29 @@ pub fn msg(k: KeyEvent) -> Option<Msg> {
         KeyCode::Char('n') => Msg::NextStep,
         KeyCode::Char('P') => Msg::ToggleHold,
         KeyCode::Enter => Msg::NextChapter,
+        KeyCode::Char('/') => Msg::Filter,
+        KeyCode::Char('A') => Msg::ToggleAncestry,
+        _ => return None,
+    })
+}
+
+/// The message a key stands for while a filter is typed (after `/`):
+/// characters go into the filter, Enter keeps it, Esc clears it, Ctrl-C
+/// still quits.
+pub fn typing(k: KeyEvent) -> Option<Msg> {
+    if k.kind == KeyEventKind::Release {
+        return None;
+    }
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    Some(match k.code {
+        KeyCode::Char('c') if ctrl => Msg::Quit,
+        _ if ctrl => return None,
+        KeyCode::Char(c) => Msg::Type(c),
+        KeyCode::Backspace => Msg::TypeBack,
+        KeyCode::Enter => Msg::TypeDone,
+        KeyCode::Esc => Msg::Escape,
+        KeyCode::Up => Msg::Up,
+        KeyCode::Down => Msg::Down,
         _ => return None,
     })
 }
@@ -279,6 +315,22 @@ mod tests {
         assert_eq!(
             msg(KeyEvent::new(KeyCode::Char('r'), KeyModifiers::CONTROL)),
             None
+        );
+    }
+
+    #[test]
+    fn a_filter_being_typed_takes_the_letters_and_ctrl_c_still_quits() {
+        assert_eq!(msg(key(KeyCode::Char('/'))), Some(Msg::Filter));
+        assert_eq!(msg(key(KeyCode::Char('A'))), Some(Msg::ToggleAncestry));
+        // `q` and `f` type, they do not quit or inject a fault.
+        assert_eq!(typing(key(KeyCode::Char('q'))), Some(Msg::Type('q')));
+        assert_eq!(typing(key(KeyCode::Char('f'))), Some(Msg::Type('f')));
+        assert_eq!(typing(key(KeyCode::Backspace)), Some(Msg::TypeBack));
+        assert_eq!(typing(key(KeyCode::Enter)), Some(Msg::TypeDone));
+        assert_eq!(typing(key(KeyCode::Esc)), Some(Msg::Escape));
+        assert_eq!(
+            typing(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Msg::Quit)
         );
     }
 

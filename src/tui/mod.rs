@@ -252,7 +252,12 @@ fn ui_loop(
             loop {
                 match event::read().map_err(io_err)? {
                     TermEvent::Key(k) => {
-                        if let Some(m) = keys::msg(k) {
+                        let m = if state.typing && !state.help {
+                            keys::typing(k)
+                        } else {
+                            keys::msg(k)
+                        };
+                        if let Some(m) = m {
                             match m {
                                 keys::Msg::NextStep if !state.help => {
                                     actions.next_step();

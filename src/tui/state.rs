@@ -164,6 +164,18 @@ pub struct State {
     pub big: bool,
     /// `--theme`: how the colours are rendered.
     pub theme: Theme,
+    /// The table lists only services whose name holds this (`/`), any
+    /// case.
+    pub filter: String,
+    /// `/` was pressed: keys type into [`State::filter`] until Enter or
+    /// Esc.
+    pub typing: bool,
+    /// `A`: the table lists this service and every service above it,
+    /// nearest first.
+    pub ancestry: Option<ServiceId>,
+    /// The selection follows the table's first row (a mesh opens on its
+    /// storm) until a key moves it.
+    pub follow: bool,
 }
 
 impl Default for State {
@@ -188,6 +200,10 @@ impl Default for State {
             next_chapter: false,
             big: false,
             theme: Theme::Dark,
+            filter: String::new(),
+            typing: false,
+            ancestry: None,
+            follow: false,
         }
     }
 }
@@ -207,6 +223,8 @@ impl State {
         if first.roots.len() > MESH_ROOTS {
             s.sort = SortKey::Storm;
             s.descending = true;
+            s.follow = true;
+            s.observe(first);
         }
         s
     }
@@ -234,6 +252,11 @@ impl State {
         if self.selected >= s.services.len() {
             self.selected = s.services.len().saturating_sub(1);
         }
+        if self.follow {
+            if let Some(&first) = self.order(s).first() {
+                self.selected = first;
+            }
+        }
     }
 
     /// Records that an action was sent at snapshot time `t`.
@@ -248,9 +271,22 @@ impl State {
         });
     }
 
-    /// Service ids in the table's order.
+    /// Service ids in the table's order: those the filter and the
+    /// ancestry leave, sorted by the key (under `A`, nearest first and
+    /// then by the key).
     pub fn order(&self, s: &Snapshot) -> Vec<ServiceId> {
-        let mut ids: Vec<ServiceId> = (0..s.services.len()).collect();
+        let n = s.services.len();
+        let (mut ids, hops): (Vec<ServiceId>, Vec<usize>) = match self.ancestry {
+            Some(a) if a < n => {
+                let hops = above(s, a);
+                ((0..n).filter(|&i| hops[i] != usize::MAX).collect(), hops)
+            }
+            _ => ((0..n).collect(), vec![]),
+        };
+        if !self.filter.is_empty() {
+            let want = self.filter.to_lowercase();
+            ids.retain(|&i| s.services[i].name.to_lowercase().contains(&want));
+        }
         let key = |i: ServiceId| -> f64 {
             let v = &s.services[i];
             match self.sort {
@@ -263,17 +299,42 @@ impl State {
                 SortKey::Storm => crate::lab::roots::load_over_baseline(&v.live),
             }
         };
+        let hop = |i: ServiceId| hops.get(i).copied().unwrap_or(0);
         // A stable sort: ties keep the topology order.
         ids.sort_by(|&a, &b| {
             let o = key(a).total_cmp(&key(b));
-            if self.descending {
-                o.reverse()
-            } else {
-                o
-            }
+            hop(a)
+                .cmp(&hop(b))
+                .then(if self.descending { o.reverse() } else { o })
         });
         ids
     }
+}
+
+/// How many calls up from `id` each service is (`usize::MAX`: it never
+/// calls `id`, directly or through others): 0 for `id`, 1 for its
+/// callers, 2 for theirs, up to the roots. A breadth-first walk over the
+/// snapshot's calls, reversed.
+pub fn above(s: &Snapshot, id: ServiceId) -> Vec<usize> {
+    let n = s.services.len();
+    let mut callers: Vec<Vec<usize>> = vec![vec![]; n];
+    for e in &s.edges {
+        if e.from < n && e.to < n {
+            callers[e.to].push(e.from);
+        }
+    }
+    let mut hops = vec![usize::MAX; n];
+    let mut queue = std::collections::VecDeque::from([id]);
+    hops[id] = 0;
+    while let Some(x) = queue.pop_front() {
+        for &c in &callers[x] {
+            if hops[c] == usize::MAX {
+                hops[c] = hops[x] + 1;
+                queue.push_back(c);
+            }
+        }
+    }
+    hops
 }
 
 #[cfg(test)]
@@ -308,5 +369,32 @@ mod tests {
         // baseline: the storm leads, A (10× of almost nothing) trails it.
         assert_eq!(mesh.services[order[0]].name, "D");
         assert!(order.iter().position(|&i| i == 0) > order.iter().position(|&i| i == 3));
+        // The selection opens on the storm, and follows it until a key
+        // moves it.
+        assert_eq!(st.selected, order[0]);
+    }
+
+    #[test]
+    fn the_filter_and_the_ancestry_narrow_the_table() {
+        let snap = fixtures::uber_chain_retry();
+        let name = |ids: Vec<ServiceId>| -> Vec<String> {
+            ids.iter().map(|&i| snap.services[i].name.clone()).collect()
+        };
+        let mut st = State::opening(&snap);
+        // The chain A..G: D's callers are C, then B, then A; E..G are below.
+        let d = snap.services.iter().position(|v| v.name == "D").unwrap();
+        st.ancestry = Some(d);
+        assert_eq!(name(st.order(&snap)), ["D", "C", "B", "A"]);
+        let hops = above(&snap, d);
+        assert_eq!(hops[0], 3);
+        assert_eq!(hops[4], usize::MAX);
+        // The filter, any case, on top of it.
+        st.filter = "c".into();
+        assert_eq!(name(st.order(&snap)), ["C"]);
+        st.ancestry = None;
+        st.filter = "F".into();
+        assert_eq!(name(st.order(&snap)), ["F"]);
+        st.filter = "nothing".into();
+        assert!(st.order(&snap).is_empty());
     }
 }

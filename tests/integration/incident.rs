@@ -6,7 +6,12 @@
 use chaoslab::topology::{sim, Preset, Topology};
 use serde_json::Value;
 
+use std::time::Duration;
+
+use tokio::time::Instant;
+
 use crate::common::{chaoslab, root, text};
+use crate::tui::Tmux;
 
 const TOPOLOGY: &str = "topologies/uber-incident.yaml";
 const SCENARIO: &str = "scenarios/uber-incident.yaml";
@@ -179,4 +184,94 @@ fn checks_radius_over_every_root_is_a_simulation_of_the_rules() {
             );
         }
     }
+}
+
+/// The first row of the dashboard's service table: its service's name.
+fn first_row(screen: &str) -> Option<&str> {
+    let mut lines = screen.lines().skip_while(|l| !l.starts_with("╭ services "));
+    lines.next()?; // the title
+    lines.next()?; // the header
+    let row = lines.next()?.trim_start_matches('│');
+    let row = row.trim_start_matches(['▶', ' ']);
+    row.split_whitespace().nth(1)
+}
+
+/// The dashboard on the 2,500-service mesh, under the incident's
+/// scenario: it opens on the storm's services (once core-entity fails,
+/// one of its endpoints leads the table and the callers above it fill
+/// the view in the topology's place), `/` filters by name, `A` lists a
+/// service's callers and their ancestors, and it keeps drawing: at least
+/// 20 different screens in 5 s while keys move the selection.
+#[test]
+fn the_dashboard_opens_a_mesh_of_thousands_on_its_storm_and_keeps_up() {
+    let _fleet = crate::common::fleet_lock();
+    let t = Tmux::start();
+    let cmd = format!(
+        "{} {} --scenario {}",
+        env!("CARGO_BIN_EXE_chaoslab"),
+        root().join(TOPOLOGY).display(),
+        root().join(SCENARIO).display()
+    );
+    t.keys(&[&cmd, "Enter"]);
+    // The fault comes 5 s after a 2 s warm-up; the storm's services then
+    // carry the most load above their baseline.
+    let s = t.wait_for("core-entity first", Duration::from_secs(40), |s| {
+        first_row(s).is_some_and(|n| n.starts_with("core-entity/d"))
+    });
+    assert!(s.contains(" callers of core-entity/d"), "{s}");
+    let up1 = s.lines().find(|l| l.contains(" ↑1 ")).unwrap_or_default();
+    assert!(up1.contains(": hop-d"), "its immediate callers: {s}");
+    assert!(!s.contains(" topology "), "{s}");
+
+    // A filter by name: only the incident's d4 chains are listed.
+    t.keys(&["/", "hop-d4"]);
+    let s = t.wait_for("the filter", Duration::from_secs(5), |s| {
+        s.contains("/hop-d4") && first_row(s).is_some_and(|n| n.starts_with("hop-d4"))
+    });
+    let nodes = Topology::load(&root().join(TOPOLOGY))
+        .unwrap()
+        .services
+        .len();
+    assert!(
+        s.contains(&format!(" of {nodes} ")),
+        "a count of what it lists: {s}"
+    );
+    t.keys(&["Enter", "Escape"]);
+    // `A` on core-entity/dN: it and the services above it, nearest
+    // first.
+    t.wait_for("every service again", Duration::from_secs(5), |s| {
+        !s.contains("/hop-d4") && first_row(s).is_some_and(|n| n.starts_with("core-entity/d"))
+    });
+    t.keys(&["A"]);
+    t.wait_for("the ancestry", Duration::from_secs(5), |s| {
+        s.contains("services above it, nearest first")
+    });
+    t.keys(&["A"]);
+
+    // Responsive: snapshots come 4 a second and every key redraws at
+    // once; read the screen every 50 ms for 5 s, moving the selection
+    // every 200 ms, and count the different screens.
+    let (mut screens, mut last) = (0, String::new());
+    let start = Instant::now();
+    let mut k = 0;
+    while start.elapsed() < Duration::from_secs(5) {
+        if k % 4 == 0 {
+            t.keys(&[if (k / 4) % 2 == 0 { "j" } else { "k" }]);
+        }
+        k += 1;
+        let s = t.screen();
+        if s != last {
+            screens += 1;
+            last = s;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("a mesh of 2,500 services: {screens} different screens in 5 s");
+    assert!(screens >= 20, "{screens} screens in 5 s:\n{last}");
+    t.keys(&["q"]);
+    t.wait_for("the shell", Duration::from_secs(20), |s| {
+        s.trim_end().ends_with("test$")
+    });
+    let all = t.scrollback();
+    assert!(all.contains("chaoslab dashboard closed"), "{all}");
 }

@@ -19,13 +19,13 @@ static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 
 /// A private tmux server with one 160×45 session, killed on drop (also
 /// when an assertion fails).
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
     session: &'static str,
 }
 
 impl Tmux {
-    fn start() -> Tmux {
+    pub(crate) fn start() -> Tmux {
         let found = Command::new("tmux").arg("-V").output();
         assert!(
             found.as_ref().is_ok_and(|o| o.status.success()),
@@ -69,14 +69,14 @@ impl Tmux {
             .expect("run tmux")
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", self.session];
         args.extend_from_slice(keys);
         let o = self.tmux(&args);
         assert!(o.status.success(), "tmux send-keys: {o:?}");
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         String::from_utf8_lossy(
             &self
                 .tmux(&["capture-pane", "-p", "-t", self.session])
@@ -88,7 +88,7 @@ impl Tmux {
     /// The screen and the lines scrolled off above it (the normal
     /// screen's history: a summary of several phases is taller than the
     /// pane).
-    fn scrollback(&self) -> String {
+    pub(crate) fn scrollback(&self) -> String {
         String::from_utf8_lossy(
             &self
                 .tmux(&["capture-pane", "-p", "-S", "-", "-t", self.session])
@@ -109,7 +109,12 @@ impl Tmux {
 
     /// Polls the screen until `ok` holds, or fails after `limit` with the
     /// last screen shown.
-    fn wait_for(&self, what: &str, limit: Duration, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(
+        &self,
+        what: &str,
+        limit: Duration,
+        ok: impl Fn(&str) -> bool,
+    ) -> String {
         // The last screen read once `limit` has passed, to show it.
         let start = Instant::now();
         let (s, held) = common::wait_until(limit + Duration::from_secs(1), what, || {
@@ -482,9 +487,9 @@ fn the_tour_goes_on_with_enter_and_records_both_chapters() {
     });
     t.keys(&["q"]);
     let s = t.wait_for("the shell", Duration::from_secs(10), |s| {
-        s.contains("test$") && s.contains("chapter 7 of 7") && t.alternate_on() == "0"
+        s.contains("test$") && s.contains("chapter 7 of 8") && t.alternate_on() == "0"
     });
-    assert!(s.contains("chapter 6 of 7: What a budget leaves"), "{s}");
+    assert!(s.contains("chapter 6 of 8: What a budget leaves"), "{s}");
     let (header, shown, frames, _) = read_cast(&cast);
     assert_eq!(header["title"], "chaoslab tour", "{header}");
     assert!(frames >= 8, "{frames} frames");

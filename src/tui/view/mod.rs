@@ -11,6 +11,7 @@
 
 pub mod banner;
 pub mod big;
+pub mod callers;
 pub mod capacity;
 pub mod charts;
 pub mod footer;
@@ -69,14 +70,22 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     let inner_w = area.width.saturating_sub(2);
 
     let table_want = table::height(s);
-    let tall = topology::Plan::new(s, inner_w, true);
-    let compact = topology::Plan::new(s, inner_w, false);
-    let plan = if tall.height() + 2 + table_want + BOTTOM_MIN + 3 <= rest {
-        tall
-    } else {
-        compact
+    // A mesh is not drawn: the selected service's callers, a level a line,
+    // take the topology's place.
+    let mesh = callers::is_mesh(s);
+    let plan = (!mesh).then(|| {
+        let tall = topology::Plan::new(s, inner_w, true);
+        if tall.height() + 2 + table_want + BOTTOM_MIN + 3 <= rest {
+            tall
+        } else {
+            topology::Plan::new(s, inner_w, false)
+        }
+    });
+    let topo_want = match &plan {
+        Some(p) => p.height() + 2,
+        None => callers::height(state, s),
     };
-    let topo_h = (plan.height() + 2).min((rest / 3).max(3));
+    let topo_h = topo_want.min((rest / 3).max(3));
     // The table comes first (every service, if it can), then the charts.
     let bottom_min = if rest >= 30 { BOTTOM_MIN } else { 5 };
     let mut table_h = table_want
@@ -100,17 +109,22 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
 
     Paragraph::new(head).render(head_a, buf);
 
-    let topo_block = Block::bordered()
-        .border_type(BorderType::Rounded)
-        .border_style(theme::border(state.focus == Focus::Topology))
-        .title(Line::from(Span::styled(
-            " topology ",
-            Style::new().add_modifier(Modifier::BOLD),
-        )))
-        .title_bottom(topology::legend(s));
-    let topo_inner = topo_block.inner(topo_a);
-    topo_block.render(topo_a, buf);
-    plan.render(s, state.selected, topo_inner, buf);
+    match plan {
+        Some(plan) => {
+            let topo_block = Block::bordered()
+                .border_type(BorderType::Rounded)
+                .border_style(theme::border(state.focus == Focus::Topology))
+                .title(Line::from(Span::styled(
+                    " topology ",
+                    Style::new().add_modifier(Modifier::BOLD),
+                )))
+                .title_bottom(topology::legend(s));
+            let topo_inner = topo_block.inner(topo_a);
+            topo_block.render(topo_a, buf);
+            plan.render(s, state.selected, topo_inner, buf);
+        }
+        None => callers::render(state, s, topo_a, buf),
+    }
 
     table::render(state, s, table_a, buf);
 

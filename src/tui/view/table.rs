@@ -116,12 +116,20 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     let order = state.order(s);
     let inner_w = area.width.saturating_sub(2) as usize;
     let capacity = super::has_workers(s);
+    // Only the rows in sight are drawn (a mesh has thousands): the
+    // selected one last when it is below the first screenful, as a fresh
+    // table scrolls.
+    let fits = (area.height.saturating_sub(3) as usize).max(1);
+    let at = order.iter().position(|&i| i == state.selected);
+    let from = at.map_or(0, |p| (p + 1).saturating_sub(fits));
+    let shown = &order[from..(from + fits).min(order.len())];
     // Content widths.
     let widths: Vec<usize> = COLS
         .iter()
         .map(|c| {
-            (0..s.services.len())
-                .map(|id| (c.cell)(&row(s, id)).0.chars().count())
+            shown
+                .iter()
+                .map(|&id| (c.cell)(&row(s, id)).0.chars().count())
                 .chain([c.title.chars().count() + 1])
                 .max()
                 .unwrap_or(1)
@@ -168,7 +176,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         ));
         Cell::from(if c.right { line.right_aligned() } else { line })
     }));
-    let rows = order.iter().map(|&id| {
+    let rows = shown.iter().map(|&id| {
         let data = row(s, id);
         Row::new(cols.iter().map(|&i| {
             let c = &COLS[i];
@@ -192,6 +200,29 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             theme::label(),
         ),
     ];
+    if let Some(a) = state.ancestry.filter(|&a| a < s.services.len()) {
+        title.push(Span::styled(
+            format!(
+                "· {} and the {} services above it, nearest first (A: all) ",
+                s.services[a].name,
+                above_count(state, s, &order, a)
+            ),
+            theme::figure(),
+        ));
+    }
+    if state.typing || !state.filter.is_empty() {
+        let cursor = if state.typing { "▏" } else { "" };
+        title.push(Span::styled(
+            format!("· /{}{cursor} ", state.filter),
+            theme::figure(),
+        ));
+    }
+    if order.len() < s.services.len() {
+        title.push(Span::styled(
+            format!("· {} of {} ", order.len(), s.services.len()),
+            theme::label(),
+        ));
+    }
     if disagree {
         title.push(Span::styled(
             "· * differs from the model by over 5% ",
@@ -212,8 +243,18 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         .highlight_symbol("▶ ")
         .highlight_spacing(HighlightSpacing::Always);
     let mut ts = TableState::default();
-    ts.select(order.iter().position(|&i| i == state.selected));
+    ts.select(at.map(|p| p - from));
     StatefulWidget::render(table, area, buf, &mut ts);
+}
+
+/// The services above `a` the table lists (the filter may leave some).
+fn above_count(state: &State, s: &Snapshot, order: &[usize], a: usize) -> usize {
+    if state.filter.is_empty() {
+        order.len().saturating_sub(1)
+    } else {
+        let hops = crate::tui::state::above(s, a);
+        hops.iter().filter(|&&h| h != usize::MAX && h > 0).count()
+    }
 }
 
 fn sort_title(state: &State) -> Option<&'static str> {

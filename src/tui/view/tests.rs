@@ -622,3 +622,36 @@ fn v_expands_a_service_into_its_endpoints() {
     assert!(shown.contains("▸y"), "{shown}");
     assert!(shown.contains("C: one replica"), "{shown}");
 }
+
+/// A mesh is not drawn: the callers of the selected service (the storm's
+/// first, on opening), a level a line up to the roots, take the
+/// topology's place; the table's title says what `/` and `A` left.
+#[test]
+fn a_mesh_shows_the_callers_of_its_storm_in_place_of_the_topology() {
+    let mut mesh = fixtures::uber_chain_retry();
+    let root = fixtures::multi_root_endpoints().roots[0].clone();
+    mesh.roots = vec![root; crate::lab::roots::MESH_ROOTS + 2];
+    let mut st = State::opening(&mesh);
+    let out = text(&screen(&st, &mesh, 120, 40));
+    assert!(!out.contains(" topology "), "{out}");
+    assert!(out.contains(" callers of D, a level a line"), "{out}");
+    // D, then C, B and A above it, one a level.
+    for (h, name) in [(1, "C"), (2, "B"), (3, "A")] {
+        let line = out
+            .lines()
+            .find(|l| l.contains(&format!(" ↑{h} ")))
+            .unwrap();
+        assert!(line.contains(&format!("1 caller: {name} ")), "{line}");
+    }
+    st.filter = "f".into();
+    let out = text(&screen(&st, &mesh, 120, 40));
+    assert!(out.contains("· /f · 1 of 7"), "{out}");
+    st.filter.clear();
+    st.ancestry = Some(st.selected);
+    let out = text(&screen(&st, &mesh, 120, 40));
+    assert!(
+        out.contains("D and the 3 services above it, nearest first"),
+        "{out}"
+    );
+    assert!(!out.contains("│  E "), "{out}");
+}
