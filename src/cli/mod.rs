@@ -530,9 +530,9 @@ pub struct LoadArgs {
 /// `chaoslab tour`.
 #[derive(Debug, Args, Clone)]
 pub struct TourArgs {
-    /// Start at this chapter (1 to 8).
+    /// Start at this chapter (1 to 8), or play a range of them (`2-5`).
     #[arg(value_parser = parse_chapter, allow_hyphen_values = true)]
-    pub chapter: Option<usize>,
+    pub chapter: Option<(usize, Option<usize>)>,
     /// List the chapters.
     #[arg(long)]
     pub list: bool,

@@ -144,14 +144,22 @@ pub fn parse_fps(s: &str) -> Result<u32, String> {
     }
 }
 
-/// Parses a tour chapter: a whole number from 1.
-pub fn parse_chapter(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
-            "chapters are numbered from 1, got `{s}` (chaoslab tour --list)"
-        )),
-    }
+/// Parses the tour's chapters: `N` (from chapter N to the last) or `N-M`
+/// (chapters N to M), numbered from 1.
+pub fn parse_chapter(s: &str) -> Result<(usize, Option<usize>), String> {
+    let number = |x: &str| x.trim().parse::<usize>().ok().filter(|&n| n >= 1);
+    let parsed = match s.split_once('-') {
+        None => number(s).map(|n| (n, None)),
+        Some((a, b)) => match (number(a), number(b)) {
+            (Some(a), Some(b)) if a <= b => Some((a, Some(b))),
+            _ => None,
+        },
+    };
+    parsed.ok_or_else(|| {
+        format!(
+            "chapters are numbered from 1, as `3` (from the third on) or `2-5`, got `{s}` (chaoslab tour --list)"
+        )
+    })
 }
 
 /// A value's name on the command line, as clap spells it.

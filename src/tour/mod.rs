@@ -124,21 +124,24 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
     if let Some(dir) = &args.export {
         return export(dir);
     }
-    let first = match args.chapter {
-        None => 0,
-        Some(n) if (1..=CHAPTERS.len()).contains(&n) => n - 1,
-        Some(n) => {
-            return Err(RunError::Usage(format!(
-                "tour {n}: there are chapters 1 to {} (chaoslab tour --list)",
-                CHAPTERS.len()
-            )))
-        }
-    };
+    let (first, last) = args.chapter.unwrap_or((1, None));
+    if let Some(n) = [first]
+        .into_iter()
+        .chain(last)
+        .find(|&n| n > CHAPTERS.len())
+    {
+        return Err(RunError::Usage(format!(
+            "tour {n}: there are chapters 1 to {} (chaoslab tour --list)",
+            CHAPTERS.len()
+        )));
+    }
+    let last = last.unwrap_or(CHAPTERS.len());
+    let chapters = (first - 1)..last;
     if let Some(path) = &args.cast {
         crate::error::check_outputs(&[("--cast", path.as_path())], &[])?;
     }
     if args.headless {
-        return headless(first);
+        return headless(chapters);
     }
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(RunError::Usage(
@@ -150,7 +153,12 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
         .as_deref()
         .map(|p| tui::cast::Cast::open(p, "chaoslab tour"))
         .transpose()?;
-    for (i, c) in CHAPTERS.iter().enumerate().skip(first) {
+    for (i, c) in CHAPTERS
+        .iter()
+        .enumerate()
+        .take(chapters.end)
+        .skip(chapters.start)
+    {
         let (t, scenario) = c.load()?;
         let run = RunArgs {
             fps: args.fps,
@@ -194,12 +202,17 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
     Ok(())
 }
 
-/// Every chapter from `first`, headless: its text, its captions as they
-/// pass, its table and its expectations.
-fn headless(first: usize) -> Result<(), RunError> {
+/// The `chapters` (indices), headless: each one's text, its captions as
+/// they pass, its table and its expectations.
+fn headless(chapters: std::ops::Range<usize>) -> Result<(), RunError> {
     let interrupts = Interrupts::watch();
     let mut failed = vec![];
-    for (i, c) in CHAPTERS.iter().enumerate().skip(first) {
+    for (i, c) in CHAPTERS
+        .iter()
+        .enumerate()
+        .take(chapters.end)
+        .skip(chapters.start)
+    {
         let (t, scenario) = c.load()?;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(

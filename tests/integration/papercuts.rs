@@ -104,7 +104,9 @@ fn negative_and_impossible_numbers_are_refused_in_the_loaders_words() {
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("chapters are numbered from 1, got `-1`"),
+        stderr.contains(
+            "chapters are numbered from 1, as `3` (from the third on) or `2-5`, got `-1`"
+        ),
         "{stderr}"
     );
     // The same bound in a topology file.
