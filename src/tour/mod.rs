@@ -33,19 +33,15 @@ pub struct Chapter {
 }
 
 macro_rules! chapter {
+    // A chapter whose scenario is its own, in chapters/.
     ($title:literal, $slug:literal, $topology:literal) => {
-        Chapter {
-            title: $title,
-            slug: $slug,
-            topology: (
-                $topology,
-                include_str!(concat!("../../topologies/", $topology)),
-            ),
-            scenario: include_str!(concat!("chapters/", $slug, ".yaml")),
-        }
+        chapter!(@ $title, $slug, $topology, concat!("chapters/", $slug, ".yaml"))
     };
     // A chapter that plays a scenario the repository ships in scenarios/.
     ($title:literal, $slug:literal, $topology:literal, $scenario:literal) => {
+        chapter!(@ $title, $slug, $topology, concat!("../../scenarios/", $scenario))
+    };
+    (@ $title:literal, $slug:literal, $topology:literal, $scenario:expr) => {
         Chapter {
             title: $title,
             slug: $slug,
@@ -53,7 +49,7 @@ macro_rules! chapter {
                 $topology,
                 include_str!(concat!("../../topologies/", $topology)),
             ),
-            scenario: include_str!(concat!("../../scenarios/", $scenario)),
+            scenario: include_str!($scenario),
         }
     };
 }
