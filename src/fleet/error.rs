@@ -130,10 +130,17 @@ impl FleetError {
     /// Listening on `addr`, the address `service` was placed on, failed
     /// with `source`.
     pub fn listen(service: &str, addr: std::net::SocketAddr, source: io::Error) -> FleetError {
+        // A port asked for by number that is in use is held by another
+        // socket: nothing is exhausted.
+        let hint = if addr.port() != 0 && source.kind() == io::ErrorKind::AddrInUse {
+            ResourceHint::PortTaken
+        } else {
+            ResourceHint::for_io(&source)
+        };
         FleetError::Listen {
             service: service.to_owned(),
             addr,
-            hint: ResourceHint::for_io(&source),
+            hint,
             source,
         }
     }
@@ -186,6 +193,8 @@ pub enum ResourceHint {
     /// No loopback port is left to bind (`EADDRINUSE` on a request for any
     /// free port, or `EADDRNOTAVAIL`).
     PortsExhausted,
+    /// The port asked for by number is held by another socket.
+    PortTaken,
 }
 
 impl ResourceHint {
@@ -252,6 +261,11 @@ impl fmt::Display for ResourceHint {
                 f,
                 " The whole system has run out of open files: close other programs, \
                  raise `fs.file-max`, or use a smaller topology."
+            ),
+            ResourceHint::PortTaken => write!(
+                f,
+                " Another socket holds that port: stop what listens on it, or give \
+                 another with `--listen`."
             ),
             ResourceHint::PortsExhausted => write!(
                 f,
@@ -337,6 +351,19 @@ mod tests {
             assert!(msg.contains("loopback ports"), "{msg}");
             assert!(msg.contains("ip_local_port_range"), "{msg}");
         }
+    }
+
+    #[test]
+    fn a_port_asked_for_by_number_is_taken_not_exhausted() {
+        let taken = io::Error::from(io::ErrorKind::AddrInUse);
+        let e = FleetError::listen("C", "127.0.0.1:39137".parse().unwrap(), taken);
+        let msg = e.to_string();
+        assert!(msg.contains("Another socket holds that port"), "{msg}");
+        assert!(!msg.contains("run out"), "{msg}");
+        // Port 0 in use: none was free.
+        let any = io::Error::from(io::ErrorKind::AddrInUse);
+        let e = FleetError::listen("C", "127.0.0.1:0".parse().unwrap(), any);
+        assert!(e.to_string().contains("loopback ports"), "{e}");
     }
 
     #[test]
