@@ -13,8 +13,29 @@ use crate::topology::{model, Topology};
 /// `chaoslab check`.
 pub fn check(args: CheckArgs) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
-    let text = crate::topology::check::render_check_simulated(&t, args.simulate);
+    let mut text = crate::topology::check::render_check_simulated(&t, args.simulate);
+    text.push_str(&needs(&t));
     crate::error::write_or_print(None, &text, "check")
+}
+
+/// What a run of `t` in one process needs of the machine, and what this
+/// one allows: open files and memory, as the fleet's start weighs them.
+fn needs(t: &Topology) -> String {
+    let (fd, mem) = crate::session::needs(t);
+    let files = rlimit::Resource::NOFILE.get().map_or_else(
+        |_| String::new(),
+        |(_, hard)| format!(", this process may open {hard}"),
+    );
+    let room = crate::fleet::memory_room().map_or_else(String::new, |(b, what)| {
+        format!(", {what} leaves {} MiB", b >> 20)
+    });
+    format!(
+        "needs      {} open files ({} listeners, {} connections){files}; {}{room}\n",
+        fd.total(),
+        fd.listeners,
+        fd.connections,
+        mem.describe()
+    )
 }
 
 /// `chaoslab model`: the analytical table, nothing started.

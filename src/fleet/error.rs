@@ -82,6 +82,22 @@ pub enum FleetError {
         /// The limit after raising it as far as allowed.
         limit: u64,
     },
+    /// The fleet would hold more memory than the process may take:
+    /// refused before anything is bound.
+    #[error(
+        "The topology needs {} once started, and {}% more for the estimate's error, but {what} leaves this process {} MiB. Run a smaller topology, fewer replicas, or on a machine with more memory.",
+        need.describe(),
+        (super::limits::MEM_MARGIN * 100.0).round(),
+        room >> 20
+    )]
+    Memory {
+        /// What the fleet holds, and of what.
+        need: super::MemNeed,
+        /// The bytes the process may still take.
+        room: u64,
+        /// What bounds it.
+        what: &'static str,
+    },
 }
 
 fn fd_message(need: &super::FdNeed, limit: u64) -> String {
@@ -160,14 +176,14 @@ impl FleetError {
     pub fn is_environment(&self) -> bool {
         !matches!(
             self,
-            FleetError::ClaimHeader { .. } | FleetError::FdLimit { .. }
+            FleetError::ClaimHeader { .. } | FleetError::FdLimit { .. } | FleetError::Memory { .. }
         )
     }
 
     /// Whether the fleet was refused before starting because of the
     /// topology's size against a limit the user sets (exit status 2).
     pub fn is_too_big(&self) -> bool {
-        matches!(self, FleetError::FdLimit { .. })
+        matches!(self, FleetError::FdLimit { .. } | FleetError::Memory { .. })
     }
 }
 

@@ -33,8 +33,8 @@ use crate::ownership::Attribution;
 use crate::topology::{EdgePolicy, Fault, Policy, Service, ServiceId, Topology, Transport};
 
 pub use error::{FleetError, ResourceHint};
-pub use limits::FdNeed;
-use limits::{raise_fd_limit, FD_RESERVE};
+use limits::{check_memory, raise_fd_limit, FD_RESERVE};
+pub use limits::{memory_room, FdNeed, MemNeed};
 
 /// Where a fleet's services listen unless placed: a free port on loopback.
 const LOOPBACK: SocketAddr =
@@ -52,6 +52,10 @@ pub struct FleetOptions {
     /// One service of many processes (`chaoslab node`), or none
     /// (`chaoslab load`): `None` runs every service here.
     pub placement: Option<Placement>,
+    /// The bytes the session's ring of samples takes: counted with the
+    /// fleet's own when its memory need is weighed against what the
+    /// process may take.
+    pub samples: u64,
 }
 
 /// Where the services run when each has a process of its own: this
@@ -188,6 +192,7 @@ impl Fleet {
             need.over_http2 = Some(FdNeed::of(&topology, Transport::Http2, served, &here).total());
         }
         raise_fd_limit(&need)?;
+        check_memory(&MemNeed::of(&need, opts.samples))?;
         let mut metrics = Metrics::new(
             topology.services.len(),
             topology.edges.iter().map(|e| (e.from, e.to)).collect(),

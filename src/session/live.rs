@@ -106,12 +106,25 @@ impl Live {
     /// Starts the fleet in the state `topology` describes and (unless
     /// `opts.load` is off) the load.
     pub async fn start(topology: Topology, mut opts: LiveOptions) -> Result<Live, SessionError> {
+        // A node's own series serves only its /state and its exit table:
+        // the session reading the fleet keeps the run's.
+        let node = opts.placement.as_ref().is_some_and(|p| p.local.is_some());
+        let (tick, cap) = Series::plan(
+            topology.services.len(),
+            topology.edges.len(),
+            opts.tick,
+            opts.window,
+            if node { 4 << 20 } else { 32 << 20 },
+        );
+        opts.tick = tick;
+        let samples = Series::sample_bytes(topology.services.len(), topology.edges.len()) * cap;
         let fleet = Fleet::spawn(
             Arc::new(topology.clone()),
             FleetOptions {
                 seed: opts.seed,
                 plain: false,
                 placement: opts.placement.clone(),
+                samples: samples as u64,
             },
         )
         .await?;
@@ -174,17 +187,6 @@ impl Live {
                 }))
             });
         let load_task = load_task.transpose()?;
-        // A node's own series serves only its /state and its exit table:
-        // the session reading the fleet keeps the run's.
-        let node = opts.placement.as_ref().is_some_and(|p| p.local.is_some());
-        let (tick, cap) = Series::plan(
-            topology.services.len(),
-            topology.edges.len(),
-            opts.tick,
-            opts.window,
-            if node { 4 << 20 } else { 32 << 20 },
-        );
-        opts.tick = tick;
         let base = fleet.metrics().counts();
         let state = LabState::of(&topology);
         let prediction = model::predict(&topology, &topology.policy);

@@ -418,6 +418,28 @@ impl Session {
     }
 }
 
+/// What a run of `t` with every service in this process needs of the
+/// machine at the least: its open files and its memory once started (the
+/// fleet's start refuses a run whose needs the process cannot meet).
+pub fn needs(t: &Topology) -> (crate::fleet::FdNeed, crate::fleet::MemNeed) {
+    let listeners = t
+        .services
+        .iter()
+        .enumerate()
+        .filter(|(id, s)| s.group == *id && s.url.is_none())
+        .map(|(_, s)| s.replicas.max(1) as usize)
+        .sum();
+    let fd = crate::fleet::FdNeed::of(t, t.transport, listeners, &|id| {
+        t.services[id].url.is_none()
+    });
+    let opts = LiveOptions::default();
+    let (services, edges) = (t.services.len(), t.edges.len());
+    let (_, cap) = crate::metrics::Series::plan(services, edges, opts.tick, opts.window, 32 << 20);
+    let samples = (crate::metrics::Series::sample_bytes(services, edges) * cap) as u64;
+    let mem = crate::fleet::MemNeed::of(&fd, samples);
+    (fd, mem)
+}
+
 #[cfg(test)]
 mod tests {
     use std::process::ExitCode;

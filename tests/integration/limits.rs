@@ -1,6 +1,6 @@
 //! The machine's limits said plainly: a fleet that cannot fit the
-//! open-file limit is refused before anything is bound, naming the limit
-//! and what it needs.
+//! open-file limit, or the memory the process may take, is refused before
+//! anything is bound, naming the limit and what it needs.
 
 use std::fmt::Write as _;
 use std::process::Command;
@@ -60,6 +60,55 @@ fn a_fleet_that_cannot_fit_the_open_file_limit_is_refused_before_binding() {
         "took {:?}",
         t.elapsed()
     );
+}
+
+/// The mesh of Uber's incident (2,500 services, 4,112 endpoints) needs
+/// some 600 MiB once started; under a data limit of 400 MB (every private
+/// mapping counts) it would fail an allocation part-way through its
+/// start and abort. It is refused first, with the numbers; `check` says
+/// the same need before anything runs.
+#[test]
+fn a_fleet_that_cannot_fit_the_memory_it_may_take_is_refused_before_binding() {
+    let t = Instant::now();
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -d 409600 && exec {} run topologies/uber-incident.yaml --headless --duration 2s",
+            env!("CARGO_BIN_EXE_chaoslab")
+        ))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("The topology needs about"), "{err}");
+    assert!(
+        err.contains("2500 listeners × 36 KiB") && err.contains("MiB of samples"),
+        "{err}"
+    );
+    assert!(
+        err.contains("its data limit (`ulimit -d`) leaves this process"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t.elapsed()
+    );
+    // `check` states the same need, and what this machine allows.
+    let o = crate::common::chaoslab(&["check", "topologies/uber-incident.yaml"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let needs = out
+        .lines()
+        .find(|l| l.starts_with("needs "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(needs.contains("(2500 listeners,"), "{needs}");
+    assert!(
+        needs.contains("MiB of memory (2500 listeners × 36 KiB"),
+        "{needs}"
+    );
+    assert!(needs.contains("this process may open"), "{needs}");
 }
 
 #[test]
