@@ -107,8 +107,9 @@ pub(super) fn raise_fd_limit(need: &FdNeed) -> Result<(), FleetError> {
 /// like Meta's (250 to 5,000 services) and like Alibaba's (1,000 to
 /// 5,000): from 11% under (1,000 services) to 5% over (5,000) each run's
 /// peak; 35 MiB over on the seven-service chain (`docs/performance.md`
-/// has the table). A storm adds the buffers of the requests in flight
-/// (some 150 MiB at 200 root requests a second on the 5,000-service mesh).
+/// has the table). The load adds the buffers of the requests in flight:
+/// the 5,000-service mesh's peak was 1,020 MiB at 200 root requests a
+/// second and 1,206 at 600, against 741 said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemNeed {
     /// Listeners: one per replica of each service served here, each with
