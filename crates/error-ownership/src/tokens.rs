@@ -30,7 +30,7 @@
 //! clock: the bucket moves only with outcomes, never with time.
 //!
 //! ```
-//! use chaoslab::ownership::tokens::RetryThrottle;
+//! use error_ownership::tokens::RetryThrottle;
 //!
 //! let mut bucket = RetryThrottle::default(); // 10 tokens, ratio 0.1
 //! for _ in 0..4 {

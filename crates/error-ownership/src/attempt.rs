@@ -49,9 +49,9 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chaoslab::ownership::attempt::{AttemptMachine, Ending, Next};
-//! use chaoslab::ownership::retry::StopReason;
-//! use chaoslab::ownership::{Claim, Classified};
+//! use error_ownership::attempt::{AttemptMachine, Ending, Next};
+//! use error_ownership::retry::StopReason;
+//! use error_ownership::{Claim, Classified};
 //!
 //! let from_c = Classified::Error { claim: Claim::Claimed };
 //! let grant = || true; // the budget allows the retry
@@ -179,7 +179,7 @@ pub struct AttemptMachine {
 ///
 /// ```
 /// use std::time::Duration;
-/// use chaoslab::ownership::attempt::attempt_timeout;
+/// use error_ownership::attempt::attempt_timeout;
 ///
 /// let ms = Duration::from_millis;
 /// assert_eq!(attempt_timeout(ms(250), None), Some(ms(250)));
@@ -350,7 +350,7 @@ impl AttemptMachine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ownership::Claim;
+    use crate::Claim;
     use proptest::prelude::*;
     use std::cell::Cell;
 

@@ -70,7 +70,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chaoslab::ownership::signal::{Advice, DontRetry, Refusal, Signal};
+//! use error_ownership::signal::{Advice, DontRetry, Refusal, Signal};
 //!
 //! // A gRPC server that is overloaded asks its callers not to retry.
 //! let headers = Signal::Pushback.refusal_headers(Refusal::Overloaded, Duration::from_millis(50));
@@ -84,7 +84,7 @@
 //!
 //! // A Finagle nack is retryable unless it says otherwise.
 //! assert_eq!(
-//!     chaoslab::ownership::signal::read_nack(503, Some(b"true"), None, None),
+//!     error_ownership::signal::read_nack(503, Some(b"true"), None, None),
 //!     Advice::Retry
 //! );
 //! assert_eq!(Signal::parse("retry-after"), Some(Signal::RetryAfter));
@@ -371,7 +371,7 @@ mod tests {
     /// reads them: repeated lines combined.
     fn read_lines(signal: Signal, status: u16, lines: &[(&'static str, &'static str)]) -> Advice {
         let values = |name: &str| {
-            crate::ownership::combined(
+            crate::combined(
                 lines
                     .iter()
                     .filter(|(n, _)| *n == name)

@@ -16,8 +16,8 @@
 //!    makes the one retry the chain is owed.
 //!
 //! ```
-//! use chaoslab::ownership::claim::{decide, Outbound, ClaimReason};
-//! use chaoslab::ownership::{Attribution, Claim, DependencyMode};
+//! use error_ownership::claim::{decide, Outbound, ClaimReason};
+//! use error_ownership::{Attribution, Claim, DependencyMode};
 //!
 //! let d_failed = Outbound {
 //!     dependency: 0,

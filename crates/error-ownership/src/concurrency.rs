@@ -25,7 +25,7 @@
 //! the product rounded down as Envoy's integer conversion does.
 //!
 //! ```
-//! use chaoslab::ownership::concurrency::RetryConcurrency;
+//! use error_ownership::concurrency::RetryConcurrency;
 //!
 //! let mut edge = RetryConcurrency::default(); // 20%, at least 3
 //! for _ in 0..20 {

@@ -11,9 +11,9 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chaoslab::ownership::edge_budget::BudgetModel;
-//! use chaoslab::ownership::policy::EdgePolicy;
-//! use chaoslab::ownership::quota::RetryKind;
+//! use error_ownership::edge_budget::BudgetModel;
+//! use error_ownership::policy::EdgePolicy;
+//! use error_ownership::quota::RetryKind;
 //!
 //! let p = EdgePolicy {
 //!     attempts: 2,

@@ -15,7 +15,7 @@
 //! bucket is a plain value that tests drive with any clock.
 //!
 //! ```
-//! use chaoslab::ownership::budget::RetryBudget;
+//! use error_ownership::budget::RetryBudget;
 //! use std::time::Duration;
 //!
 //! let mut b = RetryBudget::new(0.1, Duration::from_secs(10), 0.0);

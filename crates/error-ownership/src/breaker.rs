@@ -29,7 +29,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chaoslab::ownership::breaker::{Breaker, BreakerConfig, BreakerState};
+//! use error_ownership::breaker::{Breaker, BreakerConfig, BreakerState};
 //!
 //! let s = Duration::from_secs;
 //! let mut b = Breaker::new(BreakerConfig { consecutive: 3, probes: 1, ..BreakerConfig::DEFAULT });

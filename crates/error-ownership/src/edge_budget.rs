@@ -21,8 +21,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chaoslab::ownership::edge_budget::{BudgetModel, Answered};
-//! use chaoslab::ownership::quota::RetryKind;
+//! use error_ownership::edge_budget::{BudgetModel, Answered};
+//! use error_ownership::quota::RetryKind;
 //!
 //! // gRPC: a full bucket of 10 lets a persistent failure be retried four
 //! // times, then the bucket sits at or below half and retries stop.

@@ -24,7 +24,7 @@
 //! moves only with outcomes, never with time.
 //!
 //! ```
-//! use chaoslab::ownership::quota::{RetryKind, RetryQuota};
+//! use error_ownership::quota::{RetryKind, RetryQuota};
 //!
 //! let mut q = RetryQuota::standard();
 //! let mut retries = 0;
