@@ -69,6 +69,7 @@ fn markdown_files() -> Vec<PathBuf> {
     let mut files = vec![
         root().join("README.md"),
         root().join("topologies/README.md"),
+        root().join("crates/error-ownership/README.md"),
     ];
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
         .expect("a docs/ folder")
