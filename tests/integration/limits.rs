@@ -26,10 +26,15 @@ fn tree(n: usize) -> String {
 
 /// `chaoslab ARGS` (a shell's words) under an open-file limit of `files`.
 fn run_limited(files: u32, args: &str) -> std::process::Output {
+    run_under(&format!("-n {files}"), args)
+}
+
+/// `chaoslab ARGS` (a shell's words) under `ulimit LIMIT`.
+fn run_under(limit: &str, args: &str) -> std::process::Output {
     Command::new("bash")
         .arg("-c")
         .arg(format!(
-            "ulimit -n {files} && exec {} {args}",
+            "ulimit {limit} && exec {} {args}",
             env!("CARGO_BIN_EXE_chaoslab")
         ))
         .current_dir(root())
@@ -70,15 +75,10 @@ fn a_fleet_that_cannot_fit_the_open_file_limit_is_refused_before_binding() {
 #[test]
 fn a_fleet_that_cannot_fit_the_memory_it_may_take_is_refused_before_binding() {
     let t = Instant::now();
-    let o = Command::new("bash")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -d 409600 && exec {} run topologies/uber-incident.yaml --headless --duration 2s",
-            env!("CARGO_BIN_EXE_chaoslab")
-        ))
-        .current_dir(root())
-        .output()
-        .unwrap();
+    let o = run_under(
+        "-d 409600",
+        "run topologies/uber-incident.yaml --headless --duration 2s",
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("The topology needs about"), "{err}");
