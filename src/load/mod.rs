@@ -53,6 +53,12 @@ pub const ROOT_TIMEOUT: Duration = Duration::from_secs(30);
 /// After a stall (a paused machine, a suspended process) the schedule
 /// catches up at most this far back instead of sending a burst.
 const MAX_CATCH_UP: Duration = Duration::from_millis(200);
+/// The longest gap between two arrivals of one root, in seconds: a day.
+/// (The gap once stopped at a minute, which sent every root of less than
+/// one request a minute at one a minute: on a mesh of hundreds of roots at
+/// half its rate, a burst at the 60th second, 171 root requests a second
+/// sent against 130 offered.)
+const MAX_GAP_S: f64 = 86_400.0;
 
 /// The generator's knobs, changeable while it runs.
 #[derive(Debug)]
@@ -166,7 +172,8 @@ pub fn spawn(
                     -u.ln() / rps
                 }
             };
-            next += Duration::from_secs_f64(gap.min(60.0));
+            let last = next;
+            next = last + Duration::from_secs_f64(gap.min(MAX_GAP_S));
             let now = Instant::now();
             if next + MAX_CATCH_UP < now {
                 // Behind by more than the catch-up allowance: the
@@ -175,11 +182,31 @@ pub fn spawn(
                 metrics.root_skipped(behind as u64);
                 next = now;
             }
-            if next > now {
+            // A root of a tiny share waits minutes between arrivals: it
+            // wakes every second, and a rate changed meanwhile stretches
+            // or shrinks what is left of the wait, from now.
+            let mut drawn = rps;
+            let mut stopped = false;
+            while next > Instant::now() {
+                let wake = next.min(Instant::now() + Duration::from_secs(1));
                 tokio::select! {
-                    _ = tokio::time::sleep_until(next) => {}
-                    _ = stop.changed() => continue,
+                    _ = tokio::time::sleep_until(wake) => {}
+                    _ = stop.changed() => { stopped = true; break; }
                 }
+                let now_rps = control.rps() * share;
+                if control.paused() || now_rps <= 0.0 {
+                    stopped = true;
+                    break;
+                }
+                if now_rps != drawn {
+                    let now = Instant::now();
+                    let left = next.saturating_duration_since(now).as_secs_f64() * drawn / now_rps;
+                    next = now + Duration::from_secs_f64(left.min(MAX_GAP_S));
+                    drawn = now_rps;
+                }
+            }
+            if stopped {
+                continue;
             }
             match slots.clone().try_acquire_owned() {
                 Ok(permit) => {

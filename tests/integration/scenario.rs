@@ -346,3 +346,48 @@ fn a_policy_switch_is_reported_as_two_phases() {
     );
     assert_eq!(stdout.matches("storm radius:").count(), 2, "{stdout}");
 }
+
+/// A root of a tiny rate waits long between arrivals, but follows a new
+/// rate within a second: at 0.01 rps its next arrival is 100 s away, and
+/// a step to 50 rps at 1 s has it sending 50 a second from about 2 s on.
+/// (Its wait once stopped at a minute and ignored the new rate until
+/// then: nothing was sent in this run.)
+#[test]
+fn a_root_at_a_tiny_rate_follows_a_new_rate_within_a_second() {
+    let _fleet = fleet_lock();
+    let (topology, scenario, report) = (
+        temp("tiny.yaml"),
+        temp("tiny-steps.yaml"),
+        temp("tiny.json"),
+    );
+    std::fs::write(
+        &topology,
+        "name: tiny\nload: { rps: 0.01 }\nservices:\n  A: { calls: [B] }\n  B: {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &scenario,
+        "duration: 5s\nwarmup: 0s\nsteps:\n  - at: 1s\n    rps: 50\n",
+    )
+    .unwrap();
+    let out = chaoslab(&[
+        "run",
+        topology.to_str().unwrap(),
+        "--headless",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let r = read_json(&report);
+    for p in [&topology, &scenario, &report] {
+        let _ = std::fs::remove_file(p);
+    }
+    let root = &r["root"];
+    let sent = root["sent"].as_f64().unwrap();
+    // 50 a second from between 1 s and 2 s to 5 s: 150 to 200.
+    assert!((140.0..=205.0).contains(&sent), "{sent} sent: {root:#}");
+    assert_eq!(root["skipped"].as_f64(), Some(0.0), "{root:#}");
+}
