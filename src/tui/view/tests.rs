@@ -655,3 +655,26 @@ fn a_mesh_shows_the_callers_of_its_storm_in_place_of_the_topology() {
     );
     assert!(!out.contains("│  E "), "{out}");
 }
+
+/// `--big` on a mesh draws its boxes in the table's order: the storm's
+/// services first, not the healthy entries a depth order opens on.
+#[test]
+fn big_on_a_mesh_draws_the_storms_services_first() {
+    let chain = fixtures::uber_chain_retry();
+    let st = State::opening(&chain);
+    let (ids, mesh) = super::big::box_order(&st, &chain);
+    assert!(!mesh);
+    assert_eq!(chain.services[ids[0]].name, "A", "depth order");
+    let mut mesh = chain.clone();
+    let root = fixtures::multi_root_endpoints().roots[0].clone();
+    mesh.roots = vec![root; crate::lab::roots::MESH_ROOTS + 2];
+    let mut st = State::opening(&mesh);
+    st.big = true;
+    let (ids, is_mesh) = super::big::box_order(&st, &mesh);
+    assert!(is_mesh);
+    assert_eq!(ids, st.order(&mesh));
+    assert_ne!(mesh.services[ids[0]].name, "A", "the storm first");
+    // It draws, in a terminal too small for every box.
+    let out = text(&screen(&st, &mesh, 60, 24));
+    assert!(out.contains("in the table's order"), "{out}");
+}

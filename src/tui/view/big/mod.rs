@@ -56,7 +56,8 @@ const BIG_HEADER_FROM: u16 = 30;
 /// Draws the big layout into `area` and returns `true`, or returns
 /// `false` having drawn nothing when the area cannot hold a box.
 pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) -> bool {
-    let Some(boxes) = Boxes::new(s, area.width.saturating_sub(2)) else {
+    let (ids, mesh) = box_order(state, s);
+    let Some(boxes) = Boxes::new(s, ids, area.width.saturating_sub(2)) else {
         return false;
     };
     let controls = state.controls(s);
@@ -112,7 +113,11 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) -> bool
         };
         topo_block = topo_block.title_bottom(
             Line::from(Span::styled(
-                format!(" {shown} of {} in depth order ", boxes.ids.len()),
+                format!(
+                    " {shown} of {} in {} order ",
+                    boxes.ids.len(),
+                    if mesh { "the table's" } else { "depth" }
+                ),
                 theme::label(),
             ))
             .right_aligned(),
@@ -134,6 +139,20 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) -> bool
         help::render(area, buf, capacity, &state.listening);
     }
     true
+}
+
+/// The services the boxes show, in order, and whether that is the
+/// table's: a mesh of thousands in depth order would open on its healthy
+/// entries, so its boxes follow the table (the storm's services first,
+/// the filter and the ancestry applied); a fleet of a few is drawn in
+/// depth order.
+pub(super) fn box_order(state: &State, s: &Snapshot) -> (Vec<usize>, bool) {
+    if super::callers::is_mesh(s) {
+        return (state.order(s), true);
+    }
+    let mut ids: Vec<usize> = (0..s.services.len()).collect();
+    ids.sort_by_key(|&i| s.services[i].depth);
+    (ids, false)
 }
 
 /// The policy's name as the header writes it.
@@ -231,7 +250,8 @@ fn draw_header(s: &Snapshot, c: &LabState, big: bool, area: Rect, buf: &mut Buff
 
 /// The services as big boxes, wrapped into rows.
 struct Boxes {
-    /// Services in depth order (topology order within a depth).
+    /// Services in the order drawn: depth order (topology order within a
+    /// depth), or the table's on a mesh.
     ids: Vec<usize>,
     /// Names are drawn in big glyphs (every name has them and is short).
     big_names: bool,
@@ -244,14 +264,12 @@ struct Boxes {
 }
 
 impl Boxes {
-    /// The boxes for `width` columns, or `None` if not one fits.
-    fn new(s: &Snapshot, width: u16) -> Option<Boxes> {
-        let mut ids: Vec<usize> = (0..s.services.len()).collect();
-        ids.sort_by_key(|&i| s.services[i].depth);
-        let name_w = s
-            .services
+    /// The boxes of `ids`, in that order, for `width` columns, or `None`
+    /// if not one fits.
+    fn new(s: &Snapshot, ids: Vec<usize>, width: u16) -> Option<Boxes> {
+        let name_w = ids
             .iter()
-            .map(|v| font::width(&v.name).filter(|&w| w <= BIG_NAME_MAX))
+            .map(|&i| font::width(&s.services[i].name).filter(|&w| w <= BIG_NAME_MAX))
             .try_fold(0, |m, w| w.map(|w| w.max(m)));
         let inner = |names: bool| {
             let name = if names {
