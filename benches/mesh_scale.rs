@@ -42,14 +42,14 @@ fn main() {
     }
 }
 
-/// This process's peak resident memory since [`reset_peak`], in MiB
-/// (`VmHWM`).
-fn peak() -> f64 {
+/// A field of this process's `/proc/self/status`, in MiB (`VmRSS`, the
+/// resident set; `VmHWM`, its peak since [`reset_peak`]).
+fn status_mib(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
         })
         .unwrap_or(f64::NAN)
@@ -64,16 +64,8 @@ fn reset_peak() {
 
 /// This process's resident memory, in MiB, and its open descriptors.
 fn footprint() -> (f64, usize) {
-    let rss = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .unwrap_or(f64::NAN);
     let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
-    (rss / 1024.0, fds)
+    (status_mib("VmRSS:"), fds)
 }
 
 /// A mesh of `services` drawn like Meta's at `rps` root requests a
@@ -138,7 +130,7 @@ fn drawn(services: u32, rps: f64, measured: Duration) {
         }
     );
     let need_mib = mem_need.total() as f64 / f64::from(1 << 20);
-    let peak = peak();
+    let peak = status_mib("VmHWM:");
     println!(
         "  needs, said up front: {} open files (open at the start: {fds}), {} (the run's peak resident set: {peak:.0} MiB, {:+.0}%)",
         fd_need.total(),

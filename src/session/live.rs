@@ -102,29 +102,37 @@ impl std::fmt::Debug for Live {
     }
 }
 
+impl LiveOptions {
+    /// The sampling period, the ring's capacity and the bytes it holds
+    /// (allocated whole at the start) for a run of `t` with these options.
+    /// A node's own series serves only its /state and its exit table: the
+    /// session reading the fleet keeps the run's.
+    pub fn ring(&self, t: &Topology) -> (Duration, usize, u64) {
+        let node = self.placement.as_ref().is_some_and(|p| p.local.is_some());
+        let (services, edges) = (t.services.len(), t.edges.len());
+        let bytes = if node { 4 << 20 } else { 32 << 20 };
+        let (tick, cap) = Series::plan(services, edges, self.tick, self.window, bytes);
+        (
+            tick,
+            cap,
+            (Series::sample_bytes(services, edges) * cap) as u64,
+        )
+    }
+}
+
 impl Live {
     /// Starts the fleet in the state `topology` describes and (unless
     /// `opts.load` is off) the load.
     pub async fn start(topology: Topology, mut opts: LiveOptions) -> Result<Live, SessionError> {
-        // A node's own series serves only its /state and its exit table:
-        // the session reading the fleet keeps the run's.
-        let node = opts.placement.as_ref().is_some_and(|p| p.local.is_some());
-        let (tick, cap) = Series::plan(
-            topology.services.len(),
-            topology.edges.len(),
-            opts.tick,
-            opts.window,
-            if node { 4 << 20 } else { 32 << 20 },
-        );
+        let (tick, cap, samples) = opts.ring(&topology);
         opts.tick = tick;
-        let samples = Series::sample_bytes(topology.services.len(), topology.edges.len()) * cap;
         let fleet = Fleet::spawn(
             Arc::new(topology.clone()),
             FleetOptions {
                 seed: opts.seed,
                 plain: false,
                 placement: opts.placement.clone(),
-                samples: samples as u64,
+                samples,
             },
         )
         .await?;

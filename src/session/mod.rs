@@ -432,10 +432,7 @@ pub fn needs(t: &Topology) -> (crate::fleet::FdNeed, crate::fleet::MemNeed) {
     let fd = crate::fleet::FdNeed::of(t, t.transport, listeners, &|id| {
         t.services[id].url.is_none()
     });
-    let opts = LiveOptions::default();
-    let (services, edges) = (t.services.len(), t.edges.len());
-    let (_, cap) = crate::metrics::Series::plan(services, edges, opts.tick, opts.window, 32 << 20);
-    let samples = (crate::metrics::Series::sample_bytes(services, edges) * cap) as u64;
+    let (_, _, samples) = LiveOptions::default().ring(t);
     let mem = crate::fleet::MemNeed::of(&fd, samples);
     (fd, mem)
 }
