@@ -70,6 +70,8 @@ fn markdown_files() -> Vec<PathBuf> {
         root().join("README.md"),
         root().join("topologies/README.md"),
         root().join("crates/error-ownership/README.md"),
+        root().join("crates/tower-error-ownership/README.md"),
+        root().join("crates/reqwest-error-ownership/README.md"),
     ];
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
         .expect("a docs/ folder")

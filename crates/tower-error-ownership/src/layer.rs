@@ -1,0 +1,481 @@
+//! The server side: a tower layer that claims or unclaims every error answer.
+//!
+//! [`OwnershipLayer`] wraps any service of `http::Request`s (an axum
+//! `Router`, a hyper service, a tonic server). For every request it opens a
+//! [`RequestRecord`] and runs the inner service inside it; when the answer
+//! is an error it decides the claim from what the request's outbound calls
+//! recorded ([`error_ownership::claim::decide`]) and writes it:
+//!
+//! * on an HTTP answer (an error is a 5xx or a 429), in the claim header;
+//! * on a gRPC answer (`content-type: application/grpc…`; an error is a
+//!   `grpc-status` other than 0), beside `grpc-status`: in the headers of
+//!   a *Trailers-Only* answer, in the trailers of an answer with a body.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use error_ownership::claim::{self, ClaimDecision};
+use error_ownership::learn::Learner;
+use error_ownership::{is_error_status, Attribution, Claim};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use tokio::task::futures::TaskLocalFuture;
+use tower::{Layer, Service};
+
+use crate::record::{self, Record, RequestRecord};
+use crate::{NoObserver, Observer};
+
+/// Uber's name for the claim header, for a service that talks to theirs:
+/// `OwnershipLayer::new().header(UBER_CLAIM_HEADER)`.
+pub static UBER_CLAIM_HEADER: HeaderName = HeaderName::from_static("x-uber-error-claim");
+
+/// The default claim header, `x-error-claim`, as a header name.
+pub static CLAIM_HEADER: HeaderName =
+    HeaderName::from_static(error_ownership::DEFAULT_CLAIM_HEADER);
+
+static GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
+
+/// A service's claim settings; shared, and changeable while it serves.
+///
+/// ```
+/// use tower_error_ownership::{Attribution, OwnershipLayer};
+/// let layer = OwnershipLayer::new();
+/// let settings = layer.settings().clone();
+/// // Later, from an admin endpoint: stop claiming, or attribute as learned.
+/// settings.set_enabled(false);
+/// settings.set_attribution(Attribution::Learned);
+/// assert_eq!(settings.attribution(), Attribution::Learned);
+/// ```
+#[derive(Debug)]
+pub struct Settings {
+    header: HeaderName,
+    attribution: AtomicU8,
+    at_least_once: AtomicBool,
+    enabled: AtomicBool,
+    learner: Learner,
+}
+
+impl Settings {
+    fn new(header: HeaderName) -> Settings {
+        Settings {
+            header,
+            attribution: AtomicU8::new(Attribution::Declared as u8),
+            at_least_once: AtomicBool::new(true),
+            enabled: AtomicBool::new(true),
+            learner: Learner::default(),
+        }
+    }
+
+    /// The claim header's name.
+    pub fn header(&self) -> &HeaderName {
+        &self.header
+    }
+
+    /// How a failed call's mode is known: `Declared` (the default) reads
+    /// the mode the call declared ([`FailOpen`](crate::FailOpen)),
+    /// `Simple` takes every failed call as fail-close, `Learned` uses what
+    /// the service learned from its own answers.
+    pub fn attribution(&self) -> Attribution {
+        match self.attribution.load(Ordering::Relaxed) {
+            0 => Attribution::Simple,
+            2 => Attribution::Learned,
+            _ => Attribution::Declared,
+        }
+    }
+
+    /// Changes the attribution.
+    pub fn set_attribution(&self, a: Attribution) {
+        self.attribution.store(a as u8, Ordering::Relaxed);
+    }
+
+    /// Whether rule 5 is on (at-least-once: a failed call on an edge with
+    /// no retries configured is claimed, so the caller above makes the one
+    /// retry the chain is owed). On by default.
+    pub fn at_least_once(&self) -> bool {
+        self.at_least_once.load(Ordering::Relaxed)
+    }
+
+    /// Turns rule 5 on or off.
+    pub fn set_at_least_once(&self, on: bool) {
+        self.at_least_once.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether claims are written. Off, the layer still records and
+    /// reports to its observer, as a service without the mechanism would
+    /// be watched.
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Turns writing claims on or off.
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// What the service learned about its dependencies (read in `Learned`
+    /// attribution).
+    pub fn learner(&self) -> &Learner {
+        &self.learner
+    }
+
+    /// The claim for an error answer with this record, written into
+    /// `headers` when claims are on; `None` when they are off. Feeds the
+    /// learner either way.
+    fn decide(
+        &self,
+        record: &Record,
+        error: bool,
+        headers: &mut HeaderMap,
+    ) -> Option<ClaimDecision> {
+        let dependency_failed = record.outbound.iter().any(|o| o.failed);
+        if error || dependency_failed {
+            self.learner.observe(&record.outbound, error);
+        }
+        if !error || !self.enabled() {
+            return None;
+        }
+        let d = claim::decide(
+            &record.outbound,
+            self.attribution(),
+            self.at_least_once(),
+            |o| self.learner.mode(o.dependency),
+        );
+        headers.insert(
+            self.header.clone(),
+            HeaderValue::from_static(Claim::wire_value(d.claimed)),
+        );
+        Some(d)
+    }
+}
+
+/// What the layer tells its [`Observer`] about one answer.
+#[derive(Debug)]
+pub struct Answer<'a> {
+    /// The HTTP status; `None` when the request was abandoned (its future
+    /// or its body dropped before the answer was complete).
+    pub status: Option<u16>,
+    /// The gRPC status, for a gRPC answer that carried one.
+    pub grpc_status: Option<u32>,
+    /// Whether the answer is an error.
+    pub error: bool,
+    /// The claim written, when one was.
+    pub claim: Option<ClaimDecision>,
+    /// What the request's outbound calls recorded.
+    pub record: &'a Record,
+}
+
+/// The server-side ownership layer. See the [crate docs](crate).
+#[derive(Debug)]
+pub struct OwnershipLayer<O = NoObserver> {
+    settings: Arc<Settings>,
+    observer: Arc<O>,
+}
+
+impl<O> Clone for OwnershipLayer<O> {
+    fn clone(&self) -> Self {
+        OwnershipLayer {
+            settings: self.settings.clone(),
+            observer: self.observer.clone(),
+        }
+    }
+}
+
+impl Default for OwnershipLayer {
+    fn default() -> Self {
+        OwnershipLayer::new()
+    }
+}
+
+impl OwnershipLayer {
+    /// A layer writing `x-error-claim`, with `Declared` attribution and
+    /// rule 5 on, and no observer.
+    pub fn new() -> OwnershipLayer {
+        OwnershipLayer {
+            settings: Arc::new(Settings::new(CLAIM_HEADER.clone())),
+            observer: Arc::new(NoObserver),
+        }
+    }
+}
+
+impl<O: Observer> OwnershipLayer<O> {
+    /// The same layer writing `header` instead (for example
+    /// [`UBER_CLAIM_HEADER`]). Settings changed before keep their values.
+    pub fn header(self, header: HeaderName) -> OwnershipLayer<O> {
+        let s = Settings::new(header);
+        s.set_attribution(self.settings.attribution());
+        s.set_at_least_once(self.settings.at_least_once());
+        s.set_enabled(self.settings.enabled());
+        OwnershipLayer {
+            settings: Arc::new(s),
+            observer: self.observer,
+        }
+    }
+
+    /// The same layer sharing `settings` (one switch for a whole fleet).
+    pub fn with_settings(self, settings: Arc<Settings>) -> OwnershipLayer<O> {
+        OwnershipLayer { settings, ..self }
+    }
+
+    /// The same layer reporting every answer to `observer`.
+    pub fn observer<P: Observer>(self, observer: P) -> OwnershipLayer<P> {
+        OwnershipLayer {
+            settings: self.settings,
+            observer: Arc::new(observer),
+        }
+    }
+
+    /// The settings, to change while the service runs.
+    pub fn settings(&self) -> &Arc<Settings> {
+        &self.settings
+    }
+}
+
+impl<S, O> Layer<S> for OwnershipLayer<O> {
+    type Service = Ownership<S, O>;
+    fn layer(&self, inner: S) -> Ownership<S, O> {
+        Ownership {
+            inner,
+            settings: self.settings.clone(),
+            observer: self.observer.clone(),
+        }
+    }
+}
+
+/// A service wrapped by [`OwnershipLayer`].
+#[derive(Debug)]
+pub struct Ownership<S, O = NoObserver> {
+    inner: S,
+    settings: Arc<Settings>,
+    observer: Arc<O>,
+}
+
+impl<S: Clone, O> Clone for Ownership<S, O> {
+    fn clone(&self) -> Self {
+        Ownership {
+            inner: self.inner.clone(),
+            settings: self.settings.clone(),
+            observer: self.observer.clone(),
+        }
+    }
+}
+
+impl<S, O, B, R> Service<Request<B>> for Ownership<S, O>
+where
+    S: Service<Request<B>, Response = Response<R>>,
+    O: Observer,
+{
+    type Response = Response<ClaimBody<R, O>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, O>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let tag = self.observer.opened(&req);
+        let rec = Arc::new(RequestRecord::new());
+        ResponseFuture {
+            inner: record::scope(rec.clone(), self.inner.call(req)),
+            pending: Some(Pending {
+                rec,
+                settings: self.settings.clone(),
+                observer: self.observer.clone(),
+                tag,
+            }),
+        }
+    }
+}
+
+/// What is left to do for one request once its answer is known.
+struct Pending<O: Observer> {
+    rec: Arc<RequestRecord>,
+    settings: Arc<Settings>,
+    observer: Arc<O>,
+    tag: O::Tag,
+}
+
+impl<O: Observer> Pending<O> {
+    /// Decides and writes the claim into `headers`, and reports.
+    fn finish(
+        self,
+        status: Option<u16>,
+        grpc_status: Option<u32>,
+        headers: Option<&mut HeaderMap>,
+    ) {
+        let record = self.rec.take();
+        let error = match grpc_status {
+            Some(code) => code != 0,
+            None => status.is_some_and(is_error_status),
+        };
+        let claim = headers.and_then(|h| self.settings.decide(&record, error, h));
+        self.observer.answered(
+            self.tag,
+            &Answer {
+                status,
+                grpc_status,
+                error,
+                claim,
+                record: &record,
+            },
+        );
+    }
+}
+
+pin_project! {
+    /// The future of an [`Ownership`] service: the inner future run inside
+    /// the request's record, then the claim.
+    pub struct ResponseFuture<F, O>
+    where
+        O: Observer,
+    {
+        #[pin]
+        inner: TaskLocalFuture<Arc<RequestRecord>, F>,
+        pending: Option<Pending<O>>,
+    }
+
+    impl<F, O> PinnedDrop for ResponseFuture<F, O>
+    where
+        O: Observer,
+    {
+        fn drop(this: Pin<&mut Self>) {
+            // Dropped before the answer: the caller went away.
+            if let Some(p) = this.project().pending.take() {
+                p.finish(None, None, None);
+            }
+        }
+    }
+}
+
+impl<F, O, R, E> Future for ResponseFuture<F, O>
+where
+    F: Future<Output = Result<Response<R>, E>>,
+    O: Observer,
+{
+    type Output = Result<Response<ClaimBody<R, O>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let res = ready!(this.inner.poll(cx));
+        let pending = this.pending.take();
+        let mut res = match res {
+            Ok(res) => res,
+            Err(e) => {
+                if let Some(p) = pending {
+                    p.finish(None, None, None);
+                }
+                return Poll::Ready(Err(e));
+            }
+        };
+        let Some(p) = pending else {
+            return Poll::Ready(Ok(res.map(ClaimBody::plain)));
+        };
+        let status = res.status().as_u16();
+        if !is_grpc(res.headers()) {
+            p.finish(Some(status), None, Some(res.headers_mut()));
+            return Poll::Ready(Ok(res.map(ClaimBody::plain)));
+        }
+        if let Some(code) = grpc_status(res.headers()) {
+            // Trailers-Only: the status, and so the claim, in the headers.
+            p.finish(Some(status), Some(code), Some(res.headers_mut()));
+            return Poll::Ready(Ok(res.map(ClaimBody::plain)));
+        }
+        Poll::Ready(Ok(res.map(|b| ClaimBody {
+            inner: b,
+            grpc: Some(Box::new((p, status))),
+        })))
+    }
+}
+
+fn is_grpc(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
+}
+
+/// A `grpc-status` value; one that is not a number reads as 2 (UNKNOWN),
+/// as gRPC clients read it.
+fn grpc_status(headers: &HeaderMap) -> Option<u32> {
+    let v = headers.get(&GRPC_STATUS)?;
+    Some(
+        std::str::from_utf8(v.as_bytes())
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(2),
+    )
+}
+
+pin_project! {
+    /// The body of an answer through the layer: the inner body unchanged,
+    /// except that a gRPC answer's trailers get the claim beside
+    /// `grpc-status`.
+    pub struct ClaimBody<B, O>
+    where
+        O: Observer,
+    {
+        #[pin]
+        inner: B,
+        grpc: Option<Box<(Pending<O>, u16)>>,
+    }
+
+    impl<B, O> PinnedDrop for ClaimBody<B, O>
+    where
+        O: Observer,
+    {
+        fn drop(this: Pin<&mut Self>) {
+            // A gRPC body dropped before its trailers: abandoned.
+            if let Some(p) = this.project().grpc.take() {
+                p.0.finish(None, None, None);
+            }
+        }
+    }
+}
+
+impl<B, O: Observer> ClaimBody<B, O> {
+    fn plain(inner: B) -> ClaimBody<B, O> {
+        ClaimBody { inner, grpc: None }
+    }
+}
+
+impl<B: Body, O: Observer> Body for ClaimBody<B, O> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        let this = self.project();
+        let mut frame = ready!(this.inner.poll_frame(cx));
+        if this.grpc.is_some() {
+            match frame.as_mut() {
+                Some(Ok(f)) => {
+                    if let Some(trailers) = f.trailers_mut() {
+                        let (p, status) = *this.grpc.take().expect("checked above");
+                        let code = grpc_status(trailers);
+                        p.finish(Some(status), code, Some(trailers));
+                    }
+                }
+                // The end without trailers: a gRPC answer with no status.
+                None => {
+                    let (p, status) = *this.grpc.take().expect("checked above");
+                    p.finish(Some(status), None, None);
+                }
+                Some(Err(_)) => {}
+            }
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

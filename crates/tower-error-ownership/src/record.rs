@@ -1,0 +1,281 @@
+//! The per-request record of outbound outcomes: the *dependency analysis*.
+//!
+//! # Why a record
+//!
+//! A service that answers with an error must say whether the error is its
+//! own. It can only know from what its own outbound calls did *for this
+//! request*: if a fail-close dependency failed, the error came from below
+//! and it unclaims it; if none failed, it claims it. The
+//! [`OwnershipLayer`](crate::OwnershipLayer) opens a [`RequestRecord`] for
+//! every inbound request and makes it the task's current record while the
+//! handler runs; the retry client (`reqwest-error-ownership`, or
+//! [`OwnershipPolicy`](crate::OwnershipPolicy)) finds it with [`current`]
+//! and [`record`]s each call into it.
+//!
+//! # Spawned tasks: the context drop
+//!
+//! The current record is a tokio task-local, so a task spawned with
+//! `tokio::spawn` does **not** see it. Calls made there are made outside
+//! the record: the analysis sees no failed dependency and the service
+//! claims an error that was not its own (rule 4 of the mechanism). Its
+//! caller then retries, the one retry the hop below already made is made
+//! again, and the storm grows by one level. This is exactly the *dropped
+//! context* of Uber's post, and the reason it is the first thing to check
+//! when a storm's radius is larger than one. Keep the record across a
+//! spawn with [`spawn`] or [`InRequest::in_current_request`]:
+//!
+//! ```
+//! use tower_error_ownership::record::{self, InRequest as _, RequestRecord};
+//! use tower_error_ownership::{Claim, DependencyMode, Outbound};
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let rec = std::sync::Arc::new(RequestRecord::new());
+//! record::scope(rec.clone(), async {
+//!     let failed = Outbound {
+//!         dependency: 0,
+//!         mode: DependencyMode::FailClose,
+//!         failed: true,
+//!         claim_seen: Some(Claim::Claimed),
+//!         criteria_satisfied: true,
+//!     };
+//!     // Kept: the spawned call is recorded for this request.
+//!     record::spawn(async move { record::record(failed) }).await.unwrap();
+//!     // Lost: a bare spawn runs outside the record (the context drop).
+//!     tokio::spawn(async move { record::record(failed) }).await.unwrap();
+//!     // The same as `record::spawn`, for futures run any other way.
+//!     let kept = async move { record::record(failed) }.in_current_request();
+//!     tokio::spawn(kept).await.unwrap();
+//! })
+//! .await;
+//! assert_eq!(rec.calls().len(), 2);
+//! # }
+//! ```
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use error_ownership::claim::Outbound;
+use smallvec::SmallVec;
+use tokio::task::futures::TaskLocalFuture;
+
+/// Outbound calls a record holds without a heap allocation.
+const INLINE_CALLS: usize = 4;
+
+/// The most outbound calls one request records: a pathological fan-out
+/// beyond this keeps its first calls only, so memory stays bounded. An
+/// error after that many calls is almost surely not the service's own, and
+/// a failed call among the first ones already unclaims it.
+pub const MAX_RECORDED_CALLS: usize = 1024;
+
+/// What a record holds when the answer goes out.
+#[derive(Debug, Default, Clone)]
+pub struct Record {
+    /// Every outbound call made for this request, as it ended.
+    pub outbound: SmallVec<[Outbound; INLINE_CALLS]>,
+    /// The service said the error is its own ([`RequestRecord::mark_own_fault`]).
+    pub own_fault: bool,
+}
+
+/// The record of one inbound request, shared by its handler and every
+/// outbound call made for it.
+///
+/// ```
+/// use tower_error_ownership::record::RequestRecord;
+/// use tower_error_ownership::{DependencyMode, Outbound};
+///
+/// let rec = RequestRecord::new();
+/// rec.record(Outbound {
+///     dependency: 3,
+///     mode: DependencyMode::FailOpen,
+///     failed: true,
+///     claim_seen: None,
+///     criteria_satisfied: true,
+/// });
+/// assert_eq!(rec.calls()[0].dependency, 3);
+/// assert_eq!(rec.take().outbound.len(), 1);
+/// assert!(rec.calls().is_empty());
+/// ```
+#[derive(Debug, Default)]
+pub struct RequestRecord {
+    inner: Mutex<Record>,
+}
+
+impl RequestRecord {
+    /// An empty record.
+    pub fn new() -> RequestRecord {
+        RequestRecord::default()
+    }
+
+    /// Records one outbound call's outcome (all its attempts).
+    pub fn record(&self, o: Outbound) {
+        let mut r = self.lock();
+        if r.outbound.len() < MAX_RECORDED_CALLS {
+            r.outbound.push(o);
+        }
+    }
+
+    /// Marks the answer's error as the service's own, whatever its calls
+    /// did. The claim rules do not read it; it is ground truth for an
+    /// [`Observer`](crate::Observer) that checks them.
+    pub fn mark_own_fault(&self) {
+        self.lock().own_fault = true;
+    }
+
+    /// The calls recorded so far.
+    pub fn calls(&self) -> Vec<Outbound> {
+        self.lock().outbound.to_vec()
+    }
+
+    /// Takes everything out, leaving the record empty.
+    pub fn take(&self) -> Record {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Record> {
+        // A panic elsewhere while holding the lock leaves a valid record.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+tokio::task_local! {
+    static CURRENT: Arc<RequestRecord>;
+}
+
+/// The current task's request record, if it runs inside one.
+pub fn current() -> Option<Arc<RequestRecord>> {
+    CURRENT.try_with(Arc::clone).ok()
+}
+
+/// Records an outbound call into the current task's request record.
+/// Returns whether there was one (no reference count is taken).
+pub fn record(o: Outbound) -> bool {
+    CURRENT.try_with(|r| r.record(o)).is_ok()
+}
+
+/// Marks the current request's error as the service's own; see
+/// [`RequestRecord::mark_own_fault`]. Returns whether there was a record.
+pub fn mark_own_fault() -> bool {
+    CURRENT.try_with(|r| r.mark_own_fault()).is_ok()
+}
+
+/// Runs `fut` with `rec` as the current request record.
+pub fn scope<F: Future>(rec: Arc<RequestRecord>, fut: F) -> TaskLocalFuture<Arc<RequestRecord>, F> {
+    CURRENT.scope(rec, fut)
+}
+
+/// Keeps a future inside the current request's record wherever it runs.
+pub trait InRequest: Future + Sized {
+    /// This future, bound to the request record current now. Poll it
+    /// anywhere (a spawned task, a `JoinSet`, another runtime's thread):
+    /// its calls are recorded for the request that made it.
+    fn in_current_request(self) -> Carried<Self>;
+}
+
+impl<F: Future> InRequest for F {
+    fn in_current_request(self) -> Carried<F> {
+        Carried::new(current(), self)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future bound to a request record: see [`InRequest`].
+    pub struct Carried<F> {
+        #[pin]
+        inner: Inner<F>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = InnerProj]
+    enum Inner<F> {
+        Kept { #[pin] fut: TaskLocalFuture<Arc<RequestRecord>, F> },
+        Bare { #[pin] fut: F },
+    }
+}
+
+impl<F: Future> Carried<F> {
+    fn new(rec: Option<Arc<RequestRecord>>, fut: F) -> Carried<F> {
+        let inner = match rec {
+            Some(rec) => Inner::Kept {
+                fut: CURRENT.scope(rec, fut),
+            },
+            None => Inner::Bare { fut },
+        };
+        Carried { inner }
+    }
+}
+
+impl<F: Future> Future for Carried<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        match self.project().inner.project() {
+            InnerProj::Kept { fut } => fut.poll(cx),
+            InnerProj::Bare { fut } => fut.poll(cx),
+        }
+    }
+}
+
+/// `tokio::spawn`, keeping the current request's record: the helper to
+/// use for outbound calls made from a spawned task. A bare `tokio::spawn`
+/// drops the record, and the service then claims errors its dependencies
+/// caused (see the [module docs](self)).
+pub fn spawn<F>(fut: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(fut.in_current_request())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use error_ownership::{Claim, DependencyMode};
+
+    fn call(failed: bool) -> Outbound {
+        Outbound {
+            dependency: 1,
+            mode: DependencyMode::FailClose,
+            failed,
+            claim_seen: failed.then_some(Claim::Claimed),
+            criteria_satisfied: true,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_record_is_found_in_scope_and_lost_across_a_bare_spawn() {
+        assert!(current().is_none());
+        assert!(!record(call(true)));
+        let rec = Arc::new(RequestRecord::new());
+        scope(rec.clone(), async {
+            assert!(record(call(false)));
+            let lost = tokio::spawn(async { current().is_none() }).await.unwrap();
+            assert!(lost, "a bare spawn must not see the record");
+            let kept = spawn(async { record(call(true)) }).await.unwrap();
+            assert!(kept);
+            assert!(mark_own_fault());
+        })
+        .await;
+        let r = rec.take();
+        assert_eq!(r.outbound.as_slice(), &[call(false), call(true)]);
+        assert!(r.own_fault);
+    }
+
+    #[tokio::test]
+    async fn a_future_made_outside_a_request_runs_as_it_would() {
+        let fut = async { current().is_none() }.in_current_request();
+        assert!(tokio::spawn(fut).await.unwrap());
+    }
+
+    #[test]
+    fn a_record_holds_a_bounded_number_of_calls() {
+        let rec = RequestRecord::new();
+        for _ in 0..MAX_RECORDED_CALLS + 10 {
+            rec.record(call(true));
+        }
+        assert_eq!(rec.calls().len(), MAX_RECORDED_CALLS);
+    }
+}
