@@ -230,11 +230,8 @@ impl Middleware for OwnershipRetry {
         let dependency = extensions.get::<Dependency>().map_or(0, |d| d.0);
         // A body that cannot be cloned (a stream) is sent once; the hop
         // above then makes the retry the chain is owed (rule 5).
-        let attempts = if req.try_clone().is_some() {
-            self.attempts
-        } else {
-            1
-        };
+        let clonable = req.body().is_none_or(|b| b.as_bytes().is_some());
+        let attempts = if clonable { self.attempts } else { 1 };
         let mut machine = AttemptMachine::new(attempts, self.ownership, self.backoff);
         self.with_budget(|b, now| {
             b.deposit(now);

@@ -39,40 +39,38 @@ pub static CLAIM_HEADER: HeaderName =
 
 static GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 
-/// A service's claim settings; shared, and changeable while it serves.
+/// Claim settings a whole fleet may share, changeable while it serves.
 ///
 /// ```
-/// use tower_error_ownership::{Attribution, OwnershipLayer};
-/// let layer = OwnershipLayer::new();
-/// let settings = layer.settings().clone();
-/// // Later, from an admin endpoint: stop claiming, or attribute as learned.
-/// settings.set_enabled(false);
+/// use std::sync::Arc;
+/// use tower_error_ownership::{Attribution, OwnershipLayer, Settings};
+/// let settings = Arc::new(Settings::default());
+/// let a = OwnershipLayer::new().with_settings(settings.clone());
+/// let b = OwnershipLayer::new().with_settings(settings.clone());
+/// // Later, from an admin endpoint: both services attribute as learned.
 /// settings.set_attribution(Attribution::Learned);
-/// assert_eq!(settings.attribution(), Attribution::Learned);
+/// assert_eq!(a.settings().attribution(), Attribution::Learned);
+/// # let _ = b;
 /// ```
 #[derive(Debug)]
 pub struct Settings {
-    header: HeaderName,
     attribution: AtomicU8,
     at_least_once: AtomicBool,
-    enabled: AtomicBool,
-    learner: Learner,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings::new(Attribution::Declared, true)
+    }
 }
 
 impl Settings {
-    fn new(header: HeaderName) -> Settings {
+    /// Settings with this attribution, rule 5 on or off.
+    pub fn new(attribution: Attribution, at_least_once: bool) -> Settings {
         Settings {
-            header,
-            attribution: AtomicU8::new(Attribution::Declared as u8),
-            at_least_once: AtomicBool::new(true),
-            enabled: AtomicBool::new(true),
-            learner: Learner::default(),
+            attribution: AtomicU8::new(attribution as u8),
+            at_least_once: AtomicBool::new(at_least_once),
         }
-    }
-
-    /// The claim header's name.
-    pub fn header(&self) -> &HeaderName {
-        &self.header
     }
 
     /// How a failed call's mode is known: `Declared` (the default) reads
@@ -103,25 +101,24 @@ impl Settings {
     pub fn set_at_least_once(&self, on: bool) {
         self.at_least_once.store(on, Ordering::Relaxed);
     }
+}
 
-    /// Whether claims are written. Off, the layer still records and
-    /// reports to its observer, as a service without the mechanism would
-    /// be watched.
-    pub fn enabled(&self) -> bool {
-        self.enabled.load(Ordering::Relaxed)
-    }
+/// One layer's own state: whether it writes claims, what it learned.
+#[derive(Debug)]
+struct State {
+    enabled: AtomicBool,
+    learner: Learner,
+}
 
-    /// Turns writing claims on or off.
-    pub fn set_enabled(&self, on: bool) {
-        self.enabled.store(on, Ordering::Relaxed);
-    }
+/// What every request through one layer shares.
+struct Shared<O> {
+    header: HeaderName,
+    settings: Arc<Settings>,
+    state: Arc<State>,
+    observer: Arc<O>,
+}
 
-    /// What the service learned about its dependencies (read in `Learned`
-    /// attribution).
-    pub fn learner(&self) -> &Learner {
-        &self.learner
-    }
-
+impl<O> Shared<O> {
     /// The claim for an error answer with this record, written into
     /// `headers` when claims are on; `None` when they are off. Feeds the
     /// learner either way.
@@ -131,18 +128,19 @@ impl Settings {
         error: bool,
         headers: &mut HeaderMap,
     ) -> Option<ClaimDecision> {
+        let learner = &self.state.learner;
         let dependency_failed = record.outbound.iter().any(|o| o.failed);
         if error || dependency_failed {
-            self.learner.observe(&record.outbound, error);
+            learner.observe(&record.outbound, error);
         }
-        if !error || !self.enabled() {
+        if !error || !self.state.enabled.load(Ordering::Relaxed) {
             return None;
         }
         let d = claim::decide(
             &record.outbound,
-            self.attribution(),
-            self.at_least_once(),
-            |o| self.learner.mode(o.dependency),
+            self.settings.attribution(),
+            self.settings.at_least_once(),
+            |o| learner.mode(o.dependency),
         );
         headers.insert(
             self.header.clone(),
@@ -169,16 +167,24 @@ pub struct Answer<'a> {
 }
 
 /// The server-side ownership layer. See the [crate docs](crate).
+///
+/// It answers with the inner service's own response type, so it wraps a
+/// whole axum `Router` as well as a route. For gRPC answers with a body,
+/// whose status comes in the trailers, use [`OwnershipLayer::grpc`].
 #[derive(Debug)]
 pub struct OwnershipLayer<O = NoObserver> {
+    header: HeaderName,
     settings: Arc<Settings>,
+    state: Arc<State>,
     observer: Arc<O>,
 }
 
 impl<O> Clone for OwnershipLayer<O> {
     fn clone(&self) -> Self {
         OwnershipLayer {
+            header: self.header.clone(),
             settings: self.settings.clone(),
+            state: self.state.clone(),
             observer: self.observer.clone(),
         }
     }
@@ -195,7 +201,12 @@ impl OwnershipLayer {
     /// rule 5 on, and no observer.
     pub fn new() -> OwnershipLayer {
         OwnershipLayer {
-            settings: Arc::new(Settings::new(CLAIM_HEADER.clone())),
+            header: CLAIM_HEADER.clone(),
+            settings: Arc::new(Settings::default()),
+            state: Arc::new(State {
+                enabled: AtomicBool::new(true),
+                learner: Learner::default(),
+            }),
             observer: Arc::new(NoObserver),
         }
     }
@@ -203,16 +214,9 @@ impl OwnershipLayer {
 
 impl<O: Observer> OwnershipLayer<O> {
     /// The same layer writing `header` instead (for example
-    /// [`UBER_CLAIM_HEADER`]). Settings changed before keep their values.
+    /// [`UBER_CLAIM_HEADER`]).
     pub fn header(self, header: HeaderName) -> OwnershipLayer<O> {
-        let s = Settings::new(header);
-        s.set_attribution(self.settings.attribution());
-        s.set_at_least_once(self.settings.at_least_once());
-        s.set_enabled(self.settings.enabled());
-        OwnershipLayer {
-            settings: Arc::new(s),
-            observer: self.observer,
-        }
+        OwnershipLayer { header, ..self }
     }
 
     /// The same layer sharing `settings` (one switch for a whole fleet).
@@ -220,10 +224,12 @@ impl<O: Observer> OwnershipLayer<O> {
         OwnershipLayer { settings, ..self }
     }
 
-    /// The same layer reporting every answer to `observer`.
+    /// The same layer reporting every request to `observer`.
     pub fn observer<P: Observer>(self, observer: P) -> OwnershipLayer<P> {
         OwnershipLayer {
+            header: self.header,
             settings: self.settings,
+            state: self.state,
             observer: Arc::new(observer),
         }
     }
@@ -232,34 +238,98 @@ impl<O: Observer> OwnershipLayer<O> {
     pub fn settings(&self) -> &Arc<Settings> {
         &self.settings
     }
+
+    /// The observer.
+    pub fn observer_ref(&self) -> &O {
+        &self.observer
+    }
+
+    /// Whether this layer writes claims. Off, it still records and
+    /// reports to its observer, as a service without the mechanism would
+    /// be watched.
+    pub fn enabled(&self) -> bool {
+        self.state.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Turns writing claims on or off, for this layer and its clones.
+    pub fn set_enabled(&self, on: bool) {
+        self.state.enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// What the service learned about its dependencies (read in
+    /// `Learned` attribution), shared by this layer and its clones.
+    pub fn learner(&self) -> &Learner {
+        &self.state.learner
+    }
+
+    /// The same layer for gRPC services whose answers carry their status
+    /// in the trailers: it writes the claim there, beside `grpc-status`.
+    /// Its services answer with a [`ClaimBody`] around the inner body.
+    pub fn grpc(self) -> GrpcOwnershipLayer<O> {
+        GrpcOwnershipLayer(self)
+    }
+
+    fn shared(&self) -> Arc<Shared<O>> {
+        Arc::new(Shared {
+            header: self.header.clone(),
+            settings: self.settings.clone(),
+            state: self.state.clone(),
+            observer: self.observer.clone(),
+        })
+    }
 }
 
-impl<S, O> Layer<S> for OwnershipLayer<O> {
+impl<S, O: Observer> Layer<S> for OwnershipLayer<O> {
     type Service = Ownership<S, O>;
     fn layer(&self, inner: S) -> Ownership<S, O> {
         Ownership {
             inner,
-            settings: self.settings.clone(),
-            observer: self.observer.clone(),
+            shared: self.shared(),
         }
     }
 }
 
 /// A service wrapped by [`OwnershipLayer`].
-#[derive(Debug)]
 pub struct Ownership<S, O = NoObserver> {
     inner: S,
-    settings: Arc<Settings>,
-    observer: Arc<O>,
+    shared: Arc<Shared<O>>,
 }
 
 impl<S: Clone, O> Clone for Ownership<S, O> {
     fn clone(&self) -> Self {
         Ownership {
             inner: self.inner.clone(),
-            settings: self.settings.clone(),
-            observer: self.observer.clone(),
+            shared: self.shared.clone(),
         }
+    }
+}
+
+impl<S: std::fmt::Debug, O> std::fmt::Debug for Ownership<S, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ownership")
+            .field("inner", &self.inner)
+            .field("header", &self.shared.header)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, O: Observer> Ownership<S, O> {
+    fn open<B>(
+        &mut self,
+        mut req: Request<B>,
+    ) -> (TaskLocalFuture<Arc<RequestRecord>, S::Future>, Pending<O>)
+    where
+        S: Service<Request<B>>,
+    {
+        let tag = self.shared.observer.opened(&mut req);
+        let rec = Arc::new(RequestRecord::new());
+        let inner = record::scope(rec.clone(), self.inner.call(req));
+        let pending = Pending {
+            rec,
+            shared: self.shared.clone(),
+            tag,
+        };
+        (inner, pending)
     }
 }
 
@@ -268,7 +338,7 @@ where
     S: Service<Request<B>, Response = Response<R>>,
     O: Observer,
 {
-    type Response = Response<ClaimBody<R, O>>;
+    type Response = Response<R>;
     type Error = S::Error;
     type Future = ResponseFuture<S::Future, O>;
 
@@ -277,16 +347,61 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let tag = self.observer.opened(&req);
-        let rec = Arc::new(RequestRecord::new());
+        let (inner, pending) = self.open(req);
         ResponseFuture {
-            inner: record::scope(rec.clone(), self.inner.call(req)),
-            pending: Some(Pending {
-                rec,
-                settings: self.settings.clone(),
-                observer: self.observer.clone(),
-                tag,
-            }),
+            inner,
+            pending: Some(pending),
+        }
+    }
+}
+
+/// [`OwnershipLayer`] for gRPC services: see [`OwnershipLayer::grpc`].
+#[derive(Debug)]
+pub struct GrpcOwnershipLayer<O = NoObserver>(OwnershipLayer<O>);
+
+impl<O> Clone for GrpcOwnershipLayer<O> {
+    fn clone(&self) -> Self {
+        GrpcOwnershipLayer(self.0.clone())
+    }
+}
+
+impl<S, O: Observer> Layer<S> for GrpcOwnershipLayer<O> {
+    type Service = GrpcOwnership<S, O>;
+    fn layer(&self, inner: S) -> GrpcOwnership<S, O> {
+        GrpcOwnership(self.0.layer(inner))
+    }
+}
+
+/// A service wrapped by [`GrpcOwnershipLayer`].
+#[derive(Debug)]
+pub struct GrpcOwnership<S, O = NoObserver>(Ownership<S, O>);
+
+impl<S: Clone, O> Clone for GrpcOwnership<S, O> {
+    fn clone(&self) -> Self {
+        GrpcOwnership(self.0.clone())
+    }
+}
+
+impl<S, O, B, R> Service<Request<B>> for GrpcOwnership<S, O>
+where
+    S: Service<Request<B>, Response = Response<R>>,
+    O: Observer,
+{
+    type Response = Response<ClaimBody<R, O>>;
+    type Error = S::Error;
+    type Future = GrpcResponseFuture<S::Future, O>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.0.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let (inner, pending) = self.0.open(req);
+        GrpcResponseFuture {
+            inner: ResponseFuture {
+                inner,
+                pending: Some(pending),
+            },
         }
     }
 }
@@ -294,8 +409,7 @@ where
 /// What is left to do for one request once its answer is known.
 struct Pending<O: Observer> {
     rec: Arc<RequestRecord>,
-    settings: Arc<Settings>,
-    observer: Arc<O>,
+    shared: Arc<Shared<O>>,
     tag: O::Tag,
 }
 
@@ -312,8 +426,8 @@ impl<O: Observer> Pending<O> {
             Some(code) => code != 0,
             None => status.is_some_and(is_error_status),
         };
-        let claim = headers.and_then(|h| self.settings.decide(&record, error, h));
-        self.observer.answered(
+        let claim = headers.and_then(|h| self.shared.decide(&record, error, h));
+        self.shared.observer.answered(
             self.tag,
             &Answer {
                 status,
@@ -351,7 +465,76 @@ pin_project! {
     }
 }
 
+/// An answer whose claim waits for its trailers: the work left, and the
+/// answer's HTTP status.
+type Deferred<O> = Option<(Pending<O>, u16)>;
+
+/// An answer, and its claim's work if it waits for the trailers.
+type Settled<R, O, E> = Result<(Response<R>, Deferred<O>), E>;
+
+impl<F, O, R, E> ResponseFuture<F, O>
+where
+    F: Future<Output = Result<Response<R>, E>>,
+    O: Observer,
+{
+    /// The answer, its claim written when its headers tell its status.
+    fn poll_settled(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Settled<R, O, E>> {
+        let this = self.project();
+        let res = ready!(this.inner.poll(cx));
+        let Some(p) = this.pending.take() else {
+            return Poll::Ready(res.map(|r| (r, None)));
+        };
+        let mut res = match res {
+            Ok(res) => res,
+            Err(e) => {
+                p.finish(None, None, None);
+                return Poll::Ready(Err(e));
+            }
+        };
+        let status = res.status().as_u16();
+        if !is_grpc(res.headers()) {
+            p.finish(Some(status), None, Some(res.headers_mut()));
+            return Poll::Ready(Ok((res, None)));
+        }
+        if let Some(code) = grpc_status(res.headers()) {
+            // Trailers-Only: the status, and so the claim, in the headers.
+            p.finish(Some(status), Some(code), Some(res.headers_mut()));
+            return Poll::Ready(Ok((res, None)));
+        }
+        Poll::Ready(Ok((res, Some((p, status)))))
+    }
+}
+
 impl<F, O, R, E> Future for ResponseFuture<F, O>
+where
+    F: Future<Output = Result<Response<R>, E>>,
+    O: Observer,
+{
+    type Output = Result<Response<R>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let (res, deferred) = ready!(self.poll_settled(cx))?;
+        // A gRPC answer with a body, through the HTTP layer: its status
+        // comes in trailers this layer does not read (see `grpc`).
+        if let Some((p, status)) = deferred {
+            p.finish(Some(status), None, None);
+        }
+        Poll::Ready(Ok(res))
+    }
+}
+
+pin_project! {
+    /// The future of a [`GrpcOwnership`] service.
+    pub struct GrpcResponseFuture<F, O>
+    where
+        O: Observer,
+    {
+        #[pin]
+        inner: ResponseFuture<F, O>,
+    }
+}
+
+impl<F, O, R, E> Future for GrpcResponseFuture<F, O>
 where
     F: Future<Output = Result<Response<R>, E>>,
     O: Observer,
@@ -359,34 +542,10 @@ where
     type Output = Result<Response<ClaimBody<R, O>>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let res = ready!(this.inner.poll(cx));
-        let pending = this.pending.take();
-        let mut res = match res {
-            Ok(res) => res,
-            Err(e) => {
-                if let Some(p) = pending {
-                    p.finish(None, None, None);
-                }
-                return Poll::Ready(Err(e));
-            }
-        };
-        let Some(p) = pending else {
-            return Poll::Ready(Ok(res.map(ClaimBody::plain)));
-        };
-        let status = res.status().as_u16();
-        if !is_grpc(res.headers()) {
-            p.finish(Some(status), None, Some(res.headers_mut()));
-            return Poll::Ready(Ok(res.map(ClaimBody::plain)));
-        }
-        if let Some(code) = grpc_status(res.headers()) {
-            // Trailers-Only: the status, and so the claim, in the headers.
-            p.finish(Some(status), Some(code), Some(res.headers_mut()));
-            return Poll::Ready(Ok(res.map(ClaimBody::plain)));
-        }
-        Poll::Ready(Ok(res.map(|b| ClaimBody {
-            inner: b,
-            grpc: Some(Box::new((p, status))),
+        let (res, deferred) = ready!(self.project().inner.poll_settled(cx))?;
+        Poll::Ready(Ok(res.map(|inner| ClaimBody {
+            inner,
+            grpc: deferred.map(Box::new),
         })))
     }
 }
@@ -432,12 +591,6 @@ pin_project! {
                 p.0.finish(None, None, None);
             }
         }
-    }
-}
-
-impl<B, O: Observer> ClaimBody<B, O> {
-    fn plain(inner: B) -> ClaimBody<B, O> {
-        ClaimBody { inner, grpc: None }
     }
 }
 

@@ -62,7 +62,10 @@ pub mod record;
 
 pub use error_ownership::claim::{ClaimDecision, ClaimReason, Outbound};
 pub use error_ownership::{Attribution, Claim, DependencyMode};
-pub use layer::{Answer, Ownership, OwnershipLayer, Settings, CLAIM_HEADER, UBER_CLAIM_HEADER};
+pub use layer::{
+    Answer, GrpcOwnershipLayer, Ownership, OwnershipLayer, Settings, CLAIM_HEADER,
+    UBER_CLAIM_HEADER,
+};
 pub use policy::{OwnershipPolicy, Unbudgeted};
 
 /// In a request's extensions: the call is *fail-open*, the service answers
@@ -100,7 +103,7 @@ pub struct Dependency(pub usize);
 ///
 /// impl Observer for Claims {
 ///     type Tag = std::time::Instant;
-///     fn opened<B>(&self, _req: &http::Request<B>) -> std::time::Instant {
+///     fn opened<B>(&self, _req: &mut http::Request<B>) -> std::time::Instant {
 ///         std::time::Instant::now()
 ///     }
 ///     fn answered(&self, _started: std::time::Instant, answer: &Answer<'_>) {
@@ -116,7 +119,9 @@ pub trait Observer: Send + Sync + 'static {
     /// What the observer keeps from a request until its answer.
     type Tag: Send + 'static;
     /// A request arrived.
-    fn opened<B>(&self, req: &http::Request<B>) -> Self::Tag;
+    /// It may read the request, or tag it (an extension, a header)
+    /// before the service sees it.
+    fn opened<B>(&self, req: &mut http::Request<B>) -> Self::Tag;
     /// Its answer went out (or it was abandoned: `answer.status` is
     /// `None`). Called once per request, from the task that served it.
     fn answered(&self, tag: Self::Tag, answer: &Answer<'_>);
@@ -128,6 +133,6 @@ pub struct NoObserver;
 
 impl Observer for NoObserver {
     type Tag = ();
-    fn opened<B>(&self, _req: &http::Request<B>) {}
+    fn opened<B>(&self, _req: &mut http::Request<B>) {}
     fn answered(&self, _tag: (), _answer: &Answer<'_>) {}
 }

@@ -98,14 +98,17 @@ async fn an_error_is_claimed_unless_a_fail_close_call_failed() {
 #[tokio::test]
 async fn the_header_name_is_a_setting_and_claims_can_be_turned_off() {
     let layer = OwnershipLayer::new().header(UBER_CLAIM_HEADER.clone());
-    let settings = layer.settings().clone();
-    let url = serve(app(vec![], StatusCode::INTERNAL_SERVER_ERROR), layer).await;
+    let url = serve(
+        app(vec![], StatusCode::INTERNAL_SERVER_ERROR),
+        layer.clone(),
+    )
+    .await;
     assert_eq!(
         claim_of(&url, "x-uber-error-claim").await.1.as_deref(),
         Some("true")
     );
     assert_eq!(claim_of(&url, "x-error-claim").await.1, None);
-    settings.set_enabled(false);
+    layer.set_enabled(false);
     assert_eq!(claim_of(&url, "x-uber-error-claim").await.1, None);
 }
 
@@ -118,7 +121,7 @@ type Heard = (String, Option<u16>, Option<bool>, usize);
 
 impl Observer for Keep {
     type Tag = String;
-    fn opened<B>(&self, req: &Request<B>) -> String {
+    fn opened<B>(&self, req: &mut Request<B>) -> String {
         req.uri().path().to_owned()
     }
     fn answered(&self, path: String, a: &Answer<'_>) {
@@ -201,7 +204,7 @@ async fn grpc_server(calls: Vec<Outbound>, code: u32, trailers_only: bool) -> st
             Ok(res)
         }
     });
-    let svc = OwnershipLayer::new().layer(svc);
+    let svc = OwnershipLayer::new().grpc().layer(svc);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
