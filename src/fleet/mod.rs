@@ -27,7 +27,7 @@ use crate::middleware::balance::Balancer;
 use crate::middleware::client::{
     http1_client, http2_client, EdgeState, RetryClient, MAX_IN_FLIGHT_PER_EDGE,
 };
-use crate::middleware::server::{OwnershipControl, OwnershipLayer, ServerConfig};
+use crate::middleware::server::{self, OwnershipControl, ServerConfig};
 use crate::middleware::Observer;
 use crate::ownership::Attribution;
 use crate::topology::{EdgePolicy, Fault, Policy, Service, ServiceId, Topology, Transport};
@@ -327,7 +327,7 @@ impl Fleet {
                 service: spec.name.clone(),
                 source,
             };
-            let layer = OwnershipLayer::with_control(
+            let layer = server::layer(
                 id,
                 &topology.ownership.header,
                 spec.ownership,
@@ -398,7 +398,7 @@ impl Fleet {
                     shared[spec.group][r as usize].clone(),
                     calls.clone(),
                     client,
-                    layer.config(),
+                    Arc::new(layer.clone()),
                     addrs[id].get(r as usize).copied(),
                     seed,
                     plain,

@@ -22,6 +22,7 @@ use crate::middleware::server::ServerConfig;
 use crate::ownership::signal::{Refusal, Signal, REFUSAL_STATUS};
 use crate::ownership::DependencyMode;
 use crate::topology::{Fault, Phase, Service};
+use tower_error_ownership::record;
 
 use super::workers::{QueueFull, Workers};
 
@@ -408,12 +409,10 @@ impl Answer {
 }
 
 /// Turns an answer into the response, marking an error the service caused
-/// as its own in the request's context.
-fn respond(ctx: Option<&Arc<context::RequestContext>>, a: Answer) -> Response {
+/// as its own in the request's record (ground truth for the counters).
+fn respond(a: Answer) -> Response {
     if a.own {
-        if let Some(c) = ctx {
-            c.mark_own_fault();
-        }
+        record::mark_own_fault();
     }
     (status(a.status), a.body).into_response()
 }
@@ -422,13 +421,8 @@ fn respond(ctx: Option<&Arc<context::RequestContext>>, a: Answer) -> Response {
 /// callers read: Finagle's nack headers, `x-envoy-overloaded`, a gRPC
 /// pushback, `Retry-After`; with ownership, the claim the middleware
 /// writes on the service's own error is the whole signal.
-fn refuse(
-    rt: &ServiceRuntime,
-    ctx: Option<&Arc<context::RequestContext>>,
-    refusal: Refusal,
-    body: &'static str,
-) -> Response {
-    let mut res = respond(ctx, Answer::own(REFUSAL_STATUS, body));
+fn refuse(rt: &ServiceRuntime, refusal: Refusal, body: &'static str) -> Response {
+    let mut res = respond(Answer::own(REFUSAL_STATUS, body));
     if let Some(signal) = rt.dialect() {
         let headers = res.headers_mut();
         for (name, value) in signal.refusal_headers(refusal, rt.drain_time()) {
@@ -440,8 +434,20 @@ fn refuse(
     res
 }
 
-async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response {
+async fn handle(State(rt): State<Arc<ServiceRuntime>>, mut req: Request) -> Response {
+    // The layer's observer opened the request's context (none in the
+    // plain baseline, which runs no layer): current while it is served.
+    let ctx = req
+        .extensions_mut()
+        .remove::<Arc<context::RequestContext>>();
     drop(req);
+    match ctx {
+        Some(c) => context::scope(c, serve_replica(rt)).await,
+        None => serve_replica(rt).await,
+    }
+}
+
+async fn serve_replica(rt: Arc<ServiceRuntime>) -> Response {
     if !rt.replicated {
         return serve_request(rt).await;
     }
@@ -455,41 +461,42 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, req: Request) -> Response
 }
 
 async fn serve_request(rt: Arc<ServiceRuntime>) -> Response {
-    // The server layer made this request's context the task's current one
-    // (none in the plain baseline, which runs no layer).
     let ctx = context::current();
     let trace = ctx.as_ref().map(|c| c.trace);
     if !rt.admit() {
-        return refuse(
-            &rt,
-            ctx.as_ref(),
-            Refusal::Overloaded,
-            "over capacity: shedding\n",
-        );
+        return refuse(&rt, Refusal::Overloaded, "over capacity: shedding\n");
     }
     let Some(pool) = rt.workers.clone() else {
-        return respond(ctx.as_ref(), work(rt, trace, Instant::now()).await.0);
+        return respond(work(rt, trace, Instant::now()).await.0);
     };
-    // The job runs on a task of its own, inside this request's context, so
+    // The job runs on a task of its own, inside this request's context and
+    // record (the crate's explicit helper: a bare spawn would drop them), so
     // it goes on when the caller leaves and this future is dropped.
     let scope = ctx.clone();
+    let rec = record::current();
     let me = rt.clone();
     let job = move |start: Instant| async move {
-        match scope {
-            Some(c) => context::scope(c, work(rt, trace, start)).await,
-            None => work(rt, trace, start).await,
+        let fut = async move {
+            match scope {
+                Some(c) => context::scope(c, work(rt, trace, start)).await,
+                None => work(rt, trace, start).await,
+            }
+        };
+        match rec {
+            Some(r) => record::scope(r, fut).await,
+            None => fut.await,
         }
     };
     // A deadline its caller propagated skips the job once passed.
     let deadline = ctx.as_ref().and_then(|c| c.propagated_deadline());
     match pool.submit(deadline, job) {
-        Err(QueueFull) => refuse(&me, ctx.as_ref(), Refusal::Shed, "queue full: shedding\n"),
+        Err(QueueFull) => refuse(&me, Refusal::Shed, "queue full: shedding\n"),
         Ok(answer) => match answer.await {
-            Ok(a) => respond(ctx.as_ref(), a),
+            Ok(a) => respond(a),
             Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => {
-                respond(ctx.as_ref(), Answer::own(504, "deadline exceeded\n"))
+                respond(Answer::own(504, "deadline exceeded\n"))
             }
-            Err(_) => respond(ctx.as_ref(), Answer::own(500, "the job was lost\n")),
+            Err(_) => respond(Answer::own(500, "the job was lost\n")),
         },
     }
 }

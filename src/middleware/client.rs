@@ -47,6 +47,7 @@ use crate::ownership::signal::{Advice, Signal};
 use crate::ownership::{
     combined, is_error_status, one_value, Claim, Classified, DependencyMode, DEFAULT_CLAIM_HEADER,
 };
+use tower_error_ownership::record;
 
 /// A time no attempt reaches (tokio's own "far future" for a timeout past
 /// the clock's range: about 30 years).
@@ -550,9 +551,7 @@ impl RetryClient {
             let now = breaker.then(|| self.now());
             if let Some(false) = now.and_then(|now| edge.with_breaker(|b| b.try_pass(now))) {
                 // Failed fast by this service's own breaker: its error.
-                if let Some(c) = context::current() {
-                    c.mark_own_fault();
-                }
+                record::mark_own_fault();
                 break machine.short_circuit();
             }
             let attempt = machine.attempt();
@@ -661,7 +660,7 @@ impl RetryClient {
         // dependency: the dependency analysis does not see it fail, so a
         // request that fails for it is claimed by this service.
         let short_circuited = outcome.stop_reason() == Some(StopReason::BreakerOpen);
-        context::record_current(if short_circuited {
+        record::record(if short_circuited {
             Outbound {
                 failed: false,
                 claim_seen: None,

@@ -1,26 +1,25 @@
-//! The per-request record of outbound outcomes: the *dependency analysis*.
+//! The lab's per-request context: where the request sits in its call tree
+//! (the trace) and when its caller stops waiting (the deadline).
 //!
-//! The server layer opens a [`RequestContext`] for every inbound request
-//! and makes it the task's current context while the handler runs. The
-//! retry client finds it with [`current`] and records each outbound call's
-//! outcome into it; when the response comes back, the server layer reads
-//! the record and decides the claim.
+//! The server layer's observer opens a [`RequestContext`] for every inbound
+//! request and hands it to the handler, which makes it the task's current
+//! context while it serves; the retry client reads the deadline with
+//! [`current_deadline`]. The record of outbound outcomes, from which the
+//! claim is decided, is `tower-error-ownership`'s
+//! ([`tower_error_ownership::record`]), beside it.
 //!
 //! A service that *loses its context* — spawns its outbound work on a task
-//! that does not carry the context, as real services do when they forget to
+//! that does not carry it, as real services do when they forget to
 //! propagate it — makes its calls outside the record. Its analysis then sees
 //! no outbound failure and it claims its own error (rule 4). The fleet
 //! simulates exactly that: it runs a dropped-context service's calls on a
-//! freshly spawned task.
+//! freshly spawned task, which carries neither.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use smallvec::SmallVec;
 use tokio::task::futures::TaskLocalFuture;
 use tokio::time::Instant;
-
-use crate::ownership::claim::Outbound;
 
 /// Header carrying the trace down the call tree: the root request's id and
 /// the hop depth (the entry is 0), as `<root>-<depth>`, e.g. `8812-3`. One
@@ -134,18 +133,6 @@ fn write_decimal(buf: &mut [u8], mut end: usize, mut n: u64) -> usize {
     }
 }
 
-/// Outbound calls a record holds without a heap allocation.
-const INLINE_CALLS: usize = 4;
-
-/// What the record holds for one inbound request.
-#[derive(Debug, Default, Clone)]
-pub struct Record {
-    /// Every outbound call made for this request, as it ended.
-    pub outbound: SmallVec<[Outbound; INLINE_CALLS]>,
-    /// Ground truth: the service's own fault produced the response's error.
-    pub own_fault: bool,
-}
-
 /// The context of one inbound request.
 #[derive(Debug)]
 pub struct RequestContext {
@@ -161,12 +148,7 @@ pub struct RequestContext {
     /// (`deadline: propagate`), so that its work acts on it; a deadline
     /// known but not propagated is only observed (late attempts).
     pub deadline_propagated: bool,
-    record: Mutex<Record>,
 }
-
-/// The most outbound calls one request records; a pathological fan-out
-/// beyond this keeps its first calls only, so memory stays bounded.
-pub const MAX_RECORDED_CALLS: usize = 1024;
 
 impl RequestContext {
     /// A fresh context.
@@ -176,7 +158,6 @@ impl RequestContext {
             is_root,
             deadline: None,
             deadline_propagated: false,
-            record: Mutex::new(Record::default()),
         }
     }
 
@@ -192,38 +173,10 @@ impl RequestContext {
     pub fn propagated_deadline(&self) -> Option<Instant> {
         self.deadline.filter(|_| self.deadline_propagated)
     }
-
-    /// Records one outbound call's outcome.
-    pub fn record_outbound(&self, o: Outbound) {
-        let mut r = self.lock();
-        if r.outbound.len() < MAX_RECORDED_CALLS {
-            r.outbound.push(o);
-        }
-    }
-
-    /// Marks the response's error as caused by the service itself.
-    pub fn mark_own_fault(&self) {
-        self.lock().own_fault = true;
-    }
-
-    /// Takes the record out (at response time).
-    pub fn take(&self) -> Record {
-        std::mem::take(&mut *self.lock())
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Record> {
-        self.record.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 tokio::task_local! {
     static CURRENT: Arc<RequestContext>;
-}
-
-/// Records an outbound call into the current task's request context, if it
-/// carries one (no reference count is taken).
-pub fn record_current(o: Outbound) {
-    let _ = CURRENT.try_with(|c| c.record_outbound(o));
 }
 
 /// The current task's request context's deadline, if it carries a context

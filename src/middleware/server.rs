@@ -1,36 +1,36 @@
-//! The server side: a tower layer that writes the claim header.
+//! The server side: the lab's services run `tower-error-ownership`'s
+//! layer, as any service adopting the crate would.
 //!
-//! [`OwnershipLayer`] wraps any service of `http::Request`s. For every
-//! request it reads (or opens) the root trace, opens a
-//! [`RequestContext`](super::context::RequestContext), runs the inner
-//! service inside it, and — when the response is an error — decides the
-//! claim from what the request's outbound calls recorded and writes it on
-//! the response.
+//! [`layer`] builds it for one service of the fleet: the claim header the
+//! topology names, the fleet's shared [`Settings`] (attribution and rule 5,
+//! switched live from the dashboard), and a [`LabObserver`] that opens the
+//! lab's own request context (the trace and the deadline, which the retry
+//! client reads) and reports every answer to the fleet's counters.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::ready;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use http::{HeaderName, HeaderValue, Request, Response};
-use pin_project_lite::pin_project;
-use tokio::task::futures::TaskLocalFuture;
+use http::{HeaderName, Request};
 use tokio::time::Instant;
-use tower::{Layer, Service};
+use tower_error_ownership::layer::Answer;
+use tower_error_ownership::Settings;
 
 use super::context::{self, RequestContext, Trace, TraceHeader as _};
 use super::{Observer, Served, ABANDONED};
-use crate::ownership::learn::Learner;
-use crate::ownership::{claim, is_error_status, Attribution, Claim};
+use crate::ownership::Attribution;
+
+/// The layer every service of the fleet runs.
+pub type OwnershipLayer = tower_error_ownership::OwnershipLayer<LabObserver>;
+
+/// A service's server-side state the lab reads: what it has learned,
+/// whether it writes claims.
+pub type ServerConfig = OwnershipLayer;
 
 /// Settings a whole fleet shares and may change while it runs.
 #[derive(Debug)]
 pub struct OwnershipControl {
-    attribution: AtomicU8,
-    at_least_once: AtomicBool,
+    settings: Arc<Settings>,
     /// How long the end user waits for a root request, µs; `u64::MAX`
     /// when it waits for every answer.
     root_timeout_us: AtomicU64,
@@ -42,35 +42,35 @@ impl OwnershipControl {
     /// New settings.
     pub fn new(attribution: Attribution, at_least_once: bool) -> OwnershipControl {
         OwnershipControl {
-            attribution: AtomicU8::new(attribution as u8),
-            at_least_once: AtomicBool::new(at_least_once),
+            settings: Arc::new(Settings::new(attribution, at_least_once)),
             root_timeout_us: AtomicU64::new(u64::MAX),
             root_deadline_propagated: AtomicBool::new(false),
         }
     }
 
+    /// The claim settings every service's layer shares.
+    pub fn settings(&self) -> &Arc<Settings> {
+        &self.settings
+    }
+
     /// The attribution mode in force.
     pub fn attribution(&self) -> Attribution {
-        match self.attribution.load(Ordering::Relaxed) {
-            0 => Attribution::Simple,
-            2 => Attribution::Learned,
-            _ => Attribution::Declared,
-        }
+        self.settings.attribution()
     }
 
     /// Changes the attribution mode.
     pub fn set_attribution(&self, a: Attribution) {
-        self.attribution.store(a as u8, Ordering::Relaxed);
+        self.settings.set_attribution(a);
     }
 
     /// Whether rule 5 is on.
     pub fn at_least_once(&self) -> bool {
-        self.at_least_once.load(Ordering::Relaxed)
+        self.settings.at_least_once()
     }
 
     /// Turns rule 5 on or off.
     pub fn set_at_least_once(&self, on: bool) {
-        self.at_least_once.store(on, Ordering::Relaxed);
+        self.settings.set_at_least_once(on);
     }
 
     /// How long the end user waits for a root request, if it gives up.
@@ -107,169 +107,93 @@ impl Default for OwnershipControl {
     }
 }
 
-/// What one service's server layer needs.
-pub struct ServerConfig {
-    service: usize,
-    header: HeaderName,
-    enabled: AtomicBool,
-    control: Arc<OwnershipControl>,
-    learner: Learner,
-    observer: Arc<dyn Observer>,
-    roots: Arc<AtomicU64>,
-}
-
-impl std::fmt::Debug for ServerConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerConfig")
-            .field("service", &self.service)
-            .field("header", &self.header)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ServerConfig {
-    /// Whether this service writes claim headers.
-    pub fn enabled(&self) -> bool {
-        self.enabled.load(Ordering::Relaxed)
-    }
-
-    /// What this service has learned about its dependencies.
-    pub fn learner(&self) -> &Learner {
-        &self.learner
-    }
-}
-
-/// The server-side ownership layer.
-#[derive(Debug, Clone)]
-pub struct OwnershipLayer {
-    config: Arc<ServerConfig>,
-}
-
 /// An invalid claim header name.
 #[derive(Debug, thiserror::Error)]
 #[error("`{0}` is not a valid HTTP header name")]
 pub struct BadHeaderName(pub String);
 
-impl OwnershipLayer {
-    /// A layer for service number `service`, writing `header`, reporting to
-    /// `observer`, with default settings and its own root-id source.
-    pub fn new(
-        service: usize,
-        header: &str,
-        observer: Arc<dyn Observer>,
-    ) -> Result<OwnershipLayer, BadHeaderName> {
-        OwnershipLayer::with_control(
+/// The layer for service number `service`, writing `header` (or, with
+/// `enabled: false`, only observing, as for a service without the
+/// middleware), sharing the fleet's `control` and root-id source, and
+/// reporting to `observer`.
+pub fn layer(
+    service: usize,
+    header: &str,
+    enabled: bool,
+    control: Arc<OwnershipControl>,
+    observer: Arc<dyn Observer>,
+    roots: Arc<AtomicU64>,
+) -> Result<OwnershipLayer, BadHeaderName> {
+    let name =
+        HeaderName::from_bytes(header.as_bytes()).map_err(|_| BadHeaderName(header.into()))?;
+    let layer = tower_error_ownership::OwnershipLayer::new()
+        .header(name)
+        .with_settings(control.settings.clone())
+        .observer(LabObserver {
             service,
-            header,
-            true,
-            Arc::new(OwnershipControl::default()),
+            control,
             observer,
-            Arc::new(AtomicU64::new(1)),
-        )
-    }
+            roots,
+        });
+    layer.set_enabled(enabled);
+    Ok(layer)
+}
 
-    /// A layer sharing fleet-wide settings and a fleet-wide root-id source.
-    /// `enabled: false` runs the layer for observation only: no claim
-    /// header is written, as for a service without the middleware.
-    pub fn with_control(
-        service: usize,
-        header: &str,
-        enabled: bool,
-        control: Arc<OwnershipControl>,
-        observer: Arc<dyn Observer>,
-        roots: Arc<AtomicU64>,
-    ) -> Result<OwnershipLayer, BadHeaderName> {
-        let header =
-            HeaderName::from_bytes(header.as_bytes()).map_err(|_| BadHeaderName(header.into()))?;
-        Ok(OwnershipLayer {
-            config: Arc::new(ServerConfig {
-                service,
-                header,
-                enabled: AtomicBool::new(enabled),
-                control,
-                learner: Learner::default(),
-                observer,
-                roots,
-            }),
-        })
-    }
+/// The lab's side of the layer: it opens the lab's request context and
+/// reports every answer to the fleet's counters.
+pub struct LabObserver {
+    service: usize,
+    control: Arc<OwnershipControl>,
+    observer: Arc<dyn Observer>,
+    roots: Arc<AtomicU64>,
+}
 
-    /// The layer's configuration, shared with every service it wraps.
-    pub fn config(&self) -> Arc<ServerConfig> {
-        self.config.clone()
+impl std::fmt::Debug for LabObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LabObserver")
+            .field("service", &self.service)
+            .finish_non_exhaustive()
     }
 }
 
-impl<S> Layer<S> for OwnershipLayer {
-    type Service = Ownership<S>;
-    fn layer(&self, inner: S) -> Ownership<S> {
-        Ownership {
-            inner,
-            config: self.config.clone(),
-        }
-    }
-}
+impl tower_error_ownership::Observer for LabObserver {
+    type Tag = (Arc<RequestContext>, Instant);
 
-/// A service wrapped by [`OwnershipLayer`].
-#[derive(Debug, Clone)]
-pub struct Ownership<S> {
-    inner: S,
-    config: Arc<ServerConfig>,
-}
-
-pin_project! {
-    /// The future of an [`Ownership`] service: the inner service's future
-    /// run inside the request context, then the claim decision.
-    pub struct OwnershipFuture<F> {
-        #[pin]
-        inner: TaskLocalFuture<Arc<RequestContext>, F>,
-        ctx: Arc<RequestContext>,
-        cfg: Arc<ServerConfig>,
-        started: Instant,
-        answered: bool,
+    /// Reads (or opens) the root trace and the deadline, and hands the
+    /// context to the handler in the request's extensions.
+    fn opened<B>(&self, req: &mut Request<B>) -> Self::Tag {
+        let (trace, is_root) = match Trace::from_headers(req.headers()) {
+            Some(t) => (t, false),
+            None => (
+                Trace {
+                    root: self.roots.fetch_add(1, Ordering::Relaxed),
+                    depth: 0,
+                },
+                true,
+            ),
+        };
+        let started = Instant::now();
+        let (deadline, propagated) = deadline(&self.control, req.headers(), is_root, started);
+        let ctx = Arc::new(RequestContext::new(trace, is_root).with_deadline(deadline, propagated));
+        req.extensions_mut().insert(ctx.clone());
+        (ctx, started)
     }
 
-    impl<F> PinnedDrop for OwnershipFuture<F> {
-        fn drop(this: Pin<&mut Self>) {
-            let this = this.project();
-            if !*this.answered {
-                abandoned(this.cfg, this.ctx, this.started.elapsed());
-            }
-        }
+    /// Reports the answer; a request dropped before its answer (its
+    /// caller's attempt timed out, or it disconnected) was received all
+    /// the same, and is reported as abandoned, with no status and no claim.
+    fn answered(&self, (ctx, started): Self::Tag, a: &Answer<'_>) {
+        self.observer.served(&Served {
+            service: self.service,
+            trace: ctx.trace,
+            is_root: ctx.is_root,
+            status: a.status.unwrap_or(ABANDONED),
+            claim: a.claim.map(|d| (d.claimed, d.reason)),
+            own_fault: a.error && a.record.own_fault,
+            dependency_failed: a.record.outbound.iter().any(|o| o.failed),
+            elapsed: started.elapsed(),
+        });
     }
-}
-
-impl<F, R, E> Future for OwnershipFuture<F>
-where
-    F: Future<Output = Result<Response<R>, E>>,
-{
-    type Output = Result<Response<R>, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let res = ready!(this.inner.poll(cx));
-        *this.answered = true;
-        let mut res = res?;
-        finish(this.cfg, this.ctx, this.started.elapsed(), &mut res);
-        Poll::Ready(Ok(res))
-    }
-}
-
-/// The caller went away before the answer (its attempt timed out, or it
-/// disconnected), and the server dropped the request: it was received all
-/// the same, and is reported as abandoned, with no status and no claim.
-fn abandoned(cfg: &ServerConfig, ctx: &RequestContext, elapsed: std::time::Duration) {
-    let record = ctx.take();
-    cfg.observer.served(&Served {
-        service: cfg.service,
-        trace: ctx.trace,
-        is_root: ctx.is_root,
-        status: ABANDONED,
-        claim: None,
-        own_fault: false,
-        dependency_failed: record.outbound.iter().any(|o| o.failed),
-        elapsed,
-    });
 }
 
 /// A request's deadline, arriving at `now`, and whether it was propagated:
@@ -294,91 +218,6 @@ fn deadline(
         (Some(s), None) => (Some(s), true),
         (None, Some(u)) => (Some(u), control.root_deadline_propagated()),
         (Some(s), Some(u)) => (Some(s.min(u)), true),
-    }
-}
-
-/// On the way out: decide and write the claim, feed the learner, report.
-fn finish<R>(
-    cfg: &ServerConfig,
-    ctx: &RequestContext,
-    elapsed: std::time::Duration,
-    res: &mut Response<R>,
-) {
-    let record = ctx.take();
-    let status = res.status().as_u16();
-    let dependency_failed = record.outbound.iter().any(|o| o.failed);
-    let error = is_error_status(status);
-    if error {
-        cfg.learner.observe(&record.outbound, true);
-    } else if dependency_failed {
-        cfg.learner.observe(&record.outbound, false);
-    }
-    let claim = if error && cfg.enabled() {
-        let d = claim::decide(
-            &record.outbound,
-            cfg.control.attribution(),
-            cfg.control.at_least_once(),
-            |o| cfg.learner.mode(o.dependency),
-        );
-        res.headers_mut().insert(
-            cfg.header.clone(),
-            HeaderValue::from_static(Claim::wire_value(d.claimed)),
-        );
-        Some((d.claimed, d.reason))
-    } else {
-        None
-    };
-    cfg.observer.served(&Served {
-        service: cfg.service,
-        trace: ctx.trace,
-        is_root: ctx.is_root,
-        status,
-        claim,
-        own_fault: error && record.own_fault,
-        dependency_failed,
-        elapsed,
-    });
-}
-
-impl<S, B, R> Service<Request<B>> for Ownership<S>
-where
-    S: Service<Request<B>, Response = Response<R>> + Send + 'static,
-    S::Future: Send,
-    B: Send + 'static,
-    R: Send + 'static,
-{
-    type Response = Response<R>;
-    type Error = S::Error;
-    type Future = OwnershipFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request<B>) -> Self::Future {
-        let cfg = self.config.clone();
-        let (trace, is_root) = match Trace::from_headers(req.headers()) {
-            Some(t) => (t, false),
-            None => (
-                Trace {
-                    root: cfg.roots.fetch_add(1, Ordering::Relaxed),
-                    depth: 0,
-                },
-                true,
-            ),
-        };
-        let started = Instant::now();
-        let (deadline, propagated) = deadline(&cfg.control, req.headers(), is_root, started);
-        let ctx = Arc::new(RequestContext::new(trace, is_root).with_deadline(deadline, propagated));
-        // The inner future owns what it needs, so the service that was
-        // made ready is called in place: no clone per request.
-        OwnershipFuture {
-            inner: context::scope(ctx.clone(), self.inner.call(req)),
-            ctx,
-            cfg,
-            started,
-            answered: false,
-        }
     }
 }
 
