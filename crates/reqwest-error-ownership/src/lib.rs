@@ -53,7 +53,7 @@ use tokio::time::Instant;
 use error_ownership::attempt::{AttemptMachine, Next as Decision};
 use error_ownership::budget::RetryBudget;
 use error_ownership::signal::{read_retry_after, Advice};
-use error_ownership::{Claim, Classified, DependencyMode};
+use error_ownership::{is_error_status, Claim, Classified, DependencyMode};
 use http::{Extensions, HeaderName};
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next, Result};
@@ -187,12 +187,13 @@ impl OwnershipRetry {
             return (Classified::NoResponse, Advice::Silent);
         };
         let status = res.status().as_u16();
+        if !is_error_status(status) {
+            // A success: no header is looked up.
+            return (Classified::Success, Advice::Silent);
+        }
         let claims = res.headers().get_all(&self.header);
-        let answer = match Classified::from_response(status, None) {
-            Classified::Success => Classified::Success,
-            _ => Classified::Error {
-                claim: Claim::parse_all(claims.iter().map(|v| v.as_bytes())),
-            },
+        let answer = Classified::Error {
+            claim: Claim::parse_all(claims.iter().map(|v| v.as_bytes())),
         };
         let retry_after = res.headers().get(http::header::RETRY_AFTER);
         (
