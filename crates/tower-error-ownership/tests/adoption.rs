@@ -21,11 +21,11 @@ fn readme_example() -> String {
 
 #[test]
 fn the_readme_example_is_the_runnable_example_and_fits_40_lines() {
-    let example = std::fs::read_to_string(crate_dir().join("examples/chain.rs")).unwrap();
+    let example = std::fs::read_to_string(crate_dir().join("examples/chain/main.rs")).unwrap();
     assert_eq!(
         readme_example(),
         example,
-        "README.md and examples/chain.rs differ"
+        "README.md and examples/chain/main.rs differ"
     );
     let lines = example.lines().count();
     assert!(lines <= 40, "the example is {lines} lines");
