@@ -1,6 +1,8 @@
 //! The README's example is what a person copies: it is the runnable
-//! example, and pasted into a fresh project outside this repository it
-//! builds and shows ownership on the wire.
+//! example, and pasted into a fresh project outside this repository,
+//! against the crates as `cargo package` packs them, it builds and shows
+//! ownership on the wire. That build is also the check that each packed
+//! crate builds on its own (what `cargo package` verifies).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,22 +45,49 @@ fn run(cmd: &mut Command) -> String {
     stdout
 }
 
+/// The three crates as `cargo package` packs them for crates.io,
+/// unpacked into `dir`: what a person downloads. Their manifests name
+/// each other by version only, as published crates do.
+fn packaged(dir: &Path) -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let target = dir.join("package-target");
+    run(Command::new(&cargo)
+        .args(["package", "--no-verify", "--allow-dirty", "-q"])
+        .args(["-p", "error-ownership", "-p", "tower-error-ownership"])
+        .args(["-p", "reqwest-error-ownership", "--target-dir"])
+        .arg(&target)
+        .current_dir(crate_dir()));
+    let unpacked = dir.join("crates");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    for name in CRATES {
+        let file = target.join(format!("package/{name}-0.1.0.crate"));
+        run(Command::new("tar")
+            .arg("xzf")
+            .arg(&file)
+            .arg("-C")
+            .arg(&unpacked));
+    }
+    unpacked
+}
+
+/// The crates a person adds.
+const CRATES: [&str; 3] = [
+    "error-ownership",
+    "tower-error-ownership",
+    "reqwest-error-ownership",
+];
+
 /// A new project outside the repository, as `cargo new` makes it, with the
-/// README's example as its `main.rs` and the dependencies the README names.
+/// README's example as its `main.rs`, the dependencies the README names,
+/// and the packaged crates by path (they are not on crates.io yet, so the
+/// ones they name by version are patched in).
 fn new_project(dir: &Path) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     run(Command::new(&cargo)
         .args(["new", "--quiet", "--bin", "shop"])
         .current_dir(dir));
-    let crates = crate_dir().join("..");
-    let path = |name: &str| {
-        crates
-            .join(name)
-            .canonicalize()
-            .unwrap()
-            .display()
-            .to_string()
-    };
+    let crates = packaged(dir);
+    let path = |name: &str| crates.join(format!("{name}-0.1.0")).display().to_string();
     let manifest = dir.join("shop/Cargo.toml");
     let mut toml = std::fs::read_to_string(&manifest).unwrap();
     toml.push_str(&format!(
@@ -66,11 +95,16 @@ fn new_project(dir: &Path) {
 reqwest = {{ version = "0.13", default-features = false }}
 reqwest-middleware = "0.5"
 tokio = {{ version = "1", features = ["full"] }}
-tower-error-ownership = {{ path = "{}" }}
-reqwest-error-ownership = {{ path = "{}" }}
+tower-error-ownership = {{ path = "{tower}" }}
+reqwest-error-ownership = {{ path = "{reqwest}" }}
+
+[patch.crates-io]
+error-ownership = {{ path = "{rules}" }}
+tower-error-ownership = {{ path = "{tower}" }}
 "#,
-        path("tower-error-ownership"),
-        path("reqwest-error-ownership"),
+        tower = path("tower-error-ownership"),
+        reqwest = path("reqwest-error-ownership"),
+        rules = path("error-ownership"),
     ));
     std::fs::write(&manifest, toml).unwrap();
     std::fs::write(dir.join("shop/src/main.rs"), readme_example()).unwrap();
