@@ -2,7 +2,7 @@
 //! the trailers of a real HTTP/2 answer, beside `grpc-status`.
 
 #[allow(dead_code)]
-#[path = "../examples/grpc.rs"]
+#[path = "../../examples/grpc.rs"]
 mod example;
 
 use std::net::SocketAddr;
