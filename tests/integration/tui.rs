@@ -191,11 +191,15 @@ fn storm_then_ownership_in_a_real_terminal() {
     t.keys(&[&cmd, "Enter"]);
 
     // The storm: 1, 2, 4, 8 down the chain.
-    let s = t.wait_for("D at about 8× under retry", Duration::from_secs(20), |s| {
-        near(s, "D", 8.0, 0.05)
-    });
+    // All three on one screen: the rates are windows, and on a shared
+    // machine the first seconds' windows can hold D's 8× while B's and
+    // C's are still filling (CI read B at 1.90× at 0:03, twice).
+    let s = t.wait_for(
+        "B, C and D at about 2×, 4× and 8× under retry",
+        Duration::from_secs(30),
+        |s| near(s, "B", 2.0, 0.05) && near(s, "C", 4.0, 0.05) && near(s, "D", 8.0, 0.05),
+    );
     assert!(s.contains("RETRY"), "{s}");
-    assert!(near(&s, "B", 2.0, 0.05) && near(&s, "C", 4.0, 0.05), "{s}");
     assert_eq!(
         t.alternate_on(),
         "1",
