@@ -17,7 +17,8 @@
 //! one *and* again from the middle one to the last. A single step (a
 //! connection pool that opens more connections after a stall of the
 //! machine, and keeps them) rises once and stays: it is allowed up to
-//! 4 MiB and reported.
+//! 4 MiB beyond what the new connections explain (32 KiB per descriptor
+//! opened since the first window), and reported.
 //!
 //! `cargo bench --bench soak` runs 5 minutes; `-- --minutes 30` runs the
 //! half hour `docs/performance.md` quotes. Under `cargo test` it runs 25
@@ -36,8 +37,12 @@ static ALLOC: StatsAlloc<mimalloc::MiMalloc> = StatsAlloc::new(mimalloc::MiMallo
 /// other pair also grows (a trend).
 const TREND: i64 = 1 << 19;
 /// Live heap growth allowed between the first and the last window (a
-/// step).
+/// step), beyond what new connections explain.
 const STEP: i64 = 4 << 20;
+/// The live heap one open descriptor explains: a loopback connection end
+/// with its buffers and tasks. Measured over runs that opened 83, 151 and
+/// 793 descriptors (39.7, 41.6 and 58.4 MiB at rest): 27 KiB each.
+const PER_FD: i64 = 32 << 10;
 
 fn live_bytes() -> i64 {
     // A realloc is already counted in `bytes_allocated` or
@@ -73,6 +78,13 @@ struct Point {
     t: Duration,
     live: i64,
     rss: Option<i64>,
+    fds: i64,
+}
+
+/// This process's open descriptors: mostly the fleet's loopback
+/// connections, both ends of each.
+fn open_fds() -> i64 {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as i64)
 }
 
 fn main() {
@@ -138,6 +150,7 @@ fn main() {
             t,
             live: live_bytes(),
             rss: rss_bytes(),
+            fds: open_fds(),
         };
         if bench && t >= next_print {
             println!(
@@ -172,6 +185,14 @@ fn main() {
     let early_live = median(early.iter().map(|p| p.live).collect());
     let middle_live = median(middle.iter().map(|p| p.live).collect());
     let late_live = median(late.iter().map(|p| p.live).collect());
+    let early_fds = median(early.iter().map(|p| p.fds).collect());
+    let late_fds = median(late.iter().map(|p| p.fds).collect());
+    println!(
+        "open descriptors after {} s: {early_fds}; at the end: {late_fds} \
+         (each explains up to {} KiB of heap)",
+        first.as_secs(),
+        PER_FD >> 10
+    );
     let after_first = in_window(first, end);
     let (lo, hi) = after_first
         .iter()
@@ -201,7 +222,7 @@ fn main() {
     let growth = late_live - early_live;
     println!(
         "live heap growth: {:+.2} MiB then {:+.2} MiB ({:+.2} MiB in all; a trend of over \
-         {:.1} MiB in both halves fails, and so does a step of over {:.0} MiB)",
+         {:.1} MiB in both halves fails, and so does a step of over {:.0} MiB that new descriptors do not explain)",
         mib(first_half),
         mib(second_half),
         mib(growth),
@@ -215,10 +236,19 @@ fn main() {
         mib(second_half),
         first
     );
+    // A stall of the machine makes the pools open more connections, and
+    // they keep them (bounded: MAX_IN_FLIGHT_PER_EDGE idle per callee, for
+    // 30 s, longer than this smoke run): a step the new descriptors
+    // explain is not a leak. (CI read +7.30 MiB once, with the heap flat
+    // after it: about 140 more connections.)
+    let explained = (late_fds - early_fds).max(0) * PER_FD;
     assert!(
-        growth <= STEP,
-        "the live heap grew by {:.2} MiB between {:?} and the end",
+        growth <= STEP + explained,
+        "the live heap grew by {:.2} MiB between {:?} and the end, {:.2} MiB of it \
+         not explained by {} more open descriptors",
         mib(growth),
-        first
+        first,
+        mib(growth - explained),
+        late_fds - early_fds
     );
 }
