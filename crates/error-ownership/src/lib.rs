@@ -26,7 +26,9 @@
 //! ([`Classified`]), *decides* whether to retry it ([`retry`]), whether a
 //! retry may be afforded ([`budget`]; the industry's other budget models are
 //! [`tokens`] for gRPC, [`quota`] for the AWS SDKs and [`concurrency`] for
-//! Envoy), how long to wait ([`backoff`]), whether a failing service owns
+//! Envoy), whether a client should not even send a first attempt to a
+//! backend that rejects most of them ([`throttle`], the SRE book's adaptive
+//! throttling), how long to wait ([`backoff`]), whether a failing service owns
 //! its error ([`claim`]), and what the other stacks' don't-retry headers
 //! say ([`signal`]). The [`attempt`]
 //! state machine puts the client-side decisions together into the one retry
@@ -68,6 +70,7 @@ pub mod policy;
 pub mod quota;
 pub mod retry;
 pub mod signal;
+pub mod throttle;
 pub mod tokens;
 
 use std::borrow::Cow;
