@@ -28,7 +28,9 @@
 //! [`tokens`] for gRPC, [`quota`] for the AWS SDKs and [`concurrency`] for
 //! Envoy), whether a client should not even send a first attempt to a
 //! backend that rejects most of them ([`throttle`], the SRE book's adaptive
-//! throttling), how long to wait ([`backoff`]), whether a failing service owns
+//! throttling), how many requests a service should serve at once
+//! ([`gradient`], Envoy's adaptive concurrency), how long to wait
+//! ([`backoff`]), whether a failing service owns
 //! its error ([`claim`]), and what the other stacks' don't-retry headers
 //! say ([`signal`]). The [`attempt`]
 //! state machine puts the client-side decisions together into the one retry
@@ -65,6 +67,7 @@ pub mod budget;
 pub mod claim;
 pub mod concurrency;
 pub mod edge_budget;
+pub mod gradient;
 pub mod learn;
 pub mod policy;
 pub mod quota;
