@@ -29,7 +29,8 @@
 //! Envoy), whether a client should not even send a first attempt to a
 //! backend that rejects most of them ([`throttle`], the SRE book's adaptive
 //! throttling), how many requests a service should serve at once
-//! ([`gradient`], Envoy's adaptive concurrency), when to hedge a slow
+//! ([`gradient`], Envoy's adaptive concurrency; [`limiter`], Netflix's
+//! AIMD and Vegas), when to hedge a slow
 //! attempt ([`hedge`], gRPC A6), how long to wait
 //! ([`backoff`]), whether a failing service owns
 //! its error ([`claim`]), and what the other stacks' don't-retry headers
@@ -71,6 +72,7 @@ pub mod edge_budget;
 pub mod gradient;
 pub mod hedge;
 pub mod learn;
+pub mod limiter;
 pub mod policy;
 pub mod quota;
 pub mod retry;
