@@ -172,8 +172,7 @@ pub fn spawn(
                     -u.ln() / rps
                 }
             };
-            let last = next;
-            next = last + Duration::from_secs_f64(gap.min(MAX_GAP_S));
+            next += Duration::from_secs_f64(gap.min(MAX_GAP_S));
             let now = Instant::now();
             if next + MAX_CATCH_UP < now {
                 // Behind by more than the catch-up allowance: the
