@@ -32,7 +32,9 @@
 //!
 //! Samples are kept up to [`MAX_SAMPLES`] per interval (the rest of an
 //! interval is not sampled), so the memory is fixed whatever the rate. The
-//! clock is passed in.
+//! clock is passed in. Envoy also delays each minRTT measurement by a
+//! random jitter (10% of its interval); a caller may vary
+//! `min_rtt_interval` for that.
 //!
 //! [`min_concurrency`]: GradientConfig::min_concurrency
 //! [`max_limit`]: GradientConfig::max_limit
@@ -46,13 +48,13 @@
 //! // minRTT first: the limit is pinned while 50 requests are sampled.
 //! for _ in 0..50 {
 //!     assert_eq!(g.limit(), 3);
-//!     g.sample(ms(0), ms(10));
+//!     g.sample(ms(10), ms(10)); // each started at 0
 //! }
 //! assert_eq!(g.min_rtt(), Some(ms(10)));
 //! // An interval at minRTT: the gradient is (10 + 2.5) / 10 = 1.25.
 //! g.sample(ms(50), ms(10));
 //! g.update(ms(100));
-//! assert_eq!(g.limit(), (1.25f64 * 3.0 + (1.25f64 * 3.0).sqrt()) as u32);
+//! assert_eq!(g.limit(), (1.25f64 * 3.0 + (1.25f64 * 3.0).sqrt()) as u32); // 5
 //! ```
 
 use std::time::Duration;
@@ -97,12 +99,18 @@ impl GradientConfig {
 #[derive(Debug, Clone)]
 pub struct GradientLimit {
     config: GradientConfig,
-    limit: f64,
+    /// The limit while running (kept while minRTT is measured).
+    limit: u32,
     min_rtt: Option<Duration>,
     /// Measuring minRTT (the limit pinned) or, when false, running.
     measuring: bool,
+    /// When the current minRTT measurement started: requests started
+    /// before it are not sampled.
+    epoch: Duration,
     /// When minRTT is measured next.
     next_min_rtt: Duration,
+    /// Intervals in a row that set the limit to `min_concurrency`.
+    at_floor: u32,
     samples: Vec<Duration>,
 }
 
@@ -111,10 +119,12 @@ impl GradientLimit {
     pub fn new(config: GradientConfig) -> GradientLimit {
         GradientLimit {
             config,
-            limit: f64::from(config.min_concurrency.max(1)),
+            limit: config.min_concurrency.max(1),
             min_rtt: None,
             measuring: true,
+            epoch: Duration::ZERO,
             next_min_rtt: Duration::ZERO,
+            at_floor: 0,
             samples: Vec::new(),
         }
     }
@@ -124,7 +134,7 @@ impl GradientLimit {
         if self.measuring {
             self.config.min_concurrency.max(1)
         } else {
-            self.limit as u32
+            self.limit
         }
     }
 
@@ -133,10 +143,18 @@ impl GradientLimit {
         self.min_rtt
     }
 
-    /// A request served at `now` took `latency`. While minRTT is measured,
-    /// the last of `min_rtt_requests` samples sets it and starts the limit
-    /// moving.
+    /// A request served at `now` took `latency`. One started before the
+    /// current minRTT measurement began is not sampled (it may have
+    /// queued). While minRTT is measured, the last of `min_rtt_requests`
+    /// samples sets it and starts the limit moving again from where it was.
     pub fn sample(&mut self, now: Duration, latency: Duration) {
+        if self.measuring
+            && now
+                .checked_sub(latency)
+                .is_none_or(|start| start < self.epoch)
+        {
+            return;
+        }
         if self.samples.len() < MAX_SAMPLES {
             self.samples.push(latency);
         }
@@ -150,36 +168,41 @@ impl GradientLimit {
 
     /// The end of an interval at `now`: the limit moves by the gradient of
     /// the interval's samples (none: it stays), and minRTT is measured
-    /// again when its interval has passed.
+    /// again when its interval has passed, or after five intervals in a
+    /// row that set the limit to `min_concurrency` (Envoy reads that as a
+    /// minRTT measured wrong).
     pub fn update(&mut self, now: Duration) {
         if self.measuring {
             return;
         }
         if let (Some(min_rtt), Some(sample_rtt)) = (self.min_rtt, self.percentile()) {
-            self.limit = self.next_limit(min_rtt, sample_rtt);
+            let next = self.next_limit(min_rtt, sample_rtt);
+            let floor = self.config.min_concurrency.max(1);
+            self.at_floor = if next == floor && self.limit == floor {
+                self.at_floor + 1
+            } else {
+                0
+            };
+            self.limit = next;
         }
         self.samples.clear();
-        if now >= self.next_min_rtt {
+        if now >= self.next_min_rtt || self.at_floor >= 5 {
             self.measuring = true;
+            self.epoch = now;
+            self.at_floor = 0;
         }
     }
 
-    /// `gradient × limit + √(gradient × limit)`, clamped, with the gradient
-    /// `(minRTT + B) / sampleRTT` clamped to [0.5, 2].
-    pub fn next_limit(&self, min_rtt: Duration, sample_rtt: Duration) -> f64 {
+    /// `gradient × limit + √(gradient × limit)`, truncated to a whole
+    /// number and clamped, with the gradient `(minRTT + B) / sampleRTT`
+    /// clamped to [0.5, 2].
+    pub fn next_limit(&self, min_rtt: Duration, sample_rtt: Duration) -> u32 {
         let min_rtt = min_rtt.as_secs_f64();
         let target = min_rtt + self.config.buffer * min_rtt;
         let gradient = (target / sample_rtt.as_secs_f64().max(1e-9)).clamp(0.5, 2.0);
-        let limit = gradient * self.limit;
-        (limit + limit.sqrt()).clamp(
-            f64::from(self.config.min_concurrency.max(1)),
-            f64::from(
-                self.config
-                    .max_limit
-                    .max(self.config.min_concurrency)
-                    .max(1),
-            ),
-        )
+        let limit = gradient * f64::from(self.limit);
+        let floor = self.config.min_concurrency.max(1);
+        ((limit + limit.sqrt()) as u32).clamp(floor, self.config.max_limit.max(floor))
     }
 
     fn percentile(&mut self) -> Option<Duration> {

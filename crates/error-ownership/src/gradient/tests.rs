@@ -12,10 +12,11 @@ fn ms(n: u64) -> Duration {
 /// `limit` by intervals at minRTT.
 fn running(min_rtt: Duration, limit: u32) -> (GradientLimit, Duration) {
     let mut g = GradientLimit::new(GradientConfig::ENVOY);
+    // Requests that started at 0, when the first measurement began.
     for _ in 0..50 {
-        g.sample(ms(0), min_rtt);
+        g.sample(min_rtt, min_rtt);
     }
-    let mut now = ms(0);
+    let mut now = min_rtt;
     while g.limit() < limit {
         now += ms(100);
         g.sample(now, min_rtt);
@@ -35,11 +36,13 @@ fn the_limit_is_pinned_while_min_rtt_is_measured_and_again_each_interval() {
         g.update(now);
     }
     assert_eq!(g.limit(), 3);
+    // A request that started before the measurement is not sampled.
+    g.sample(now + ms(1), ms(2));
     for _ in 0..49 {
-        g.sample(now, ms(40));
+        g.sample(now + ms(40), ms(40));
         assert_eq!(g.limit(), 3);
     }
-    g.sample(now, ms(40));
+    g.sample(now + ms(40), ms(40));
     assert_eq!(g.min_rtt(), Some(ms(40)));
     // The limit it had comes back, and moves from there.
     assert!(g.limit() >= 100);
@@ -49,7 +52,7 @@ fn the_limit_is_pinned_while_min_rtt_is_measured_and_again_each_interval() {
 fn the_limit_falls_when_latency_exceeds_min_rtt_plus_the_buffer() {
     let (mut g, mut now) = running(ms(10), 200);
     let before = g.limit();
-    let exact = g.limit;
+    let exact = f64::from(g.limit);
     // 20 ms against 12.5: a gradient of 0.625.
     now += ms(100);
     g.sample(now, ms(20));
@@ -75,13 +78,9 @@ fn the_limit_grows_by_the_root_of_itself_at_min_rtt_plus_the_buffer() {
         now += ms(100);
         g.sample(now, ms(10)); // exactly 8 + 25%: a gradient of 1
         g.update(now);
-        let want = (f64::from(before) + f64::from(before).sqrt()).min(1000.0);
-        // The limit is kept as a real number; what is shown is its floor.
-        assert!(
-            (f64::from(g.limit()) - want).abs() < 1.0 + f64::from(before).sqrt() * 0.05,
-            "{before} → {}, want about {want:.1}",
-            g.limit()
-        );
+        // Envoy keeps the limit a whole number: the sum is truncated.
+        let want = ((f64::from(before) + f64::from(before).sqrt()) as u32).min(1000);
+        assert_eq!(g.limit(), want, "from {before}");
     }
     assert_eq!(g.limit(), 1000, "capped at max_concurrency_limit");
 }
@@ -113,11 +112,11 @@ proptest! {
         let sample = Duration::from_secs_f64(target * factor);
         for _ in 0..steps {
             let before = f64::from(g.limit());
-            let exact = g.limit;
+            let exact = f64::from(g.limit);
             now += ms(100);
             g.sample(now, sample);
             g.update(now);
-            let after = g.limit;
+            let after = f64::from(g.limit);
             prop_assert!((3.0..=1000.0).contains(&after));
             let gradient = (1.0 / factor).clamp(0.5, 2.0);
             if sample.as_secs_f64() > target * (1.0 + 1e-9) {
@@ -128,7 +127,7 @@ proptest! {
                 }
             } else if exact < 1000.0 {
                 prop_assert!(
-                    after >= (exact + exact.sqrt()).min(1000.0) - 1e-6,
+                    after >= (exact + exact.sqrt()).min(1000.0).floor() - 1e-6,
                     "{before} → {after} at gradient {gradient}"
                 );
             }
@@ -144,4 +143,28 @@ fn samples_are_bounded() {
     }
     assert!(g.samples.len() <= MAX_SAMPLES);
     assert!(g.samples.capacity() <= MAX_SAMPLES * 2);
+}
+
+/// Five intervals in a row that set the limit to its floor read as a
+/// minRTT measured wrong: it is measured again, well before its interval.
+#[test]
+fn five_intervals_at_the_floor_measure_min_rtt_again() {
+    let (mut g, mut now) = running(ms(10), 3);
+    let interval = |g: &mut GradientLimit, now: &mut Duration| {
+        *now += ms(100);
+        g.sample(*now, ms(40)); // a gradient of 0.5: 1.5 + 1.2, the floor
+        g.update(*now);
+    };
+    // The first interval leaves the floor at the floor: it counts from
+    // there.
+    for _ in 0..5 {
+        interval(&mut g, &mut now);
+        assert_eq!(g.min_rtt(), Some(ms(10)));
+    }
+    // Measuring now: 50 requests started after it began set minRTT.
+    for _ in 0..50 {
+        g.sample(now + ms(40), ms(40));
+    }
+    assert_eq!(g.min_rtt(), Some(ms(40)));
+    assert!(now < Duration::from_secs(60));
 }
