@@ -28,7 +28,8 @@
 //! [`tokens`] for gRPC, [`quota`] for the AWS SDKs and [`concurrency`] for
 //! Envoy), whether a client should not even send a first attempt to a
 //! backend that rejects most of them ([`throttle`], the SRE book's adaptive
-//! throttling), how many requests a service should serve at once
+//! throttling) and whether a backend that must reject a request should say
+//! "don't retry" ([`retry_counter`], the SRE book's retry counter), how many requests a service should serve at once
 //! ([`gradient`], Envoy's adaptive concurrency; [`limiter`], Netflix's
 //! AIMD and Vegas), when to hedge a slow
 //! attempt ([`hedge`], gRPC A6), how long to wait
@@ -76,9 +77,11 @@ pub mod limiter;
 pub mod policy;
 pub mod quota;
 pub mod retry;
+pub mod retry_counter;
 pub mod signal;
 pub mod throttle;
 pub mod tokens;
+mod window;
 
 use std::borrow::Cow;
 

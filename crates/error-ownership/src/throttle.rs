@@ -65,8 +65,8 @@
 
 use std::time::Duration;
 
-/// How many buckets a window is kept in.
-pub const BUCKETS: usize = 64;
+use crate::window::Window;
+pub use crate::window::BUCKETS;
 
 /// A throttle's numbers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -88,36 +88,24 @@ impl ThrottleConfig {
     };
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Counts {
-    requests: u64,
-    accepts: u64,
-}
+// The counters of a throttle's window.
+const REQUESTS: usize = 0;
+const ACCEPTS: usize = 1;
 
 /// One client's throttle towards one backend: the counts of the last
 /// window, and the rejection probability they give.
 #[derive(Debug, Clone)]
 pub struct AdaptiveThrottle {
     config: ThrottleConfig,
-    /// The window's length over [`BUCKETS`], in nanoseconds (at least 1).
-    width: u128,
-    buckets: [Counts; BUCKETS],
-    /// The absolute number (time / width) of the newest bucket.
-    newest: u128,
-    /// The sums over the buckets.
-    total: Counts,
+    window: Window<2>,
 }
 
 impl AdaptiveThrottle {
     /// An empty throttle: nothing counted, nothing rejected.
     pub fn new(config: ThrottleConfig) -> AdaptiveThrottle {
-        let width = (config.window.as_nanos() / BUCKETS as u128).max(1);
         AdaptiveThrottle {
             config,
-            width,
-            buckets: [Counts::default(); BUCKETS],
-            newest: 0,
-            total: Counts::default(),
+            window: Window::new(config.window),
         }
     }
 
@@ -126,29 +114,10 @@ impl AdaptiveThrottle {
         self.config
     }
 
-    /// Drops the buckets that have left the window at `now`. Time that
-    /// goes backwards is read as the newest bucket.
-    fn advance(&mut self, now: Duration) -> usize {
-        let at = now.as_nanos() / self.width;
-        if at > self.newest {
-            let stale = (at - self.newest).min(BUCKETS as u128) as usize;
-            for i in 1..=stale {
-                let b = &mut self.buckets[((self.newest + i as u128) % BUCKETS as u128) as usize];
-                self.total.requests -= b.requests;
-                self.total.accepts -= b.accepts;
-                *b = Counts::default();
-            }
-            self.newest = at;
-        }
-        (self.newest % BUCKETS as u128) as usize
-    }
-
     /// The probability that the next request is rejected locally at `now`:
     /// max(0, (requests − K · accepts) / (requests + 1)).
     pub fn rejection_probability(&mut self, now: Duration) -> f64 {
-        self.advance(now);
-        let requests = self.total.requests as f64;
-        let accepts = self.total.accepts as f64;
+        let [requests, accepts] = self.window.totals(now).map(|c| c as f64);
         ((requests - self.config.k * accepts) / (requests + 1.0)).max(0.0)
     }
 
@@ -159,9 +128,7 @@ impl AdaptiveThrottle {
     /// error.
     pub fn try_pass(&mut self, now: Duration, u: f64) -> bool {
         let p = self.rejection_probability(now);
-        let i = self.advance(now);
-        self.buckets[i].requests += 1;
-        self.total.requests += 1;
+        self.window.add(now, REQUESTS);
         u >= p
     }
 
@@ -169,16 +136,14 @@ impl AdaptiveThrottle {
     /// backend rejected it (an error, or no answer).
     pub fn record(&mut self, now: Duration, accepted: bool) {
         if accepted {
-            let i = self.advance(now);
-            self.buckets[i].accepts += 1;
-            self.total.accepts += 1;
+            self.window.add(now, ACCEPTS);
         }
     }
 
     /// `(requests, accepts)` over the window at `now`.
     pub fn counts(&mut self, now: Duration) -> (u64, u64) {
-        self.advance(now);
-        (self.total.requests, self.total.accepts)
+        let [requests, accepts] = self.window.totals(now);
+        (requests, accepts)
     }
 }
 
