@@ -48,30 +48,38 @@ fn vegas_at_100() -> Vegas {
 
 #[test]
 fn vegas_moves_the_limit_by_the_queue_it_reads() {
-    // No queue: + 6 × 2.
-    let mut v = vegas_at_100();
-    v.sample(ms(10), 100, false);
-    assert_eq!(v.limit(), 112);
-    // A queue of 3 (10.3 ms), under 3 × 2: + 2.
-    let mut v = vegas_at_100();
-    v.sample(Duration::from_micros(10_300), 100, false);
-    assert_eq!(v.limit(), 102);
-    // A queue of 9 (11 ms), between 6 and 12: it stays.
-    let mut v = vegas_at_100();
-    v.sample(ms(11), 100, false);
-    assert_eq!(v.limit(), 100);
-    // A queue of 50 (20 ms), over 6 × 2: − 2.
-    let mut v = vegas_at_100();
-    v.sample(ms(20), 100, false);
-    assert_eq!(v.limit(), 98);
-    // A drop: − 2, whatever the latency.
-    let mut v = vegas_at_100();
-    v.sample(ms(10), 100, true);
-    assert_eq!(v.limit(), 98);
-    // Not in use: it stays, even with no queue.
-    let mut v = vegas_at_100();
-    v.sample(ms(10), 49, false);
-    assert_eq!(v.limit(), 100);
+    // (latency, in flight, dropped, the limit after, why)
+    let cases = [
+        (ms(10), 100, false, 112, "no queue: + 6 × 2"),
+        (
+            Duration::from_micros(10_300),
+            100,
+            false,
+            102,
+            "a queue of 3, under 3 × 2: + 2",
+        ),
+        (
+            ms(11),
+            100,
+            false,
+            100,
+            "a queue of 9, between 6 and 12: it stays",
+        ),
+        (ms(20), 100, false, 98, "a queue of 50, over 6 × 2: − 2"),
+        (ms(10), 100, true, 98, "a drop: − 2, whatever the latency"),
+        (
+            ms(10),
+            49,
+            false,
+            100,
+            "not in use: it stays, even with no queue",
+        ),
+    ];
+    for (rtt, in_flight, dropped, want, why) in cases {
+        let mut v = vegas_at_100();
+        v.sample(rtt, in_flight, dropped);
+        assert_eq!(v.limit(), want, "{why}");
+    }
     // A faster sample only lowers rtt_noload.
     let mut v = vegas_at_100();
     v.sample(ms(8), 100, false);
