@@ -647,7 +647,7 @@ pub struct Load {
 #[derive(Debug, Args, Default, Clone)]
 pub struct Start {
     /// Policy preset: none, retry, budget, ownership, finagle, envoy, grpc,
-    /// aws, aws-2026.
+    /// aws, aws-2026, sre.
     #[arg(long)]
     pub policy: Option<String>,
     /// Make a service fail: `D` (every request) or `D=0.3`.

@@ -19,7 +19,12 @@ use crate::metrics::Metrics;
 use crate::middleware::client::{EdgeState, RetryClient};
 use crate::middleware::context::{self, Trace};
 use crate::middleware::server::ServerConfig;
-use crate::ownership::signal::{Refusal, Signal, REFUSAL_STATUS};
+use crate::ownership::retry_counter::{
+    read_attempt, Rejection, RetryHistogram, DEFAULT_RETRY_SHARE, RETRY_ATTEMPT_HEADER,
+};
+use crate::ownership::signal::{
+    Refusal, Signal, REFUSAL_STATUS, SRE_DONT_RETRY, SRE_OVERLOAD_HEADER,
+};
 use crate::ownership::DependencyMode;
 use crate::topology::{Fault, Phase, Service};
 use tower_error_ownership::record;
@@ -66,6 +71,10 @@ pub struct ServiceRuntime {
     /// The don't-retry dialect its callers read (SPEC section 8): its
     /// refusals carry that dialect's headers.
     dialect: RwLock<Option<Signal>>,
+    /// The attempt numbers its requests carried lately, read when it must
+    /// refuse one under the `sre` dialect; time on it runs from `born`.
+    attempts_seen: Mutex<RetryHistogram>,
+    born: Instant,
     client: RetryClient,
     server: Arc<ServerConfig>,
     plain: Option<reqwest::Client>,
@@ -177,6 +186,8 @@ impl ServiceRuntime {
             queue: spec.queue,
             rng: Mutex::new(SmallRng::seed_from_u64(seed)),
             dialect: RwLock::new(None),
+            attempts_seen: Mutex::new(RetryHistogram::new(ATTEMPTS_WINDOW)),
+            born: Instant::now(),
             client,
             server,
             plain,
@@ -298,6 +309,33 @@ impl ServiceRuntime {
         *self.dialect.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Counts an arriving request's attempt number (a request without one
+    /// is a first attempt), under the `sre` dialect only.
+    fn saw_attempt(&self, value: Option<&[u8]>) {
+        let now = self.born.elapsed();
+        let attempt = read_attempt(value).unwrap_or(0);
+        self.attempts_seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .observe(now, attempt);
+    }
+
+    /// What a refusal says under the `sre` dialect: "task overloaded"
+    /// (a shed, retryable) unless more than [`DEFAULT_RETRY_SHARE`] of what
+    /// arrived lately were retries, then "overloaded; don't retry".
+    fn sre_refusal(&self) -> Refusal {
+        let now = self.born.elapsed();
+        let seen = self
+            .attempts_seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .rejection(now, DEFAULT_RETRY_SHARE);
+        match seen {
+            Rejection::Overloaded => Refusal::Shed,
+            Rejection::OverloadedDontRetry => Refusal::Overloaded,
+        }
+    }
+
     /// How long a shed request had better wait before coming back: about
     /// the time the queue in front of the workers takes to drain.
     fn drain_time(&self) -> Duration {
@@ -390,12 +428,20 @@ fn status(code: u16) -> StatusCode {
     StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
+/// How far back a service under the `sre` dialect counts the attempt
+/// numbers of its requests (the SRE book says "recent history").
+const ATTEMPTS_WINDOW: Duration = Duration::from_secs(10);
+
 /// What a service's work ended in.
 struct Answer {
     status: u16,
     /// Its own fault (not a dependency's) caused an error.
     own: bool,
     body: &'static str,
+    /// Under the `sre` dialect, a dependency's overload failed it:
+    /// "overloaded; don't retry", so only the layer right above the
+    /// overloaded one retries.
+    dont_retry: bool,
 }
 
 impl Answer {
@@ -404,6 +450,7 @@ impl Answer {
             status,
             own: true,
             body,
+            dont_retry: false,
         }
     }
 }
@@ -414,7 +461,14 @@ fn respond(a: Answer) -> Response {
     if a.own {
         record::mark_own_fault();
     }
-    (status(a.status), a.body).into_response()
+    let mut res = (status(a.status), a.body).into_response();
+    if a.dont_retry {
+        res.headers_mut().insert(
+            HeaderName::from_static(SRE_OVERLOAD_HEADER),
+            HeaderValue::from_static(SRE_DONT_RETRY),
+        );
+    }
+    res
 }
 
 /// A request refused without being served, in the dialect the service's
@@ -423,7 +477,12 @@ fn respond(a: Answer) -> Response {
 /// writes on the service's own error is the whole signal.
 fn refuse(rt: &ServiceRuntime, refusal: Refusal, body: &'static str) -> Response {
     let mut res = respond(Answer::own(REFUSAL_STATUS, body));
-    if let Some(signal) = rt.dialect() {
+    let dialect = rt.dialect();
+    let refusal = match dialect {
+        Some(Signal::Sre) => rt.sre_refusal(),
+        _ => refusal,
+    };
+    if let Some(signal) = dialect {
         let headers = res.headers_mut();
         for (name, value) in signal.refusal_headers(refusal, rt.drain_time()) {
             if let Ok(v) = HeaderValue::from_str(&value) {
@@ -440,6 +499,13 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, mut req: Request) -> Resp
     let ctx = req
         .extensions_mut()
         .remove::<Arc<context::RequestContext>>();
+    if rt.dialect() == Some(Signal::Sre) {
+        rt.saw_attempt(
+            req.headers()
+                .get(RETRY_ATTEMPT_HEADER)
+                .map(HeaderValue::as_bytes),
+        );
+    }
     drop(req);
     match ctx {
         Some(c) => context::scope(c, serve_replica(rt)).await,
@@ -544,10 +610,13 @@ async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> 
     let answer = if ok {
         finish(&rt, fault)
     } else {
+        let overloaded = rt.dialect() == Some(Signal::Sre)
+            && context::current().is_some_and(|c| c.overload_below());
         Answer {
             status: 500,
             own: false,
             body: "dependency failed\n",
+            dont_retry: overloaded,
         }
     };
     (answer, Instant::now())
@@ -563,6 +632,7 @@ fn finish(rt: &ServiceRuntime, fault: &Fault) -> Answer {
         status: 200,
         own: false,
         body: "ok\n",
+        dont_retry: false,
     }
 }
 

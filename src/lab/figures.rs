@@ -362,6 +362,9 @@ catalogue! {
     /// Calls its open circuit breakers failed fast, without reaching the callee.
     ShortCircuited = "short_circuited" at "short_circuited", Service Count "calls",
         None, |w, i| w.out_edges(i).map(|e| w.counts.edges[e].short_circuited).sum::<u64>() as f64;
+    /// Attempts its calls' adaptive throttles rejected locally (the SRE book's client-side throttling), each the caller's own error.
+    Throttled = "throttled" at "throttled", Service Count "attempts",
+        None, |w, i| w.out_edges(i).map(|e| w.counts.edges[e].throttled).sum::<u64>() as f64;
     /// Its calls' circuit breakers open at the window's end (half-open ones count a half).
     BreakersOpen = "breakers_open" at "breakers_open", Service Real "breakers",
         None, |w, i| w.out_edges(i).map(|e| w.counts.edges[e].breaker as f64 / 2.0).fold(0.0, |a, b| a + b);

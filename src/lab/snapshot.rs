@@ -235,6 +235,7 @@ fn then_text(then: Then) -> String {
             StopReason::Suppressed => "not retried: unclaimed".into(),
             StopReason::Refused(_) => "not retried: told not to".into(),
             StopReason::BreakerOpen => "breaker open".into(),
+            StopReason::Throttled => "throttled".into(),
             StopReason::AttemptsExhausted => "not retried: attempts used".into(),
             StopReason::NoRetriesConfigured => "not retried: no retries".into(),
             StopReason::BudgetDenied => "not retried: budget".into(),

@@ -27,7 +27,7 @@ use crate::ownership::signal::Signal;
 use crate::ownership::Attribution;
 use crate::topology::{
     BreakerSetting, BudgetSetting, Fault, Policy, PolicyFields, Preset, ServiceId, SignalSetting,
-    Topology,
+    ThrottleSetting, Topology,
 };
 
 /// What the actions can change, and nothing else: the topology's shape is
@@ -214,6 +214,11 @@ impl LabState {
                 retry_cost: Some(p.quota.transient),
                 timeout_cost: Some(p.quota.timeout),
                 breaker: Some(p.breaker.map_or(BreakerSetting::Off, BreakerSetting::On)),
+                throttle: Some(if p.throttle {
+                    ThrottleSetting::On(p.throttle_config)
+                } else {
+                    ThrottleSetting::Off
+                }),
                 lb: Some(p.lb),
                 retry_other_host: Some(p.retry_other_host),
                 ..PolicyFields::default()

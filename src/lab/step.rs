@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use super::Action;
 use crate::topology::{
-    BreakerSetting, BudgetKind, BudgetSetting, Fault, Phase, PolicyFields, SignalSetting, Topology,
+    BreakerSetting, BudgetKind, BudgetSetting, Fault, Phase, PolicyFields, SignalSetting,
+    ThrottleSetting, Topology,
 };
 
 /// One step's action line, or `None` for an action that changes nothing.
@@ -194,6 +195,15 @@ fn policy(f: &PolicyFields) -> Option<String> {
             b.min_calls,
             exact(b.open_for),
             b.probes
+        )),
+        None => {}
+    }
+    match f.throttle {
+        Some(ThrottleSetting::Off) => parts.push("throttle: off".into()),
+        Some(ThrottleSetting::On(t)) => parts.push(format!(
+            "throttle: {{ k: {}, window: {} }}",
+            t.k,
+            exact(t.window)
         )),
         None => {}
     }

@@ -131,8 +131,9 @@ impl Course {
 /// What the timeline says to do at a time.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cue {
-    /// Apply an action.
-    Step(Action),
+    /// Apply an action (boxed: a policy's fields are large beside a
+    /// caption).
+    Step(Box<Action>),
     /// Show a caption.
     Say(String),
 }
@@ -173,7 +174,7 @@ impl Timeline {
         let mut cues: Vec<(Duration, Cue)> = captions
             .into_iter()
             .map(|(t, s)| (t, Cue::Say(s)))
-            .chain(steps.into_iter().map(|(t, a)| (t, Cue::Step(a))))
+            .chain(steps.into_iter().map(|(t, a)| (t, Cue::Step(Box::new(a)))))
             .collect();
         cues.sort_by_key(|(t, _)| *t);
         Timeline {
@@ -199,7 +200,7 @@ impl Timeline {
                 break;
             }
             match cue {
-                Cue::Step(a) => out.push(a.clone()),
+                Cue::Step(a) => out.push((**a).clone()),
                 Cue::Say(s) => self.caption = Some((*at, s.clone())),
             }
             self.next += 1;

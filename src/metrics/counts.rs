@@ -141,6 +141,10 @@ pub struct EdgeCounts {
     pub attempt_us: u64,
     /// Calls its open circuit breaker failed fast.
     pub short_circuited: u64,
+    /// Attempts its adaptive throttle rejected locally, each ending its
+    /// call (the SRE book's client-side throttling).
+    #[serde(default)]
+    pub throttled: u64,
     /// Gauge: its circuit breaker's state (0 closed or none, 1 half-open,
     /// 2 open).
     pub breaker: u64,
@@ -186,6 +190,7 @@ impl EdgeCounts {
             failed_calls: self.failed_calls + o.failed_calls,
             attempt_us: self.attempt_us + o.attempt_us,
             short_circuited: self.short_circuited + o.short_circuited,
+            throttled: self.throttled + o.throttled,
             breaker: self.breaker.max(o.breaker),
             budget_level_milli: self.budget_level_milli + o.budget_level_milli,
             budget_limit_milli: self.budget_limit_milli + o.budget_limit_milli,
@@ -204,6 +209,7 @@ impl EdgeCounts {
             failed_calls: self.failed_calls.saturating_sub(e.failed_calls),
             attempt_us: self.attempt_us.saturating_sub(e.attempt_us),
             short_circuited: self.short_circuited.saturating_sub(e.short_circuited),
+            throttled: self.throttled.saturating_sub(e.throttled),
             // Gauges: the later value.
             breaker: self.breaker,
             budget_level_milli: self.budget_level_milli,

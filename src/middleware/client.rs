@@ -43,7 +43,9 @@ use crate::ownership::policy::EdgePolicy;
 use crate::ownership::policy::Lb;
 use crate::ownership::quota::RetryKind;
 use crate::ownership::retry::StopReason;
-use crate::ownership::signal::{Advice, Signal};
+use crate::ownership::retry_counter::RETRY_ATTEMPT_HEADER;
+use crate::ownership::signal::{Advice, DontRetry, Signal};
+use crate::ownership::throttle::AdaptiveThrottle;
 use crate::ownership::{
     combined, is_error_status, one_value, Claim, Classified, DependencyMode, DEFAULT_CLAIM_HEADER,
 };
@@ -69,6 +71,7 @@ pub struct EdgeState {
     policy: ArcSwap<EdgePolicy>,
     budget: Mutex<Option<EdgeBudget>>,
     breaker: Mutex<Option<Breaker>>,
+    throttle: Mutex<Option<AdaptiveThrottle>>,
     /// Attempts in flight on this edge, like a client's connection pool.
     slots: Slots,
     /// Whether the callee is served by this process, and so reached over
@@ -110,6 +113,7 @@ impl EdgeState {
     ) -> EdgeState {
         let budget = policy.new_budget();
         let breaker = policy.breaker.map(Breaker::new);
+        let throttle = policy.throttle.map(AdaptiveThrottle::new);
         EdgeState {
             id,
             dependency,
@@ -118,6 +122,7 @@ impl EdgeState {
             policy: ArcSwap::from_pointee(policy),
             budget: Mutex::new(budget),
             breaker: Mutex::new(breaker),
+            throttle: Mutex::new(throttle),
             slots: Slots::new(MAX_IN_FLIGHT_PER_EDGE),
             in_process: false,
         }
@@ -156,6 +161,10 @@ impl EdgeState {
             *self.breaker.lock().unwrap_or_else(|e| e.into_inner()) =
                 policy.breaker.map(Breaker::new);
         }
+        if old.throttle != policy.throttle {
+            *self.throttle.lock().unwrap_or_else(|e| e.into_inner()) =
+                policy.throttle.map(AdaptiveThrottle::new);
+        }
         self.policy.store(Arc::new(policy));
     }
 
@@ -165,6 +174,20 @@ impl EdgeState {
             .unwrap_or_else(|e| e.into_inner())
             .as_mut()
             .map(f)
+    }
+
+    fn with_throttle<T>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> T) -> Option<T> {
+        self.throttle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .map(f)
+    }
+
+    /// The throttle's `(requests, accepts)` over its window at `now`, on
+    /// the edge's client clock; `None` on an edge without one.
+    pub fn throttle_counts(&self, now: Duration) -> Option<(u64, u64)> {
+        self.with_throttle(|t| t.counts(now))
     }
 
     fn with_breaker<T>(&self, f: impl FnOnce(&mut Breaker) -> T) -> Option<T> {
@@ -387,6 +410,14 @@ impl RetryClient {
         self
     }
 
+    /// A uniform draw in [0, 1) from the client's generator.
+    fn uniform(&self) -> f64 {
+        self.rng
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .random_range(0.0..1.0)
+    }
+
     /// Time on this client's clock: what its edges' budgets and breakers
     /// count in.
     pub fn now(&self) -> Duration {
@@ -403,7 +434,7 @@ impl RetryClient {
         trace: Option<Trace>,
         (sent, timeout): (Instant, Duration),
         propagate: bool,
-        signal: Option<Signal>,
+        (signal, attempt): (Option<Signal>, u32),
     ) -> Reply {
         // The attempt's end, on the clock read when it began (no second
         // read for its timer); past the clock's range, never.
@@ -435,6 +466,11 @@ impl RetryClient {
         }
         if propagate {
             req = req.header(&DEADLINE, context::deadline_header_value(timeout));
+        }
+        if signal == Some(Signal::Sre) {
+            // The SRE book's retry counter: how many times this call was
+            // tried before, for the callee's histogram.
+            req = req.header(RETRY_ATTEMPT_HEADER, attempt);
         }
         // One timer for the whole attempt, held in place (reqwest's own
         // per-request timeout boxes one).
@@ -536,6 +572,12 @@ impl RetryClient {
         let mut books = Books::open(edge, self, policy.budget.is_some());
         let mut machine = AttemptMachine::for_policy(&policy);
         let mut tried = Tried::default();
+        // Whether the last answer was an overloaded callee's, in the `sre`
+        // dialect.
+        let mut overloaded = false;
+        // A retry decided on and not yet sent: it counts once it leaves,
+        // not when the breaker, the throttle or the deadline stops it.
+        let mut retrying = false;
         let outcome = loop {
             let sent = Instant::now();
             let started = deadline.map(|_| sent);
@@ -553,6 +595,24 @@ impl RetryClient {
                 // Failed fast by this service's own breaker: its error.
                 record::mark_own_fault();
                 break machine.short_circuit();
+            }
+            // The SRE book's throttle: every attempt, first or retry, is
+            // asked for (and counted) before it is sent.
+            let throttled = policy.throttle.is_some();
+            if throttled {
+                let (now, u) = (self.now(), self.uniform());
+                if edge.with_throttle(|t| t.try_pass(now, u)) == Some(false) {
+                    // Rejected locally: this service's own error.
+                    record::mark_own_fault();
+                    break machine.throttled();
+                }
+            }
+            if std::mem::take(&mut retrying) {
+                self.observer.retry_sent(&RetrySent {
+                    service: self.service,
+                    edge: edge.id,
+                    trace,
+                });
             }
             let attempt = machine.attempt();
             let mut in_flight = InFlight {
@@ -588,17 +648,28 @@ impl RetryClient {
                     child,
                     (sent, timeout),
                     propagate,
-                    policy.signal,
+                    (policy.signal, attempt),
                 )
                 .await;
             drop(host);
             let answer = reply.class;
+            overloaded = policy.signal == Some(Signal::Sre)
+                && matches!(
+                    reply.advice,
+                    Advice::Retry | Advice::DontRetry(DontRetry::OverloadedDontRetry)
+                );
             in_flight.attempted.outcome = answer;
             in_flight.attempted.timed_out =
                 answer == Classified::NoResponse && reply.kind == RetryKind::Timeout;
             if breaker {
                 let now = self.now();
                 edge.with_breaker(|b| b.record(now, answer == Classified::Success));
+            }
+            if throttled {
+                // Accepted: answered without an error. An error, or no
+                // answer in time, is the backend's rejection.
+                let now = self.now();
+                edge.with_throttle(|t| t.record(now, answer == Classified::Success));
             }
             // Late: still in flight after the deadline, which its own time
             // limit allowed it to outlive (an attempt clipped to the
@@ -614,12 +685,7 @@ impl RetryClient {
                 reply.advice,
                 deadline_passed,
                 || books.try_retry(reply.kind),
-                || {
-                    self.rng
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .random_range(0.0..1.0)
-                },
+                || self.uniform(),
             );
             self.observer.exchanged(&Exchanged {
                 service: self.service,
@@ -638,11 +704,7 @@ impl RetryClient {
                 Next::RetryNow => None,
                 Next::RetryAfter(d) => Some(d),
             };
-            self.observer.retry_sent(&RetrySent {
-                service: self.service,
-                edge: edge.id,
-                trace,
-            });
+            retrying = true;
             if let Some(d) = delay {
                 tokio::time::sleep(d).await;
             }
@@ -656,10 +718,20 @@ impl RetryClient {
             });
         }
         let outbound = outcome.outbound(edge.dependency, edge.mode);
-        // A call the caller's own breaker failed fast never reached the
-        // dependency: the dependency analysis does not see it fail, so a
-        // request that fails for it is claimed by this service.
-        let short_circuited = outcome.stop_reason() == Some(StopReason::BreakerOpen);
+        if overloaded && outbound.failed {
+            // The SRE book's rule: a request that failed on an overloaded
+            // callee is answered "overloaded; don't retry".
+            if let Some(c) = context::current() {
+                c.set_overload_below();
+            }
+        }
+        // A call the caller's own breaker or throttle failed fast never
+        // reached the dependency: the dependency analysis does not see it
+        // fail, so a request that fails for it is claimed by this service.
+        let short_circuited = matches!(
+            outcome.stop_reason(),
+            Some(StopReason::BreakerOpen | StopReason::Throttled)
+        );
         record::record(if short_circuited {
             Outbound {
                 failed: false,

@@ -15,6 +15,7 @@
 //! simulates exactly that: it runs a dropped-context service's calls on a
 //! freshly spawned task, which carries neither.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -148,6 +149,9 @@ pub struct RequestContext {
     /// (`deadline: propagate`), so that its work acts on it; a deadline
     /// known but not propagated is only observed (late attempts).
     pub deadline_propagated: bool,
+    /// A call it made failed on an overloaded callee's answer (the `sre`
+    /// dialect's "task overloaded" or "overloaded; don't retry").
+    overload_below: AtomicBool,
 }
 
 impl RequestContext {
@@ -158,6 +162,7 @@ impl RequestContext {
             is_root,
             deadline: None,
             deadline_propagated: false,
+            overload_below: AtomicBool::new(false),
         }
     }
 
@@ -167,6 +172,16 @@ impl RequestContext {
         self.deadline = at;
         self.deadline_propagated = propagated && at.is_some();
         self
+    }
+
+    /// Notes that a call failed on an overloaded callee's answer.
+    pub fn set_overload_below(&self) {
+        self.overload_below.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a call failed on an overloaded callee's answer.
+    pub fn overload_below(&self) -> bool {
+        self.overload_below.load(Ordering::Relaxed)
     }
 
     /// The deadline the service acts on: the one its caller propagated.

@@ -68,6 +68,8 @@ pub struct EdgeReport {
     pub attempt_ms_mean: f64,
     /// Calls its open circuit breaker failed fast.
     pub short_circuited: u64,
+    /// Attempts its adaptive throttle rejected locally.
+    pub throttled: u64,
     /// Its circuit breaker's state at the window's end; absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breaker: Option<&'static str>,
@@ -432,6 +434,7 @@ impl Report {
                     refused: c.edges[i].refused,
                     attempt_ms_mean: c.edges[i].attempt_latency_s() * 1000.0,
                     short_circuited: c.edges[i].short_circuited,
+                    throttled: c.edges[i].throttled,
                     breaker: t
                         .policy
                         .for_edge(&e.policy)

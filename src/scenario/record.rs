@@ -248,6 +248,12 @@ mod tests {
                             ..crate::ownership::breaker::BreakerConfig::DEFAULT
                         },
                     )),
+                    throttle: Some(crate::topology::ThrottleSetting::On(
+                        crate::ownership::throttle::ThrottleConfig {
+                            k: 1.5,
+                            window: Duration::from_millis(30_500),
+                        },
+                    )),
                     lb: Some(crate::ownership::policy::Lb::P2c),
                     retry_other_host: Some(false),
                 }),

@@ -35,6 +35,7 @@ pub use crate::ownership::policy::EdgePolicy;
 pub use error::TopologyError;
 pub use policy::{
     BreakerSetting, BudgetKind, BudgetSetting, Policy, PolicyFields, Preset, SignalSetting,
+    ThrottleSetting,
 };
 
 /// Requests waiting for a worker when `workers` is set and `queue` is not.

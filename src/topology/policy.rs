@@ -22,6 +22,7 @@
 //! | `grpc`      | `tokens` 10, 0.1 per success; R capped at 5   | `pushback`    |
 //! | `aws`       | `quota` 500, retry 5, timeout 10              | `retry-after` |
 //! | `aws-2026`  | `quota` 500, transient 14, throttling 5       | `retry-after` |
+//! | `sre`       | `window` 10%, 10 s; R capped at 3; adaptive throttling | `sre` |
 //!
 //! ```
 //! use chaoslab::topology::{Policy, Preset};
@@ -45,7 +46,11 @@ use crate::ownership::policy::EdgePolicy;
 use crate::ownership::policy::Lb;
 use crate::ownership::quota::QuotaCosts;
 use crate::ownership::signal::Signal;
+use crate::ownership::throttle::ThrottleConfig;
 use crate::ownership::tokens::MAX_ATTEMPTS_CAP;
+
+/// The SRE book's per-request retry budget: at most three attempts.
+pub const SRE_MAX_ATTEMPTS: u32 = 3;
 
 /// A policy preset: the *mode* of retrying.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -70,12 +75,15 @@ pub enum Preset {
     /// AWS SDK defaults since November 2026: a dearer quota, `Retry-After`.
     #[serde(rename = "aws-2026")]
     Aws2026,
+    /// Google SRE: client-side adaptive throttling, a 10% per-client retry
+    /// budget, at most 3 attempts, the retry counter in the request.
+    Sre,
 }
 
 impl Preset {
     /// All presets: the lab's four first (keys `1`-`4`), then the
     /// industry's, in SPEC section 8's order.
-    pub const ALL: [Preset; 9] = [
+    pub const ALL: [Preset; 10] = [
         Preset::None,
         Preset::Retry,
         Preset::Budget,
@@ -85,6 +93,7 @@ impl Preset {
         Preset::Grpc,
         Preset::Aws,
         Preset::Aws2026,
+        Preset::Sre,
     ];
 
     /// The name used in YAML, on the command line and in reports.
@@ -99,6 +108,7 @@ impl Preset {
             Preset::Grpc => "grpc",
             Preset::Aws => "aws",
             Preset::Aws2026 => "aws-2026",
+            Preset::Sre => "sre",
         }
     }
 
@@ -115,6 +125,7 @@ impl Preset {
             ownership,
             model: BudgetKind::Window,
             signal: None,
+            throttle: false,
         };
         let industry = |model, signal| Mode {
             retries: true,
@@ -122,6 +133,7 @@ impl Preset {
             ownership: false,
             model,
             signal: Some(signal),
+            throttle: false,
         };
         match self {
             Preset::None => lab(false, false, false),
@@ -133,6 +145,10 @@ impl Preset {
             Preset::Grpc => industry(BudgetKind::Tokens, Signal::Pushback),
             Preset::Aws => industry(BudgetKind::Quota, Signal::RetryAfter),
             Preset::Aws2026 => industry(BudgetKind::Aws2026, Signal::RetryAfter),
+            Preset::Sre => Mode {
+                throttle: true,
+                ..industry(BudgetKind::Sre, Signal::Sre)
+            },
         }
     }
 }
@@ -150,6 +166,8 @@ pub struct Mode {
     pub model: BudgetKind,
     /// Another stack's don't-retry dialect.
     pub signal: Option<Signal>,
+    /// Client-side adaptive throttling on every edge.
+    pub throttle: bool,
 }
 
 /// Which budget model caps retries, and whose numbers it runs with.
@@ -168,6 +186,8 @@ pub enum BudgetKind {
     Quota,
     /// `quota` with the November 2026 costs (the `aws-2026` preset).
     Aws2026,
+    /// `window` with the SRE book's 10% (the `sre` preset).
+    Sre,
 }
 
 impl BudgetKind {
@@ -203,6 +223,15 @@ pub enum BreakerSetting {
     /// A breaker with these numbers.
     On(BreakerConfig),
     /// No breaker.
+    Off,
+}
+
+/// `throttle:` `on` (the SRE book's numbers), `off`, or a map of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ThrottleSetting {
+    /// Adaptive throttling with these numbers.
+    On(ThrottleConfig),
+    /// No throttling.
     Off,
 }
 
@@ -255,6 +284,8 @@ pub struct PolicyFields {
     pub timeout_cost: Option<u32>,
     /// `breaker:`.
     pub breaker: Option<BreakerSetting>,
+    /// `throttle:`.
+    pub throttle: Option<ThrottleSetting>,
     /// `lb:` how an edge spreads its attempts over the callee's replicas.
     pub lb: Option<Lb>,
     /// `retry_other_host:` a retry goes to a replica this call has not
@@ -283,6 +314,10 @@ pub struct Policy {
     pub model: BudgetKind,
     /// Another stack's don't-retry dialect, if any.
     pub signal: Option<Signal>,
+    /// Client-side adaptive throttling on (`sre`, or `throttle: on`).
+    pub throttle: bool,
+    /// The throttle's K and window, kept when the preset changes.
+    pub throttle_config: ThrottleConfig,
     /// R: attempts per call, first included.
     pub attempts: u32,
     /// B: the budget ratio, `None` for `budget: off`.
@@ -327,6 +362,8 @@ impl Default for Policy {
             ownership: false,
             model: BudgetKind::Window,
             signal: None,
+            throttle: false,
+            throttle_config: ThrottleConfig::SRE,
             attempts: 2,
             budget: Some(0.1),
             min_per_sec: 0.0,
@@ -357,6 +394,7 @@ impl Policy {
         self.ownership = m.ownership;
         self.model = m.model;
         self.signal = m.signal;
+        self.throttle = m.throttle;
     }
 
     fn mode(&self) -> Mode {
@@ -366,6 +404,7 @@ impl Policy {
             ownership: self.ownership,
             model: self.model,
             signal: self.signal,
+            throttle: self.throttle,
         }
     }
 
@@ -384,7 +423,8 @@ impl Policy {
                     && now.retries
                     && !now.budget_on
                     && !now.ownership
-                    && now.signal.is_none())
+                    && now.signal.is_none()
+                    && !now.throttle)
         })
     }
 
@@ -409,6 +449,9 @@ impl Policy {
         }
         if let Some(s) = self.signal {
             parts.push(s.name());
+        }
+        if self.throttle {
+            parts.push("throttle");
         }
         if parts.is_empty() {
             "none".into()
@@ -451,6 +494,7 @@ impl Policy {
             },
             BudgetKind::Quota => BudgetModel::Quota(self.quota),
             BudgetKind::Aws2026 => BudgetModel::AWS_2026,
+            BudgetKind::Sre => BudgetModel::SRE,
         })
     }
 
@@ -525,6 +569,14 @@ impl Policy {
                 BreakerSetting::Off => None,
             };
         }
+        match f.throttle {
+            Some(ThrottleSetting::On(cfg)) => {
+                self.throttle = true;
+                self.throttle_config = cfg;
+            }
+            Some(ThrottleSetting::Off) => self.throttle = false,
+            None => {}
+        }
         self.lb = f.lb.unwrap_or(self.lb);
         self.retry_other_host = f.retry_other_host.unwrap_or(self.retry_other_host);
     }
@@ -547,6 +599,9 @@ impl Policy {
         if matches!(budget, Some(BudgetModel::Tokens { .. })) {
             attempts = attempts.min(MAX_ATTEMPTS_CAP);
         }
+        if p.model == BudgetKind::Sre && p.budget_on {
+            attempts = attempts.min(SRE_MAX_ATTEMPTS);
+        }
         EdgePolicy {
             attempts,
             budget,
@@ -556,6 +611,7 @@ impl Policy {
             timeout: p.timeout,
             deadline_propagate: p.deadline,
             breaker: p.breaker,
+            throttle: p.throttle.then_some(p.throttle_config),
         }
     }
 }
@@ -578,9 +634,16 @@ pub fn preset_table() -> String {
         } else {
             "1".into()
         };
-        let model = p
+        let mut model = p
             .budget_model()
             .map_or_else(|| "–".into(), |m| format!("`{}`", m.describe()));
+        if p.throttle {
+            let t = p.throttle_config;
+            model += &format!(" + throttle K = {} over {} s", t.k, t.window.as_secs());
+        }
+        if preset == Preset::Sre {
+            model += &format!(", R ≤ {SRE_MAX_ATTEMPTS}");
+        }
         let signal = p.signal.map_or_else(
             || "–".into(),
             |sig| {

@@ -10,10 +10,13 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
 use super::spec::{Text, MAX_ATTEMPTS};
-use super::{BreakerSetting, BudgetKind, BudgetSetting, PolicyFields, Preset, SignalSetting};
+use super::{
+    BreakerSetting, BudgetKind, BudgetSetting, PolicyFields, Preset, SignalSetting, ThrottleSetting,
+};
 use crate::ownership::breaker::BreakerConfig;
 use crate::ownership::policy::Lb;
 use crate::ownership::signal::Signal;
+use crate::ownership::throttle::ThrottleConfig;
 use crate::ownership::tokens::MAX_TOKENS_LIMIT;
 use crate::yaml;
 
@@ -22,7 +25,7 @@ use crate::yaml;
 #[serde(deny_unknown_fields)]
 pub struct PolicySpec {
     /// `preset:` none | retry | budget | ownership | finagle | envoy |
-    /// grpc | aws | aws-2026.
+    /// grpc | aws | aws-2026 | sre.
     #[serde(default, deserialize_with = "preset")]
     pub preset: Option<Preset>,
     /// `attempts:` (first attempt included; at least 1).
@@ -49,7 +52,8 @@ pub struct PolicySpec {
     /// `budget_model:` window | concurrency | tokens | quota.
     #[serde(default, deserialize_with = "budget_model")]
     pub budget_model: Option<BudgetKind>,
-    /// `signal:` ownership | nack | overloaded | pushback | retry-after | none.
+    /// `signal:` ownership | nack | overloaded | pushback | retry-after |
+    /// sre | none.
     #[serde(default, deserialize_with = "signal")]
     pub signal: Option<SignalSetting>,
     /// `budget_percent:` (concurrency) 0 to 100.
@@ -76,6 +80,9 @@ pub struct PolicySpec {
     /// `breaker:` on | off | a map of its numbers.
     #[serde(default, deserialize_with = "breaker")]
     pub breaker: Option<BreakerSetting>,
+    /// `throttle:` on | off | a map of `k` and `window`.
+    #[serde(default, deserialize_with = "throttle")]
+    pub throttle: Option<ThrottleSetting>,
     /// `lb:` round-robin | random | p2c.
     #[serde(default)]
     pub lb: Option<Lb>,
@@ -154,6 +161,94 @@ fn breaker<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BreakerSetting>, D:
     d.deserialize_any(V).map(Some)
 }
 
+/// `throttle:` as a map: each number optional, the SRE book's fill the rest.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThrottleSpec {
+    /// K: requests sent per accepted one before rejecting starts.
+    #[serde(default, deserialize_with = "throttle_k")]
+    pub k: Option<f64>,
+    /// How far back requests and accepts are counted.
+    #[serde(default, deserialize_with = "throttle_window")]
+    pub window: Option<Duration>,
+}
+
+/// The largest K accepted: past it the throttle never rejects anything a
+/// lab run can send.
+pub const MAX_THROTTLE_K: f64 = 100.0;
+/// The shortest throttle window: the lab's one-second sampling tick.
+pub const MIN_THROTTLE_WINDOW: Duration = Duration::from_secs(1);
+/// The longest throttle window.
+pub const MAX_THROTTLE_WINDOW: Duration = Duration::from_secs(3600);
+
+/// `throttle:` `on`/`true`, `off`/`false`, or a map.
+fn throttle<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ThrottleSetting>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = ThrottleSetting;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("`on`, `off` or a map of `k` and `window`")
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<ThrottleSetting, E> {
+            Ok(if v {
+                ThrottleSetting::On(ThrottleConfig::SRE)
+            } else {
+                ThrottleSetting::Off
+            })
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<ThrottleSetting, E> {
+            match v.trim() {
+                "on" => self.visit_bool(true),
+                "off" => self.visit_bool(false),
+                _ => Err(E::custom(format!(
+                    "throttle must be `on`, `off` or a map (k, window), got `{v}`"
+                ))),
+            }
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<ThrottleSetting, A::Error> {
+            let spec = ThrottleSpec::deserialize(de::value::MapAccessDeserializer::new(map))?;
+            let d = ThrottleConfig::SRE;
+            Ok(ThrottleSetting::On(ThrottleConfig {
+                k: spec.k.unwrap_or(d.k),
+                window: spec.window.unwrap_or(d.window),
+            }))
+        }
+    }
+    d.deserialize_any(V).map(Some)
+}
+
+/// `k:` above 0, at most [`MAX_THROTTLE_K`].
+fn throttle_k<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    yaml::number(
+        d,
+        "K, a number above 0 (the SRE book's is 2)",
+        "k needs a number above 0 (the SRE book's is 2)",
+        |v| {
+            if v.is_finite() && v > 0.0 && v <= MAX_THROTTLE_K {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "k must be above 0 and at most {MAX_THROTTLE_K} (the SRE book's is 2), got {v}"
+                ))
+            }
+        },
+    )
+}
+
+/// `window:` from [`MIN_THROTTLE_WINDOW`] to [`MAX_THROTTLE_WINDOW`].
+fn throttle_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let w = yaml::duration(d)?;
+    match w {
+        Some(w) if w < MIN_THROTTLE_WINDOW => Err(de::Error::custom(format!(
+            "window must be at least 1s, the lab's sampling tick, got {w:?}"
+        ))),
+        Some(w) if w > MAX_THROTTLE_WINDOW => Err(de::Error::custom(format!(
+            "window must be at most 1h, got {w:?}"
+        ))),
+        w => Ok(w),
+    }
+}
+
 /// `deadline:`: whether each call carries the time its caller has left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -187,6 +282,7 @@ impl PolicySpec {
             retry_cost: self.retry_cost,
             timeout_cost: self.timeout_cost,
             breaker: self.breaker,
+            throttle: self.throttle,
             lb: self.lb,
             retry_other_host: self.retry_other_host,
         }
@@ -301,7 +397,7 @@ fn budget_model<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BudgetKind>, D
 /// `signal:` a dialect's name, or `none`.
 fn signal<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SignalSetting>, D::Error> {
     d.deserialize_str(Text {
-        expecting: "a signal (ownership, nack, overloaded, pushback, retry-after, none)",
+        expecting: "a signal (ownership, nack, overloaded, pushback, retry-after, sre, none)",
         check: |v| {
             let mut names: Vec<&str> = Signal::ALL.iter().map(|s| s.name()).collect();
             names.push("none");

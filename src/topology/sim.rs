@@ -291,7 +291,7 @@ mod tests {
         #[test]
         fn model_and_simulation_agree(y in dag()) {
             let t = Topology::from_yaml(&y, "dag").map_err(|e| TestCaseError::fail(format!("{e}\n{y}")))?;
-            let lasting = |p: &Preset| !matches!(p, Preset::Grpc | Preset::Aws | Preset::Aws2026);
+            let lasting = |p: &Preset| !matches!(p, Preset::Grpc | Preset::Aws | Preset::Aws2026 | Preset::Sre);
             for preset in Preset::ALL.into_iter().filter(lasting) {
                 let mut p = t.policy.clone();
                 p.apply_preset(preset);

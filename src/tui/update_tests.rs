@@ -208,6 +208,7 @@ fn number_keys_pick_presets_and_p_cycles_them() {
         Preset::Grpc,
         Preset::Aws,
         Preset::Aws2026,
+        Preset::Sre,
         Preset::None,
         Preset::Retry,
     ] {

@@ -7,6 +7,7 @@ mod access;
 mod bounds;
 mod common;
 mod control;
+mod defences;
 mod docs;
 mod endpoints;
 mod generate;

@@ -546,6 +546,32 @@ fn industry_policy_fields_say_where_and_what() {
         ":2:",
         &["unknown field `opens_after`"],
     );
+    // SPEC section 15's throttle: K above 0, a window no shorter than the
+    // lab's one-second tick.
+    rejects(
+        "throttle-k",
+        &file("{ throttle: { k: 0 } }"),
+        ":2:",
+        &["k must be above 0 and at most 100 (the SRE book's is 2), got 0"],
+    );
+    rejects(
+        "throttle-k-negative",
+        &file("{ preset: sre, throttle: { k: -2 } }"),
+        ":2:",
+        &["k must be above 0", "got -2"],
+    );
+    rejects(
+        "throttle-window",
+        &file("{ throttle: { window: 500ms } }"),
+        ":2:",
+        &["window must be at least 1s, the lab's sampling tick, got 500ms"],
+    );
+    rejects(
+        "throttle-word",
+        &file("{ throttle: sometimes }"),
+        ":2:",
+        &["throttle must be `on`, `off` or a map (k, window), got `sometimes`"],
+    );
 }
 
 #[test]

@@ -248,8 +248,19 @@ impl AttemptMachine {
     /// returned (the refused attempt is not counted: it was never sent).
     /// A stopped call returns its outcome.
     pub fn short_circuit(&mut self) -> CallOutcome {
+        self.fail_fast(StopReason::BreakerOpen)
+    }
+
+    /// The edge's adaptive throttle rejected the attempt about to be sent
+    /// (a first attempt or a retry): the call gives up
+    /// ([`StopReason::Throttled`]) as it does for an open breaker.
+    pub fn throttled(&mut self) -> CallOutcome {
+        self.fail_fast(StopReason::Throttled)
+    }
+
+    fn fail_fast(&mut self, why: StopReason) -> CallOutcome {
         *self.done.get_or_insert(CallOutcome {
-            ending: Ending::GaveUp(StopReason::BreakerOpen),
+            ending: Ending::GaveUp(why),
             last: self.last,
             attempts: self.attempt,
         })

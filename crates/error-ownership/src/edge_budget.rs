@@ -89,6 +89,14 @@ impl BudgetModel {
         min_per_sec: 10.0,
         ttl: Duration::from_secs(10),
     };
+    /// The `sre` preset's per-client retry budget: retries at most 10% of
+    /// requests (the SRE book's number; it gives no window, so Finagle's
+    /// 10 s), no floor.
+    pub const SRE: BudgetModel = BudgetModel::Window {
+        ratio: 0.1,
+        min_per_sec: 0.0,
+        ttl: Duration::from_secs(10),
+    };
     /// The `envoy` preset's budget: 20% of open requests, at least 3.
     pub const ENVOY: BudgetModel = BudgetModel::Concurrency {
         percent: RetryConcurrency::DEFAULT_BUDGET_PERCENT,

@@ -25,6 +25,7 @@
 //!     ownership: true,
 //!     signal: None,
 //!     breaker: None,
+//!     throttle: None,
 //!     backoff: Duration::ZERO,
 //!     timeout: Duration::from_secs(1),
 //!     deadline_propagate: false,
@@ -40,6 +41,7 @@ use std::time::Duration;
 use super::breaker::BreakerConfig;
 use super::edge_budget::{BudgetModel, EdgeBudget};
 use super::signal::Signal;
+use super::throttle::ThrottleConfig;
 
 /// How an edge spreads its attempts over the callee's replicas (SPEC
 /// section 11).
@@ -82,6 +84,9 @@ pub struct EdgePolicy {
     pub signal: Option<Signal>,
     /// A circuit breaker in front of the callee, if any.
     pub breaker: Option<BreakerConfig>,
+    /// Client-side adaptive throttling on every attempt (the SRE book's),
+    /// if any: a rejected attempt fails at the caller, its own error.
+    pub throttle: Option<ThrottleConfig>,
     /// Backoff base.
     pub backoff: Duration,
     /// Per-attempt timeout.

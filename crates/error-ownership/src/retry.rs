@@ -52,6 +52,10 @@ pub enum StopReason {
     /// The edge's circuit breaker was open: the attempt failed fast
     /// without reaching the callee, and is not retried.
     BreakerOpen,
+    /// The edge's adaptive throttle rejected the attempt locally
+    /// ([`throttle`](crate::throttle)): it never reached the callee, and
+    /// the call stops.
+    Throttled,
     /// The attempt cap was reached after at least one retry was sent.
     AttemptsExhausted,
     /// The edge has no retries configured (`attempts: 1`).

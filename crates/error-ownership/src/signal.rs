@@ -31,6 +31,7 @@
 //! | `overloaded`  | [`ENVOY_OVERLOADED_HEADER`]                                   | Envoy router, `x-envoy-overloaded` |
 //! | `pushback`    | [`GRPC_PUSHBACK_HEADER`]                                      | gRPC proposal A6, "Pushback" |
 //! | `retry-after` | [`RETRY_AFTER_HEADER`]                                        | RFC 9110 section 10.2.3 |
+//! | `sre`         | [`SRE_OVERLOAD_HEADER`]                                       | Google SRE book, "Handling Overload" |
 //!
 //! * **`ownership`**: claim `true` → retry; `false` → don't retry (the
 //!   callee disowned it); missing or malformed → silent (ownership retries
@@ -67,6 +68,16 @@
 //!   RFC 9110 lets a recipient do, ignored: silent too. The dialect has no
 //!   way to say "never", so both kinds of refusal write the back-off hint,
 //!   rounded *up* to whole seconds so a caller never comes back early.
+//! * **`sre`** (Google's SRE book): a backend that rejects a request answers
+//!   "task overloaded", which may be retried, or "overloaded; don't retry".
+//!   The book names the two answers but no wire format; here they are
+//!   [`SRE_OVERLOAD_HEADER`] with the value [`SRE_TASK_OVERLOADED`] or
+//!   [`SRE_DONT_RETRY`] (trimmed, compared exactly; any other value is
+//!   silent). Writing: a shed request is "task overloaded", an overloaded
+//!   service says "don't retry". Which of the two a backend means is the
+//!   [`retry_counter`](crate::retry_counter) histogram's decision; the
+//!   callers send the attempt number it counts in
+//!   [`RETRY_ATTEMPT_HEADER`](crate::retry_counter::RETRY_ATTEMPT_HEADER).
 //!
 //! ```
 //! use std::time::Duration;
@@ -107,6 +118,13 @@ pub const ENVOY_OVERLOADED_HEADER: &str = "x-envoy-overloaded";
 pub const GRPC_PUSHBACK_HEADER: &str = "grpc-retry-pushback-ms";
 /// HTTP's `Retry-After` (lowercase, as HTTP/2 and the `http` crate spell it).
 pub const RETRY_AFTER_HEADER: &str = "retry-after";
+/// The SRE dialect's rejection header: which of the SRE book's two
+/// overload answers a rejection is.
+pub const SRE_OVERLOAD_HEADER: &str = "x-overload";
+/// [`SRE_OVERLOAD_HEADER`]'s "task overloaded": the caller may retry.
+pub const SRE_TASK_OVERLOADED: &str = "task-overloaded";
+/// [`SRE_OVERLOAD_HEADER`]'s "overloaded; don't retry".
+pub const SRE_DONT_RETRY: &str = "dont-retry";
 /// The status of a nack, and of every refusal written by this module.
 pub const REFUSAL_STATUS: u16 = 503;
 
@@ -124,6 +142,8 @@ pub enum Signal {
     Pushback,
     /// HTTP's `Retry-After`.
     RetryAfter,
+    /// The SRE book's "task overloaded" and "overloaded; don't retry".
+    Sre,
 }
 
 /// What an answer's signal says about retrying it.
@@ -153,6 +173,8 @@ pub enum DontRetry {
     PushbackNegative,
     /// `pushback`: `grpc-retry-pushback-ms` was not a number.
     PushbackMalformed,
+    /// `sre`: the backend answered "overloaded; don't retry".
+    OverloadedDontRetry,
 }
 
 impl DontRetry {
@@ -164,6 +186,7 @@ impl DontRetry {
             DontRetry::Overloaded => "overloaded",
             DontRetry::PushbackNegative => "pushback-negative",
             DontRetry::PushbackMalformed => "pushback-malformed",
+            DontRetry::OverloadedDontRetry => "overloaded-dont-retry",
         }
     }
 }
@@ -180,12 +203,13 @@ pub enum Refusal {
 
 impl Signal {
     /// Every signal, in SPEC section 8's order.
-    pub const ALL: [Signal; 5] = [
+    pub const ALL: [Signal; 6] = [
         Signal::Ownership,
         Signal::Nack,
         Signal::Overloaded,
         Signal::Pushback,
         Signal::RetryAfter,
+        Signal::Sre,
     ];
 
     /// Reads a signal's YAML/CLI word; `None` for an unknown word.
@@ -201,6 +225,7 @@ impl Signal {
             Signal::Overloaded => "overloaded",
             Signal::Pushback => "pushback",
             Signal::RetryAfter => "retry-after",
+            Signal::Sre => "sre",
         }
     }
 
@@ -213,6 +238,7 @@ impl Signal {
             Signal::Overloaded => &[ENVOY_OVERLOADED_HEADER],
             Signal::Pushback => &[GRPC_PUSHBACK_HEADER],
             Signal::RetryAfter => &[RETRY_AFTER_HEADER],
+            Signal::Sre => &[SRE_OVERLOAD_HEADER],
         }
     }
 
@@ -236,6 +262,7 @@ impl Signal {
             Signal::Overloaded => read_overloaded(status, header(ENVOY_OVERLOADED_HEADER)),
             Signal::Pushback => read_pushback(status, header(GRPC_PUSHBACK_HEADER)),
             Signal::RetryAfter => read_retry_after(status, header(RETRY_AFTER_HEADER)),
+            Signal::Sre => read_sre(status, header(SRE_OVERLOAD_HEADER)),
         }
     }
 
@@ -271,6 +298,12 @@ impl Signal {
             (Signal::RetryAfter, _) => {
                 let secs = retry_in.as_secs() + u64::from(retry_in.subsec_nanos() > 0);
                 vec![(RETRY_AFTER_HEADER, secs.to_string())]
+            }
+            (Signal::Sre, Refusal::Shed) => {
+                vec![(SRE_OVERLOAD_HEADER, SRE_TASK_OVERLOADED.to_string())]
+            }
+            (Signal::Sre, Refusal::Overloaded) => {
+                vec![(SRE_OVERLOAD_HEADER, SRE_DONT_RETRY.to_string())]
             }
         }
     }
@@ -359,6 +392,21 @@ pub fn read_retry_after(status: u16, retry_after: Option<&[u8]>) -> Advice {
     {
         Some(secs) => Advice::RetryAfter(Duration::from_secs(secs)),
         None => Advice::Silent,
+    }
+}
+
+/// `sre`: "task overloaded" → retry; "overloaded; don't retry" → don't;
+/// any other value, or none → silent.
+pub fn read_sre(status: u16, overload: Option<&[u8]>) -> Advice {
+    if !is_error_status(status) {
+        return Advice::Silent;
+    }
+    match overload.map(trim_ascii) {
+        Some(v) if v == SRE_DONT_RETRY.as_bytes() => {
+            Advice::DontRetry(DontRetry::OverloadedDontRetry)
+        }
+        Some(v) if v == SRE_TASK_OVERLOADED.as_bytes() => Advice::Retry,
+        _ => Advice::Silent,
     }
 }
 

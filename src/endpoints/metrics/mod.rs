@@ -410,6 +410,11 @@ impl Source {
             "chaoslab_short_circuited",
             self.per_edge(|i| counter(ec(i).short_circuited)),
         )?;
+        family(
+            e,
+            "chaoslab_throttled",
+            self.per_edge(|i| counter(ec(i).throttled)),
+        )?;
         self.encode_replicas(e, &c)?;
         self.encode_entries(e, &c)?;
         let fleet = |v| vec![(self.labels(vec![]), v)];

@@ -76,6 +76,7 @@ pub struct EdgeCounters {
     failed_calls: AtomicU64,
     attempt_us: AtomicU64,
     short_circuited: AtomicU64,
+    throttled: AtomicU64,
     /// The breaker's state (gauge: 0 closed, 1 half-open, 2 open).
     breaker: AtomicU64,
     /// The budget's level and limit, in thousandths (gauges).
@@ -399,6 +400,7 @@ impl Metrics {
                     failed_calls: l(&e.failed_calls),
                     attempt_us: l(&e.attempt_us),
                     short_circuited: l(&e.short_circuited),
+                    throttled: l(&e.throttled),
                     breaker: l(&e.breaker),
                     budget_level_milli: l(&e.budget_level),
                     budget_limit_milli: l(&e.budget_limit),
@@ -570,6 +572,7 @@ impl Observer for Metrics {
                 bump(&edge.budget_denied);
             }
             StopReason::BreakerOpen => bump(&edge.short_circuited),
+            StopReason::Throttled => bump(&edge.throttled),
             StopReason::AttemptsExhausted
             | StopReason::NoRetriesConfigured
             | StopReason::DeadlinePassed => {}

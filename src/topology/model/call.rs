@@ -4,6 +4,7 @@
 
 use super::breaker;
 use super::budget::{self, EdgeRates};
+use super::throttle;
 use super::{CallOutcome, Dist, Record};
 use crate::ownership::claim::Outbound;
 use crate::ownership::retry::{self, RetryVerdict};
@@ -161,24 +162,33 @@ pub(super) fn call_outcome(
             o.fail[failed_call(p, k, mode, attribution) as usize] += ended[i];
         }
     }
+    let rate = rates.map(|r| r.first_per_sec * o.attempts);
     if let Some(b) = &p.breaker {
-        let rate = rates.map(|r| r.first_per_sec * o.attempts);
         let open = breaker::open_share(b, 1.0 - mix.s, rate);
-        if open > 0.0 {
-            // Calls it fails fast: no attempt, the caller's own error.
-            let pass = 1.0 - open;
-            o.attempts *= pass;
-            o.retries *= pass;
-            o.suppressed *= pass;
-            o.denied *= pass;
-            o.ok *= pass;
-            for f in &mut o.fail {
-                *f *= pass;
-            }
-            o.fail[Record::Clean as usize] += open;
-        }
+        fail_fast(&mut o, 1.0 - open);
+    }
+    if let Some(t) = &p.throttle {
+        fail_fast(&mut o, throttle::pass_share(t, 1.0 - mix.s, rate));
     }
     o
+}
+
+/// Only a share `pass` of the calls is sent; the others fail fast at the
+/// caller (an open breaker, a throttle's rejection): no attempt, the
+/// caller's own error.
+fn fail_fast(o: &mut CallOutcome, pass: f64) {
+    if pass >= 1.0 {
+        return;
+    }
+    o.attempts *= pass;
+    o.retries *= pass;
+    o.suppressed *= pass;
+    o.denied *= pass;
+    o.ok *= pass;
+    for f in &mut o.fail {
+        *f *= pass;
+    }
+    o.fail[Record::Clean as usize] += 1.0 - pass;
 }
 
 /// How a call on an edge with policy `p` that failed with a callee's

@@ -62,6 +62,7 @@ mod budget;
 mod call;
 pub mod capacity;
 mod radius;
+pub mod throttle;
 
 use super::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};
 use crate::ownership::claim::{self, ClaimReason, Outbound};
@@ -150,6 +151,7 @@ pub fn predict_with_latency(
                 Some(BudgetModel::Window { min_per_sec, .. }) if min_per_sec > 0.0
             )
             || matches!(p.budget, Some(BudgetModel::Concurrency { .. }))
+            || p.throttle.is_some()
     });
     let mut load = vec![];
     for _ in 0..50 {

@@ -168,7 +168,7 @@ fn upper_bounds(t: &Topology, m: &mut Model<'_>) -> Vec<usize> {
                 .filter(|&k| callee & bit(k) != 0)
                 .map(|k| failed_call(p, k, edge.mode, attribution))
                 .collect::<Vec<Record>>();
-            if p.breaker.is_some() {
+            if p.breaker.is_some() || p.throttle.is_some() {
                 call.push(Record::Clean);
             }
             for &r in &call {
@@ -217,6 +217,8 @@ fn upper_bounds(t: &Topology, m: &mut Model<'_>) -> Vec<usize> {
                     super::budget::allowance(&b, 1.0, 1.0, None) > 0.0
                 }
             })
+            // A throttle shuts on an edge whose every attempt fails.
+            && (sampled || p.throttle.is_none_or(|c| super::throttle::pass_share(&c, 1.0, None) > 0.0))
             && Claim::ALL.into_iter().any(|k| {
                 callee & bit(k) != 0
                     && retry::decide(Classified::Error { claim: k }, p.ownership)

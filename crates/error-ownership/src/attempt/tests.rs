@@ -167,6 +167,7 @@ fn for_policy_reads_the_edge() {
         backoff: Duration::ZERO,
         timeout: Duration::from_secs(1),
         deadline_propagate: false,
+        throttle: None,
     };
     let mut m = AttemptMachine::for_policy(&p);
     let o = stop(m.on_answer(UNCLAIMED, grant, no_jitter));
@@ -363,4 +364,18 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_throttled_retry_ends_the_call_at_the_caller() {
+    let mut m = AttemptMachine::new(3, false, Duration::ZERO);
+    assert_eq!(m.on_answer(CLAIMED, grant, no_jitter), Next::RetryNow);
+    let o = m.throttled();
+    assert_eq!(o.stop_reason(), Some(StopReason::Throttled));
+    // The rejected retry was never sent: one attempt, and the answer it
+    // got is the last one.
+    assert_eq!(o.attempts, 1);
+    assert!(StopReason::Throttled.criteria_satisfied());
+    // Stopped is stopped: the breaker cannot rename it.
+    assert_eq!(m.short_circuit(), o);
 }

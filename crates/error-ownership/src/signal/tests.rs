@@ -92,7 +92,14 @@ fn names_are_the_yaml_words() {
     let words: Vec<_> = Signal::ALL.iter().map(|s| s.name()).collect();
     assert_eq!(
         words,
-        ["ownership", "nack", "overloaded", "pushback", "retry-after"]
+        [
+            "ownership",
+            "nack",
+            "overloaded",
+            "pushback",
+            "retry-after",
+            "sre"
+        ]
     );
     assert_eq!(Signal::parse("retry_after"), None);
     assert_eq!(Signal::parse("Nack"), None);
@@ -101,6 +108,28 @@ fn names_are_the_yaml_words() {
     for s in Signal::ALL {
         assert_eq!(serde_yaml::to_string(&s).unwrap().trim(), s.name(), "{s:?}");
     }
+}
+
+#[test]
+fn sre_tells_task_overloaded_from_dont_retry() {
+    let no = Advice::DontRetry(DontRetry::OverloadedDontRetry);
+    assert_eq!(read_sre(503, Some(b"dont-retry")), no);
+    assert_eq!(read_sre(429, Some(b" dont-retry ")), no);
+    assert_eq!(read_sre(503, Some(b"task-overloaded")), Advice::Retry);
+    // Only the two words: anything else leaves it to the other rules.
+    assert_eq!(read_sre(503, Some(b"Dont-Retry")), Advice::Silent);
+    assert_eq!(read_sre(503, Some(b"")), Advice::Silent);
+    assert_eq!(read_sre(503, None), Advice::Silent);
+    // A success is never advised on.
+    assert_eq!(read_sre(200, Some(b"dont-retry")), Advice::Silent);
+    assert_eq!(
+        Signal::Sre.refusal_headers(Refusal::Overloaded, Duration::ZERO),
+        [("x-overload", "dont-retry".to_string())]
+    );
+    assert_eq!(
+        DontRetry::OverloadedDontRetry.key(),
+        "overloaded-dont-retry"
+    );
 }
 
 #[test]
@@ -341,6 +370,7 @@ proptest! {
             read_overloaded(status, a),
             read_pushback(status, a),
             read_retry_after(status, a),
+            read_sre(status, a),
         ];
         if !is_error_status(status) {
             prop_assert!(all.iter().all(|v| *v == Advice::Silent));
@@ -372,6 +402,7 @@ proptest! {
             (Signal::Pushback, Refusal::Shed) => {
                 prop_assert_eq!(advice, Advice::RetryAfter(hint))
             }
+            (Signal::Sre, Refusal::Shed) => prop_assert_eq!(advice, Advice::Retry),
             (Signal::RetryAfter, _) => match advice {
                 Advice::RetryAfter(d) => {
                     prop_assert!(d >= hint && d < hint + Duration::from_secs(1))
