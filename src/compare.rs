@@ -26,7 +26,7 @@ use crate::scenario::Scenario;
 use crate::session::{Session, Setup};
 use crate::signals::Interrupts;
 use crate::topology::model::{self, capacity::Trigger};
-use crate::topology::{BreakerSetting, PolicyFields, Preset, Topology};
+use crate::topology::{BreakerSetting, Concurrency, PolicyFields, Preset, Topology};
 
 /// Default measured time of each run.
 pub const COMPARE_DURATION: Duration = Duration::from_secs(8);
@@ -59,10 +59,15 @@ pub struct Recovery {
     pub model_after_s: Option<f64>,
     /// Root availability from the trigger's end to the run's end.
     pub availability_after: f64,
+    /// Whether the fluid queue models the run at all (not with deadlines,
+    /// breakers, throttles or adaptive concurrency limits): when it does
+    /// not, `model_after_s` is `null` for that reason.
+    pub modelled: bool,
 }
 
-/// A policy to compare: a preset, whether deadlines propagate, and
-/// whether every edge runs a circuit breaker.
+/// A policy to compare: a preset, whether deadlines propagate, whether
+/// every edge runs a circuit breaker, and whether every service runs an
+/// adaptive concurrency limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Choice {
     /// The preset.
@@ -72,6 +77,9 @@ pub struct Choice {
     /// `+breaker`: a circuit breaker (the defaults of `breaker: on`) on
     /// every edge.
     pub breaker: bool,
+    /// `+gradient`, `+vegas`, `+aimd`: that controller, with its source's
+    /// defaults, on every service the lab runs (SPEC section 15).
+    pub limit: Option<&'static str>,
 }
 
 impl Choice {
@@ -83,14 +91,18 @@ impl Choice {
             preset: parse_policy(name).map_err(RunError::usage)?,
             deadline: false,
             breaker: false,
+            limit: None,
         };
         for other in parts {
             match other {
                 "deadline" => choice.deadline = true,
                 "breaker" => choice.breaker = true,
+                _ if Concurrency::WORDS.contains(&other) => {
+                    choice.limit = Concurrency::WORDS.into_iter().find(|w| *w == other);
+                }
                 _ => {
                     return Err(RunError::Usage(format!(
-                        "--policies {s}: `+{other}` is not known (`+deadline` or `+breaker`, e.g. retry+breaker)"
+                        "--policies {s}: `+{other}` is not known (`+deadline`, `+breaker`, `+gradient`, `+vegas` or `+aimd`, e.g. retry+breaker)"
                     )))
                 }
             }
@@ -109,10 +121,19 @@ impl Choice {
                     preset,
                     deadline: false,
                     breaker,
+                    limit: None,
                 };
                 choices.extend(Preset::ALL.into_iter().map(|p| plain(p, false)));
                 choices.push(plain(Preset::Retry, true));
                 choices.push(plain(Preset::Ownership, true));
+                for limit in Concurrency::WORDS {
+                    for preset in [Preset::Retry, Preset::Ownership] {
+                        choices.push(Choice {
+                            limit: Some(limit),
+                            ..plain(preset, false)
+                        });
+                    }
+                }
             } else {
                 choices.push(Choice::parse(s)?);
             }
@@ -128,11 +149,25 @@ impl Choice {
     /// Its name in the table.
     pub fn name(self) -> String {
         format!(
-            "{}{}{}",
+            "{}{}{}{}{}",
             self.preset.name(),
             if self.deadline { "+deadline" } else { "" },
-            if self.breaker { "+breaker" } else { "" }
+            if self.breaker { "+breaker" } else { "" },
+            if self.limit.is_some() { "+" } else { "" },
+            self.limit.unwrap_or_default(),
         )
+    }
+
+    /// `base` with this choice's concurrency limit on every service the
+    /// lab runs.
+    pub fn topology(self, base: &Topology) -> Topology {
+        let mut t = base.clone();
+        if let Some(word) = self.limit {
+            for s in t.services.iter_mut().filter(|s| s.url.is_none()) {
+                s.concurrency = Concurrency::parse(word);
+            }
+        }
+        t
     }
 }
 
@@ -161,6 +196,14 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
     crate::error::check_outputs(&outputs, &inputs)?;
     let base = Topology::load(&args.topology)?;
     let choices = Choice::parse_list(&args.policies)?;
+    if args.processes {
+        if let Some(c) = choices.iter().find(|c| c.limit.is_some()) {
+            return Err(RunError::Usage(format!(
+                "--policies {}: a concurrency limit is set on the lab's own topology, which --processes does not carry to its nodes; write `concurrency:` in the topology file instead",
+                c.name()
+            )));
+        }
+    }
     let scenario = match &args.scenario {
         Some(p) => Scenario::load(p, &base).map_err(RunError::input)?,
         None => Scenario::default(),
@@ -236,7 +279,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
             until: Some(warmup + duration),
             steps: steps.clone(),
             processes: args.processes.then(|| args.topology.clone()),
-            ..Setup::new(base.clone())
+            ..Setup::new(choice.topology(&base))
         })?;
         interrupts.attach(session.stopper());
         if let Some((_, current)) = &metrics {
@@ -301,17 +344,20 @@ pub fn recovery(r: &Record) -> Recovery {
             after.get(i + 1).map(|(t, _)| *t)
         });
     let window = Report::measure(r, end, Duration::MAX);
+    let policy = &r.start.applied_to(&r.topology).policy;
+    // The fluid queue knows nothing of deadlines, breakers, throttles or
+    // adaptive concurrency limits.
+    let modelled = !(policy.deadline
+        || policy.breaker.is_some()
+        || policy.throttle
+        || r.topology.services.iter().any(|s| s.concurrency.is_some()));
     Recovery {
+        modelled,
         trigger_end_s,
         // The second ending at `t` is the first good one: recovery began
         // within it, at its start.
         recovered_after_s: recovered_at.map(|t| (t - 1.0 - trigger_end_s).max(0.0)),
-        model_after_s: spike(&r.steps).and_then(|trigger| {
-            let policy = &r.start.applied_to(&r.topology).policy;
-            // The fluid queue knows nothing of deadlines or breakers.
-            if policy.deadline || policy.breaker.is_some() {
-                return None;
-            }
+        model_after_s: spike(&r.steps).filter(|_| modelled).and_then(|trigger| {
             model::capacity::recovery_after(&r.topology, policy, trigger).map(|d| d.as_secs_f64())
         }),
         availability_after: window.fleet[Figure::RootAvailability],
@@ -368,7 +414,7 @@ pub fn recovery_table(c: &Comparison) -> String {
     let secs = |v: Option<f64>| v.map_or_else(|| "never".to_string(), |s| format!("{s:.0} s"));
     for run in &c.runs {
         let Some(r) = &run.recovery else { continue };
-        let model = if run.policy.contains("+deadline") || run.policy.contains("+breaker") {
+        let model = if !r.modelled {
             "-".to_string()
         } else {
             secs(r.model_after_s)

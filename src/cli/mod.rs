@@ -390,8 +390,10 @@ pub struct CompareArgs {
     /// The service(s) to fail: `D` or `D=0.3`.
     #[arg(long = "fail", value_name = "SERVICE[=RATE]")]
     pub fail: Vec<String>,
-    /// Policies to compare, comma-separated, or `all` for every preset
-    /// (`+deadline` propagates deadlines: `budget+deadline`).
+    /// Policies to compare, comma-separated, or `all` for every preset and
+    /// defence (`+deadline` propagates deadlines, `+breaker` puts a breaker
+    /// on every call, `+gradient`, `+vegas` or `+aimd` an adaptive
+    /// concurrency limit on every service: `retry+gradient`).
     #[arg(long, default_value = "retry,budget,ownership")]
     pub policies: String,
     /// How long each policy runs and how much of it to leave out.

@@ -63,6 +63,7 @@ pub struct ServiceRuntime {
     context_dropped: AtomicBool,
     down: Arc<watch::Sender<bool>>,
     capacity: Option<Arc<Mutex<Shedder>>>,
+    limit: Option<Arc<AdaptiveLimit>>,
     workers: Option<Arc<Workers>>,
     /// The queue length the topology gives (kept for a service without
     /// workers, whose queue is never used).
@@ -120,6 +121,7 @@ impl Shedder {
 #[derive(Clone)]
 pub(super) struct Shared {
     capacity: Option<Arc<Mutex<Shedder>>>,
+    limit: Option<Arc<AdaptiveLimit>>,
     workers: Option<Arc<Workers>>,
     down: Arc<watch::Sender<bool>>,
 }
@@ -129,6 +131,10 @@ impl Shared {
     pub(super) fn new(id: usize, replica: u32, spec: &Service, metrics: &Arc<Metrics>) -> Shared {
         let (down, _) = watch::channel(spec.fault.down && spec.fault.on_replica(replica));
         Shared {
+            limit: spec
+                .concurrency
+                .as_ref()
+                .map(|c| Arc::new(AdaptiveLimit::new(c))),
             capacity: spec.capacity.map(|rate| {
                 let burst = (rate / 20.0).max(1.0);
                 Arc::new(Mutex::new(Shedder {
@@ -182,6 +188,7 @@ impl ServiceRuntime {
             context_dropped: AtomicBool::new(spec.context_dropped),
             down: shared.down,
             capacity: shared.capacity,
+            limit: shared.limit,
             workers: shared.workers,
             queue: spec.queue,
             rng: Mutex::new(SmallRng::seed_from_u64(seed)),
@@ -296,6 +303,10 @@ impl ServiceRuntime {
         for c in &self.calls {
             let (level, breaker) = c.edge.live(now);
             metrics.set_edge_gauges(c.edge.id, level, breaker);
+        }
+        if let Some(l) = &self.limit {
+            let (limit, no_load) = l.live();
+            metrics.set_limit_gauges(self.id, limit, no_load);
         }
     }
 
@@ -526,14 +537,46 @@ async fn serve_replica(rt: Arc<ServiceRuntime>) -> Response {
     res
 }
 
+/// A request within the service's adaptive concurrency limit, if it has
+/// one: over it, shed at once; under it, it holds its place until its
+/// work ends (whether or not its caller still waits: a job queued for a
+/// caller that left still takes a worker), and how long that took moves
+/// the limit.
 async fn serve_request(rt: Arc<ServiceRuntime>) -> Response {
+    let admitted = match &rt.limit {
+        None => None,
+        Some(limit) => match limit.try_enter() {
+            Some(a) => Some(a),
+            None => {
+                rt.metrics.limited(rt.id);
+                return refuse(&rt, Refusal::Shed, "over the concurrency limit: shedding\n");
+            }
+        },
+    };
+    serve_admitted(rt, admitted).await
+}
+
+/// Whether an answer failed for want of capacity (a shed, a passed
+/// deadline): a drop, to the concurrency controllers.
+fn dropped(a: &Answer) -> bool {
+    matches!(a.status, 503 | 504)
+}
+
+async fn serve_admitted(rt: Arc<ServiceRuntime>, admitted: Option<Admitted>) -> Response {
     let ctx = context::current();
     let trace = ctx.as_ref().map(|c| c.trace);
     if !rt.admit() {
+        if let Some(a) = admitted {
+            a.answered(true);
+        }
         return refuse(&rt, Refusal::Overloaded, "over capacity: shedding\n");
     }
     let Some(pool) = rt.workers.clone() else {
-        return respond(work(rt, trace, Instant::now()).await.0);
+        let (answer, _) = work(rt, trace, Instant::now()).await;
+        if let Some(a) = admitted {
+            a.answered(dropped(&answer));
+        }
+        return respond(answer);
     };
     // The job runs on a task of its own, inside this request's context and
     // record (the crate's explicit helper: a bare spawn would drop them), so
@@ -548,15 +591,24 @@ async fn serve_request(rt: Arc<ServiceRuntime>) -> Response {
                 None => work(rt, trace, start).await,
             }
         };
-        match rec {
+        let out = match rec {
             Some(r) => record::scope(r, fut).await,
             None => fut.await,
+        };
+        if let Some(a) = admitted {
+            a.answered(dropped(&out.0));
         }
+        out
     };
     // A deadline its caller propagated skips the job once passed.
     let deadline = ctx.as_ref().and_then(|c| c.propagated_deadline());
     match pool.submit(deadline, job) {
-        Err(QueueFull) => refuse(&me, Refusal::Shed, "queue full: shedding\n"),
+        Err(QueueFull) => {
+            if let Some(l) = &me.limit {
+                l.dropped();
+            }
+            refuse(&me, Refusal::Shed, "queue full: shedding\n")
+        }
         Ok(answer) => match answer.await {
             Ok(a) => respond(a),
             Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => {
@@ -641,5 +693,7 @@ pub fn router(rt: Arc<ServiceRuntime>) -> Router {
     Router::new().fallback(handle).with_state(rt)
 }
 
+mod limit;
 mod listen;
+use limit::{AdaptiveLimit, Admitted};
 pub(super) use listen::serve;

@@ -392,6 +392,15 @@ catalogue! {
     /// The deepest its queue got over the window.
     QueueDepthMax = "queue_depth_max" at "queue_depth.max", Service Count "jobs",
         None, |w, i| w.queue_peaks.get(i).copied().unwrap_or(0) as f64;
+    /// Requests refused at once over its adaptive concurrency limit (`concurrency:`), with a claimed 503.
+    Limited = "limited" at "limited", Service Count "requests",
+        None, |w, i| w.svc(i).limited as f64;
+    /// Its adaptive concurrency limit at the window's end (its first replica's; 0 without `concurrency:`).
+    ConcurrencyLimit = "concurrency_limit" at "concurrency_limit", Service Count "requests",
+        None, |w, i| w.svc(i).concurrency_limit as f64;
+    /// The latency with no queue its concurrency controller estimates at the window's end, ms (Envoy's minRTT, Vegas's no-load RTT; 0 before the first estimate or without one).
+    NoLoadLatency = "no_load_latency_ms" at "no_load_latency_ms", Service Real "ms",
+        None, |w, i| w.svc(i).no_load_us as f64 / 1000.0;
     /// Jobs on a worker at the window's end.
     InService = "in_service" at "in_service", Service Count "jobs",
         None, |w, i| w.svc(i).in_service as f64;

@@ -37,6 +37,8 @@ macro_rules! with_service_counters {
                 timeouts,
                 /// Requests refused at once because the queue was full.
                 shed,
+                /// Requests refused at once over its adaptive concurrency limit.
+                limited,
                 /// Jobs that ran to the end after their caller had gone.
                 work_wasted,
                 /// Jobs skipped on reaching a worker because their caller had gone
@@ -63,6 +65,10 @@ macro_rules! with_service_counters {
                 queue_peak,
                 /// Jobs on a worker now.
                 in_service,
+                /// Its adaptive concurrency limit now (its first replica's; 0 without one).
+                concurrency_limit,
+                /// The latency with no queue its concurrency controller estimates, µs (0: none yet).
+                no_load_us,
             }
         }
     };

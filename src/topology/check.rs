@@ -150,6 +150,9 @@ pub fn render_capacity(t: &Topology) -> String {
                     )
                 }
             }
+            // Workers, but no load reaches them once every attempt times
+            // out: client-side throttles shut.
+            _ if !c.services.is_empty() => "none: once every attempt times out the throttles shut and nothing reaches a service with workers: the fleet recovers after a trigger, as soon as they open again".to_string(),
             _ => "none: no service with workers takes any time".to_string(),
         };
         let _ = writeln!(out, "  {name:<width$}  {line}");

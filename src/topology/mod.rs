@@ -9,6 +9,7 @@
 //! [`Topology`], never on YAML.
 
 pub mod check;
+mod concurrency;
 mod error;
 pub mod generate;
 pub mod model;
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ownership::{Attribution, DependencyMode, DEFAULT_CLAIM_HEADER};
 
+pub use concurrency::Concurrency;
 pub use per_root::PerRoot;
 
 /// The resolved policy of one edge lives with the mechanism that reads it;
@@ -451,6 +453,9 @@ pub struct Service {
     pub parallel: bool,
     /// Requests per second it can serve; above that it sheds with 503.
     pub capacity: Option<f64>,
+    /// `concurrency:` an adaptive limit on the requests each replica
+    /// serves at once; above it, it sheds with 503 (SPEC section 15).
+    pub concurrency: Option<Concurrency>,
     /// `context: dropped`.
     pub context_dropped: bool,
     /// `ownership: false` turns its middleware off.

@@ -203,6 +203,9 @@ pub struct ServiceSpec {
     /// `capacity:` requests per second before it sheds with 503.
     #[serde(default, deserialize_with = "yaml::capacity")]
     pub capacity: Option<f64>,
+    /// `concurrency:` adaptive concurrency (SPEC section 15).
+    #[serde(default, deserialize_with = "super::concurrency::concurrency")]
+    pub concurrency: Option<super::Concurrency>,
     /// `context: dropped`.
     #[serde(default)]
     pub context: Option<ContextSpec>,
@@ -245,6 +248,7 @@ impl Default for ServiceSpec {
             calls: Vec::new(),
             parallel: false,
             capacity: None,
+            concurrency: None,
             context: None,
             ownership: true,
             url: None,

@@ -6,7 +6,8 @@ use chaoslab::ownership::throttle::ThrottleConfig;
 use chaoslab::topology::model::throttle::recovery_s;
 use serde_json::Value;
 
-use crate::common::fleet_lock;
+use crate::common::{chaoslab, fleet_lock, side_by_side, text};
+use crate::overload::topology_file;
 use crate::tables::{headless_report, node, num};
 
 /// One service's per-second series from a report: (time, amplification).
@@ -117,4 +118,108 @@ fn sre_throttling_starves_a_dead_service_and_lets_it_back() {
         "D back {back:.1} s after healing; the model says {model:.1} s"
     );
     eprintln!("sre: D back {back:.1} s after healing, model {model:.1} s");
+}
+
+/// SPEC section 15's adaptive concurrency on the metastable scenario,
+/// under naive retries (R = 3), which alone stay down after the trigger
+/// (tests/integration/metastable.rs). DB's limit sheds what it cannot
+/// serve at once with a claimed 503 instead of queueing it past A's 250 ms
+/// timeout, so no work is done for nobody and the storm has nothing to
+/// feed on: Envoy's gradient controller and Netflix's Vegas recover within
+/// seconds of the trigger. Netflix's AIMD with its defaults does not: its
+/// limit starts at and never falls below 20 (DB has 4 workers), and it
+/// backs off only on a drop or on a request slower than 5 s, while A gives
+/// up after 250 ms: in flight at least half of the limit, it grows the
+/// limit by one a sample up to 200, and DB queues more than A waits for.
+/// Given a timeout under A's (`timeout: 200ms`), the same AIMD backs off
+/// and the fleet recovers. The `sre` throttle shuts on the timeouts and
+/// recovers once it opens again.
+#[test]
+fn adaptive_concurrency_and_throttling_end_the_metastable_storm() {
+    let _fleet = fleet_lock();
+    // Side by side: two-service fleets at 120 to 300 root requests a
+    // second each, one `compare` a policy.
+    let meta = "topologies/metastable.yaml".to_string();
+    let tuned = topology_file(
+        "aimd-200ms",
+        &std::fs::read_to_string(&meta).unwrap().replace(
+            "    work: 25ms\n",
+            "    work: 25ms\n    concurrency: { controller: aimd, min: 4, timeout: 200ms }\n",
+        ),
+    );
+    let policies = [
+        (&meta, "retry+gradient"),
+        (&meta, "retry+vegas"),
+        (&meta, "retry+aimd"),
+        (&meta, "sre"),
+        (&tuned, "retry"),
+    ];
+    let runs = side_by_side(policies.to_vec(), |(topology, policy)| {
+        let path = std::env::temp_dir().join(format!(
+            "chaoslab-defence-{}-{}-{}.json",
+            std::process::id(),
+            policy.replace('+', "-"),
+            topology.len()
+        ));
+        let out = chaoslab(&[
+            "compare",
+            topology,
+            "--scenario",
+            "scenarios/metastable.yaml",
+            "--policies",
+            policy,
+            "--report",
+            path.to_str().unwrap(),
+        ]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{policy}: {stdout}\n{stderr}");
+        eprintln!("{stdout}");
+        let c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let _ = std::fs::remove_file(&path);
+        c["runs"][0].clone()
+    });
+    let _ = std::fs::remove_file(&tuned);
+    let run = |policy: &str| -> &Value {
+        runs.iter()
+            .find(|r| r["policy"] == policy)
+            .unwrap_or_else(|| panic!("no run {policy}"))
+    };
+    for (i, policy) in ["retry+gradient", "retry+vegas", "retry"]
+        .into_iter()
+        .enumerate()
+    {
+        let r = if i < 2 { run(policy) } else { &runs[4] };
+        let after = r["recovery"]["recovered_after_s"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{policy} never recovered: {}", r["recovery"]));
+        assert!(after <= 5.0, "{policy}: recovered after {after} s");
+        assert!(
+            num(&r["recovery"], "availability_after") >= 0.95,
+            "{policy}"
+        );
+        // The fluid queue does not model a limit: no figure is given.
+        assert_eq!(r["recovery"]["modelled"], false, "{policy}");
+        assert!(r["recovery"]["model_after_s"].is_null(), "{policy}");
+        let db = node(&r["report"], "DB");
+        assert!(num(db, "limited") > 0.0, "{policy}: DB shed nothing: {db}");
+        let limit = num(db, "concurrency_limit");
+        assert!((1.0..=1000.0).contains(&limit), "{policy}: limit {limit}");
+    }
+    // Envoy's minRTT is DB's service time with no queue: 25 ms of work.
+    let gradient = node(&run("retry+gradient")["report"], "DB");
+    let min_rtt = num(gradient, "no_load_latency_ms");
+    assert!((24.0..40.0).contains(&min_rtt), "minRTT {min_rtt} ms");
+    let aimd = run("retry+aimd");
+    assert!(
+        aimd["recovery"]["recovered_after_s"].is_null(),
+        "AIMD with Netflix's defaults recovered: {}",
+        aimd["recovery"]
+    );
+    assert!(num(node(&aimd["report"], "DB"), "concurrency_limit") >= 20.0);
+    let sre = run("sre");
+    let after = sre["recovery"]["recovered_after_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("sre never recovered: {}", sre["recovery"]));
+    assert!(after < 30.0, "sre: {after} s");
+    assert!(num(node(&sre["report"], "A"), "throttled") > 0.0);
 }

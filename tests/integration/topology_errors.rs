@@ -329,6 +329,28 @@ fn overload_keys_say_why_they_make_no_sense() {
                 "no request ever waits",
             ],
         ),
+        // SPEC section 15: an adaptive concurrency controller.
+        (
+            "concurrency-word",
+            "name: t\nservices:\n  DB: { concurrency: gradiant }\n",
+            ":3:22: ",
+            &[
+                "unknown concurrency controller `gradiant`",
+                "did you mean `gradient`?",
+            ],
+        ),
+        (
+            "concurrency-stray-number",
+            "name: t\nservices:\n  DB:\n    concurrency: { controller: vegas, buffer: 0.5 }\n",
+            ":4:",
+            &["`buffer` is not a number of the `vegas` controller"],
+        ),
+        (
+            "concurrency-bounds",
+            "name: t\nservices:\n  DB:\n    concurrency: { controller: aimd, min: 50, max: 10 }\n",
+            ":4:",
+            &["max (10) is below min (50)"],
+        ),
         (
             "cancel-without-workers",
             "name: t\nservices:\n  DB: { cancel: true }\n",

@@ -98,6 +98,11 @@ catalogue! {
     "chaoslab_model_amplification" Gauge ["service"] Figure::ModelAmplification.help();
     "chaoslab_queue_depth" Gauge ["service"] "Jobs waiting for a worker at the scrape.";
     "chaoslab_in_service" Gauge ["service"] "Jobs on a worker at the scrape.";
+    "chaoslab_limited" Counter ["service"] Figure::Limited.help();
+    "chaoslab_concurrency_limit" Gauge ["service"]
+        "Its adaptive concurrency limit at the scrape (its first replica's; 0 without `concurrency:`).";
+    "chaoslab_no_load_latency_seconds" Gauge ["service"]
+        "The latency with no queue its concurrency controller estimates (Envoy's minRTT, Vegas's no-load RTT; 0 before the first estimate).";
     "chaoslab_budget_level" Gauge ["caller, callee"]
         "What the call's retry budget holds now, as a fraction of its limit (tokens or quota left, retry slots free); absent without a budget that has a level.";
     "chaoslab_breaker_state" Gauge ["caller, callee"]

@@ -469,6 +469,21 @@ impl Source {
             "chaoslab_in_service",
             self.per_service(|i| gauge(sc(i).in_service as f64)),
         )?;
+        family(
+            e,
+            "chaoslab_limited",
+            self.per_service(|i| counter(sc(i).limited)),
+        )?;
+        family(
+            e,
+            "chaoslab_concurrency_limit",
+            self.per_service(|i| gauge(sc(i).concurrency_limit as f64)),
+        )?;
+        family(
+            e,
+            "chaoslab_no_load_latency_seconds",
+            self.per_service(|i| gauge(sc(i).no_load_us as f64 / 1e6)),
+        )?;
         let levels: Vec<(Labels, ConstGauge<f64>)> = (0..self.edges.len())
             .filter_map(|i| {
                 let (level, limit) = ec(i).budget_level()?;

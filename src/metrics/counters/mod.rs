@@ -319,6 +319,24 @@ impl Metrics {
         }
     }
 
+    /// A request to `service` was refused over its concurrency limit.
+    pub fn limited(&self, service: usize) {
+        if let Some(s) = self.services.get(service) {
+            bump(&s.limited);
+        }
+    }
+
+    /// `service`'s adaptive concurrency limit and its estimate of the
+    /// latency with no queue, now.
+    pub fn set_limit_gauges(&self, service: usize, limit: u32, no_load: Option<Duration>) {
+        if let Some(s) = self.services.get(service) {
+            s.concurrency_limit
+                .store(u64::from(limit), Ordering::Relaxed);
+            let us = no_load.map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+            s.no_load_us.store(us, Ordering::Relaxed);
+        }
+    }
+
     /// A job of `service` took a worker.
     pub fn job_started(&self, service: usize) {
         if let Some(s) = self.services.get(service) {

@@ -306,6 +306,7 @@ fn services_and_edges(
             calls,
             parallel: node.parallel,
             capacity: s.capacity,
+            concurrency: s.concurrency,
             context_dropped: s.context == Some(ContextSpec::Dropped),
             ownership: s.ownership,
             url: s.url.as_ref().map(|u| super::at_path(u, node.endpoint)),
