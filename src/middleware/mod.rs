@@ -16,6 +16,7 @@
 pub mod balance;
 pub mod client;
 pub mod context;
+mod edge;
 pub mod server;
 mod slots;
 

@@ -1,0 +1,245 @@
+//! One edge's runtime state as the client drives it: where it goes (the
+//! callee's replicas and their balancer), the policy in force, and the
+//! state its policy keeps between calls (budget, breaker, throttle), each
+//! behind its own lock; and one call's dealings with the budget.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+
+use super::balance::Balancer;
+use super::client::RetryClient;
+use super::slots::Slots;
+use crate::ownership::breaker::{Breaker, BreakerState};
+use crate::ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
+use crate::ownership::policy::{EdgePolicy, Lb};
+use crate::ownership::quota::RetryKind;
+use crate::ownership::throttle::AdaptiveThrottle;
+use crate::ownership::{Classified, DependencyMode};
+
+/// One edge's runtime state: where it goes, its policy, its budget.
+#[derive(Debug)]
+pub struct EdgeState {
+    /// The edge's id (as the caller indexes edges).
+    pub id: usize,
+    /// The callee's id (as the caller indexes dependencies).
+    pub dependency: usize,
+    /// Fail-close or fail-open.
+    pub mode: DependencyMode,
+    /// The callee's replicas and how attempts spread over them.
+    pub(super) balancer: Balancer,
+    /// Read on every call from every worker thread: an `ArcSwap` reads
+    /// without writing to a shared cache line.
+    pub(super) policy: ArcSwap<EdgePolicy>,
+    budget: Mutex<Option<EdgeBudget>>,
+    breaker: Mutex<Option<Breaker>>,
+    throttle: Mutex<Option<AdaptiveThrottle>>,
+    /// Attempts in flight on this edge, like a client's connection pool.
+    pub(super) slots: Slots,
+    /// Whether the callee is served by this process, and so reached over
+    /// the client's mesh connections when it has them.
+    pub(super) in_process: bool,
+}
+
+/// Attempts one edge keeps in flight at most. An attempt that cannot get a
+/// slot within its timeout fails with no response, as a request waiting
+/// for an exhausted connection pool does; this bounds the connections (and
+/// so the memory) a storm can open, whatever the load.
+pub const MAX_IN_FLIGHT_PER_EDGE: usize = 256;
+
+impl EdgeState {
+    /// A new edge to `url` under `policy`.
+    pub fn new(
+        id: usize,
+        dependency: usize,
+        mode: DependencyMode,
+        url: impl Into<String>,
+        policy: EdgePolicy,
+    ) -> EdgeState {
+        Self::balanced(
+            id,
+            dependency,
+            mode,
+            Balancer::new(vec![url.into()], Lb::RoundRobin, true),
+            policy,
+        )
+    }
+
+    /// A new edge to a callee of several replicas, spread by `balancer`.
+    pub fn balanced(
+        id: usize,
+        dependency: usize,
+        mode: DependencyMode,
+        balancer: Balancer,
+        policy: EdgePolicy,
+    ) -> EdgeState {
+        let budget = policy.new_budget();
+        let breaker = policy.breaker.map(Breaker::new);
+        let throttle = policy.throttle.map(AdaptiveThrottle::new);
+        EdgeState {
+            id,
+            dependency,
+            mode,
+            balancer,
+            policy: ArcSwap::from_pointee(policy),
+            budget: Mutex::new(budget),
+            breaker: Mutex::new(breaker),
+            throttle: Mutex::new(throttle),
+            slots: Slots::new(MAX_IN_FLIGHT_PER_EDGE),
+            in_process: false,
+        }
+    }
+
+    /// The same edge to a callee served by this process: a client with
+    /// mesh connections ([`RetryClient::with_mesh`]) calls it over them.
+    pub fn in_process(mut self) -> EdgeState {
+        self.in_process = true;
+        self
+    }
+
+    /// The callee's URL (its first replica's).
+    pub fn url(&self) -> &str {
+        self.balancer.first_url()
+    }
+
+    /// How its attempts spread over the callee's replicas.
+    pub fn balancer(&self) -> &Balancer {
+        &self.balancer
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> Arc<EdgePolicy> {
+        self.policy.load_full()
+    }
+
+    /// Changes the policy. The budget keeps its tokens unless its ratio,
+    /// ttl or floor changed.
+    pub fn set_policy(&self, policy: EdgePolicy) {
+        let old = self.policy();
+        if !old.same_budget(&policy) {
+            *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = policy.new_budget();
+        }
+        if old.breaker != policy.breaker {
+            *self.breaker.lock().unwrap_or_else(|e| e.into_inner()) =
+                policy.breaker.map(Breaker::new);
+        }
+        if old.throttle != policy.throttle {
+            *self.throttle.lock().unwrap_or_else(|e| e.into_inner()) =
+                policy.throttle.map(AdaptiveThrottle::new);
+        }
+        self.policy.store(Arc::new(policy));
+    }
+
+    pub(super) fn with_budget<T>(&self, f: impl FnOnce(&mut EdgeBudget) -> T) -> Option<T> {
+        self.budget
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .map(f)
+    }
+
+    pub(super) fn with_throttle<T>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> T) -> Option<T> {
+        self.throttle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .map(f)
+    }
+
+    /// The throttle's `(requests, accepts)` over its window at `now`, on
+    /// the edge's client clock; `None` on an edge without one.
+    pub fn throttle_counts(&self, now: Duration) -> Option<(u64, u64)> {
+        self.with_throttle(|t| t.counts(now))
+    }
+
+    pub(super) fn with_breaker<T>(&self, f: impl FnOnce(&mut Breaker) -> T) -> Option<T> {
+        self.breaker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .map(f)
+    }
+
+    /// The budget's level and the breaker's state at `now` on the edge's
+    /// client clock (see [`RetryClient::now`]); `None` for what the edge
+    /// does not run. Read once a sample, for the gauges.
+    pub fn live(&self, now: Duration) -> (Option<Level>, Option<BreakerState>) {
+        (
+            self.with_budget(|b| b.level(now)),
+            self.with_breaker(|b| b.state(now)),
+        )
+    }
+}
+
+/// One call's dealings with its edge's budget: the call is open on the
+/// edge until this is dropped, and so is the retry holding `grant`. Dropped
+/// when the call ends, or when its future is dropped mid-way (its own
+/// caller went away): either way the budget hears of it once. On an edge
+/// without a budget it touches neither the lock nor the clock.
+pub(super) struct Books<'a> {
+    edge: &'a EdgeState,
+    client: &'a RetryClient,
+    budgeted: bool,
+    grant: Option<Grant>,
+}
+
+impl<'a> Books<'a> {
+    pub(super) fn open(edge: &'a EdgeState, client: &'a RetryClient, budgeted: bool) -> Books<'a> {
+        if budgeted {
+            let now = client.now();
+            edge.with_budget(|b| b.call_started(now));
+        }
+        Books {
+            edge,
+            client,
+            budgeted,
+            grant: None,
+        }
+    }
+
+    /// An attempt was answered: the budget learns how, and the retry it
+    /// was (if it was one) ends.
+    pub(super) fn answered(&mut self, answer: Classified) {
+        if !self.budgeted {
+            return;
+        }
+        let held = self.grant.take();
+        let how = match answer {
+            Classified::Success => Answered::Success,
+            _ => Answered::Failure,
+        };
+        self.edge.with_budget(|b| {
+            b.answered(how, held);
+            if let Some(g) = held {
+                b.retry_ended(g);
+            }
+        });
+    }
+
+    /// Asks the budget for a retry after a failure of `kind`: `true`
+    /// grants it (always, on an edge without a budget).
+    pub(super) fn try_retry(&mut self, kind: RetryKind) -> bool {
+        if !self.budgeted {
+            return true;
+        }
+        let now = self.client.now();
+        self.grant = self.edge.with_budget(|b| b.try_retry(now, kind)).flatten();
+        self.grant.is_some()
+    }
+}
+
+impl Drop for Books<'_> {
+    fn drop(&mut self) {
+        if !self.budgeted {
+            return;
+        }
+        let held = self.grant.take();
+        self.edge.with_budget(|b| {
+            if let Some(g) = held {
+                b.retry_ended(g);
+            }
+            b.call_ended();
+        });
+    }
+}
