@@ -34,6 +34,9 @@ pub fn render_check_simulated(t: &Topology, simulate: bool) -> String {
     write_services(&mut out, t);
     out.push('\n');
     write_radius(&mut out, t, simulate);
+    if let Some(line) = model::throttle::describe(t, &t.policy) {
+        let _ = writeln!(out, "\n{line}");
+    }
     let capacity = render_capacity(t);
     if !capacity.is_empty() {
         out.push('\n');

@@ -35,6 +35,7 @@
 //! the lab does.
 
 use crate::ownership::throttle::ThrottleConfig;
+use crate::topology::{Policy, Topology};
 
 /// The share of asked attempts sent, for attempts failing with probability
 /// `p_fail` asked at `asked_per_sec` (unknown: `None`, when only whether
@@ -59,11 +60,62 @@ pub fn recovery_s(cfg: &ThrottleConfig, rate: f64) -> f64 {
     w / cfg.k * (1.0 + rate.max(0.0) * w).ln()
 }
 
+/// What the model says of the topology's throttles, in words, when its
+/// policy throttles (`sre`, `throttle: on`): where they bind, what a dead
+/// callee then sees, and how long the busiest edge's throttle takes to
+/// reopen once its callee heals (at the rate the model gives that edge,
+/// healthy). `None` without a throttle.
+pub fn describe(t: &Topology, policy: &Policy) -> Option<String> {
+    if !policy.throttle {
+        return None;
+    }
+    let cfg = policy.throttle_config;
+    let healthy = {
+        let mut h = t.clone();
+        for s in &mut h.services {
+            s.fault = Default::default();
+        }
+        super::predict(&h, policy)
+    };
+    let (busiest, rate) = t
+        .edges
+        .iter()
+        .zip(&healthy.edges)
+        .map(|(e, p)| (e, p.first_attempts * t.load.rps))
+        // The first of the busiest.
+        .min_by(|a, b| b.1.total_cmp(&a.1))?;
+    let window = crate::format::fmt_duration(cfg.window);
+    Some(format!(
+        "throttle (K = {k}, window {window}): binds once more than {bend:.0}% of an edge's attempts fail; a callee failing every request then sees about one request a window from each caller; once it heals, a throttle reopens in about (W/K)·ln(1 + rate·W): {secs:.1} s on {from} → {to} at {rate:.0} rps",
+        k = cfg.k,
+        bend = 100.0 * (1.0 - 1.0 / cfg.k).max(0.0),
+        secs = recovery_s(&cfg, rate),
+        from = t.services[busiest.from].name,
+        to = t.services[busiest.to].name,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn check_says_where_it_binds_and_how_long_it_takes_to_reopen() {
+        let t = crate::topology::Topology::from_yaml(
+            "name: t\nload: { rps: 200 }\npolicy: { preset: sre, throttle: { window: 2s } }\nservices:\n  A: { calls: [B] }\n  B: { fault: { error_rate: 1.0 } }\n",
+            "t.yaml",
+        )
+        .unwrap();
+        let line = describe(&t, &t.policy).expect("sre throttles");
+        assert!(line.contains("more than 50%"), "{line}");
+        // At the healthy rate, 200 a second: ln(401) = 6.0 s.
+        assert!(line.contains("6.0 s on A → B at 200 rps"), "{line}");
+        let mut p = t.policy.clone();
+        p.apply_preset(crate::topology::Preset::Ownership);
+        assert_eq!(describe(&t, &p), None);
+    }
 
     #[test]
     fn recovery_takes_window_over_k_times_the_log_of_the_window_s_requests() {
