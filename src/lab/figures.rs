@@ -365,6 +365,9 @@ catalogue! {
     /// Attempts its calls' adaptive throttles rejected locally (the SRE book's client-side throttling), each the caller's own error.
     Throttled = "throttled" at "throttled", Service Count "attempts",
         None, |w, i| w.out_edges(i).map(|e| w.counts.edges[e].throttled).sum::<u64>() as f64;
+    /// Attempts of its hedged calls cancelled because another attempt of the same call answered first (gRPC A6 hedging, `hedge:`).
+    HedgesCancelled = "hedges_cancelled" at "hedges_cancelled", Service Count "attempts",
+        None, |w, i| w.out_edges(i).map(|e| w.counts.edges[e].hedges_cancelled).sum::<u64>() as f64;
     /// Its calls' circuit breakers open at the window's end (half-open ones count a half).
     BreakersOpen = "breakers_open" at "breakers_open", Service Real "breakers",
         None, |w, i| w.out_edges(i).map(|e| w.counts.edges[e].breaker as f64 / 2.0).fold(0.0, |a, b| a + b);

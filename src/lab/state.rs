@@ -26,8 +26,8 @@ use super::action::Action;
 use crate::ownership::signal::Signal;
 use crate::ownership::Attribution;
 use crate::topology::{
-    BreakerSetting, BudgetSetting, Fault, Policy, PolicyFields, Preset, ServiceId, SignalSetting,
-    ThrottleSetting, Topology,
+    BreakerSetting, BudgetSetting, Fault, HedgeSetting, Policy, PolicyFields, Preset, ServiceId,
+    SignalSetting, ThrottleSetting, Topology,
 };
 
 /// What the actions can change, and nothing else: the topology's shape is
@@ -214,6 +214,7 @@ impl LabState {
                 retry_cost: Some(p.quota.transient),
                 timeout_cost: Some(p.quota.timeout),
                 breaker: Some(p.breaker.map_or(BreakerSetting::Off, BreakerSetting::On)),
+                hedge: Some(p.hedge.map_or(HedgeSetting::Off, HedgeSetting::On)),
                 throttle: Some(if p.throttle {
                     ThrottleSetting::On(p.throttle_config)
                 } else {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::Action;
 use crate::topology::{
-    BreakerSetting, BudgetKind, BudgetSetting, Fault, Phase, PolicyFields, SignalSetting,
-    ThrottleSetting, Topology,
+    BreakerSetting, BudgetKind, BudgetSetting, Fault, HedgeSetting, Phase, PolicyFields,
+    SignalSetting, ThrottleSetting, Topology,
 };
 
 /// One step's action line, or `None` for an action that changes nothing.
@@ -204,6 +204,16 @@ fn policy(f: &PolicyFields) -> Option<String> {
             "throttle: {{ k: {}, window: {} }}",
             t.k,
             exact(t.window)
+        )),
+        None => {}
+    }
+    match f.hedge {
+        Some(HedgeSetting::Off) => parts.push("hedge: off".into()),
+        Some(HedgeSetting::On(h)) => parts.push(format!(
+            "hedge: {{ delay: {}, max_attempts: {}, non_fatal: {} }}",
+            exact(h.delay),
+            h.max_attempts,
+            h.non_fatal
         )),
         None => {}
     }

@@ -151,6 +151,9 @@ pub struct EdgeCounts {
     /// call (the SRE book's client-side throttling).
     #[serde(default)]
     pub throttled: u64,
+    /// Attempts of hedged calls cancelled when another answered first.
+    #[serde(default)]
+    pub hedges_cancelled: u64,
     /// Gauge: its circuit breaker's state (0 closed or none, 1 half-open,
     /// 2 open).
     pub breaker: u64,
@@ -197,6 +200,7 @@ impl EdgeCounts {
             attempt_us: self.attempt_us + o.attempt_us,
             short_circuited: self.short_circuited + o.short_circuited,
             throttled: self.throttled + o.throttled,
+            hedges_cancelled: self.hedges_cancelled + o.hedges_cancelled,
             breaker: self.breaker.max(o.breaker),
             budget_level_milli: self.budget_level_milli + o.budget_level_milli,
             budget_limit_milli: self.budget_limit_milli + o.budget_limit_milli,
@@ -216,6 +220,7 @@ impl EdgeCounts {
             attempt_us: self.attempt_us.saturating_sub(e.attempt_us),
             short_circuited: self.short_circuited.saturating_sub(e.short_circuited),
             throttled: self.throttled.saturating_sub(e.throttled),
+            hedges_cancelled: self.hedges_cancelled.saturating_sub(e.hedges_cancelled),
             // Gauges: the later value.
             breaker: self.breaker,
             budget_level_milli: self.budget_level_milli,

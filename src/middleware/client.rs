@@ -49,15 +49,15 @@ pub use super::edge::{EdgeState, MAX_IN_FLIGHT_PER_EDGE};
 
 /// A time no attempt reaches (tokio's own "far future" for a timeout past
 /// the clock's range: about 30 years).
-const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+pub(super) const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// What one attempt came back with: its class, what the edge's signal
 /// made of it, and the kind of failure a retry of it would be.
 #[derive(Debug, Clone, Copy)]
-struct Reply {
-    class: Classified,
+pub(super) struct Reply {
+    pub(super) class: Classified,
     advice: Advice,
-    kind: RetryKind,
+    pub(super) kind: RetryKind,
     /// The status, when there was an answer.
     status: Option<u16>,
     /// The claim header's value as sent, on an error.
@@ -106,9 +106,9 @@ pub struct RetryClient {
     /// The connections to callees in this process, when they are apart
     /// from `http` (HTTP/2, shared by every caller).
     mesh: Option<reqwest::Client>,
-    service: usize,
+    pub(super) service: usize,
     header: HeaderName,
-    observer: Arc<dyn Observer>,
+    pub(super) observer: Arc<dyn Observer>,
     epoch: Instant,
     rng: Mutex<SmallRng>,
 }
@@ -126,10 +126,10 @@ impl std::fmt::Debug for RetryClient {
 /// dropped first (this request's own caller went away, and the server
 /// dropped the request), it is reported then, as ended with no response:
 /// the callee counts the same request as abandoned at the same moment.
-struct InFlight<'a> {
-    observer: &'a dyn Observer,
-    sent: Instant,
-    attempted: Attempted,
+pub(super) struct InFlight<'a> {
+    pub(super) observer: &'a dyn Observer,
+    pub(super) sent: Instant,
+    pub(super) attempted: Attempted,
 }
 
 impl Drop for InFlight<'_> {
@@ -180,8 +180,17 @@ impl RetryClient {
         self
     }
 
+    /// A whole number drawn uniformly below `n` from the client's
+    /// generator.
+    pub(super) fn draw(&self, n: usize) -> usize {
+        self.rng
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .random_range(0..n)
+    }
+
     /// A uniform draw in [0, 1) from the client's generator.
-    fn uniform(&self) -> f64 {
+    pub(super) fn uniform(&self) -> f64 {
         self.rng
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -197,7 +206,7 @@ impl RetryClient {
     /// One attempt begun at `sent` that may take `timeout`; with
     /// `propagate`, the callee is told what is left of it when the request
     /// leaves.
-    async fn attempt(
+    pub(super) async fn attempt(
         &self,
         edge: &EdgeState,
         url: &str,
@@ -330,6 +339,9 @@ impl RetryClient {
     pub async fn call(&self, edge: &EdgeState, trace: Option<Trace>) -> Outbound {
         // A copy: no guard or reference count held across the call.
         let policy: EdgePolicy = **edge.policy.load();
+        if let Some(cfg) = policy.hedge {
+            return self.call_hedged(edge, trace, &policy, cfg).await;
+        }
         let child = trace.map(Trace::child);
         // When the calling request's caller stops waiting, if known: the
         // attempts keep to it under `deadline: propagate`, and are measured
@@ -398,14 +410,10 @@ impl RetryClient {
                     // Until an answer says otherwise: dropped mid-way, the
                     // caller stopped waiting.
                     timed_out: true,
+                    cancelled: false,
                 },
             };
-            let host = edge.balancer.pick(&tried, &mut |n| {
-                self.rng
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .random_range(0..n)
-            });
+            let host = edge.balancer.pick(&tried, &mut |n| self.draw(n));
             tried.add(host.replica);
             if edge.balancer.replicas() > 1 {
                 self.observer

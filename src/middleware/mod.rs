@@ -17,6 +17,7 @@ pub mod balance;
 pub mod client;
 pub mod context;
 mod edge;
+mod hedged;
 pub mod server;
 mod slots;
 

@@ -60,6 +60,9 @@ pub struct Attempted {
     /// because the connection was refused, reset or closed mid-answer.
     /// Only meaningful with [`Classified::NoResponse`].
     pub timed_out: bool,
+    /// A hedge cancelled because another attempt of its call answered
+    /// first: sent, but neither answered nor failed.
+    pub cancelled: bool,
 }
 
 /// A retry is about to be sent.
@@ -201,6 +204,9 @@ pub trait Observer: Send + Sync + 'static {
     fn exchanged(&self, _e: &Exchanged) {}
     /// A logical outbound call failed for good.
     fn call_failed(&self, _e: &CallFailed) {}
+    /// A hedged call committed with `cancelled` of its attempts still in
+    /// flight, cancelled (gRPC A6 hedging).
+    fn hedges_cancelled(&self, _service: usize, _edge: usize, _cancelled: u32) {}
     /// The lab's own process had no file descriptor left for a connection
     /// (`EMFILE`, `ENFILE`): a failure of the machine, not of the callee.
     fn out_of_files(&self) {}

@@ -70,6 +70,8 @@ pub struct EdgeReport {
     pub short_circuited: u64,
     /// Attempts its adaptive throttle rejected locally.
     pub throttled: u64,
+    /// Hedges cancelled when another attempt of their call answered first.
+    pub hedges_cancelled: u64,
     /// Its circuit breaker's state at the window's end; absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breaker: Option<&'static str>,
@@ -435,6 +437,7 @@ impl Report {
                     attempt_ms_mean: c.edges[i].attempt_latency_s() * 1000.0,
                     short_circuited: c.edges[i].short_circuited,
                     throttled: c.edges[i].throttled,
+                    hedges_cancelled: c.edges[i].hedges_cancelled,
                     breaker: t
                         .policy
                         .for_edge(&e.policy)

@@ -254,6 +254,13 @@ mod tests {
                             window: Duration::from_millis(30_500),
                         },
                     )),
+                    hedge: Some(crate::topology::HedgeSetting::On(
+                        crate::ownership::hedge::HedgeConfig {
+                            delay: Duration::from_millis(40),
+                            max_attempts: 3,
+                            non_fatal: false,
+                        },
+                    )),
                     lb: Some(crate::ownership::policy::Lb::P2c),
                     retry_other_host: Some(false),
                 }),

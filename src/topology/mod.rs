@@ -36,8 +36,8 @@ pub use per_root::PerRoot;
 pub use crate::ownership::policy::EdgePolicy;
 pub use error::TopologyError;
 pub use policy::{
-    BreakerSetting, BudgetKind, BudgetSetting, Policy, PolicyFields, Preset, SignalSetting,
-    ThrottleSetting,
+    BreakerSetting, BudgetKind, BudgetSetting, HedgeSetting, Policy, PolicyFields, Preset,
+    SignalSetting, ThrottleSetting,
 };
 
 /// Requests waiting for a worker when `workers` is set and `queue` is not.

@@ -42,6 +42,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ownership::breaker::BreakerConfig;
 use crate::ownership::edge_budget::BudgetModel;
+use crate::ownership::hedge::HedgeConfig;
 use crate::ownership::policy::EdgePolicy;
 use crate::ownership::policy::Lb;
 use crate::ownership::quota::QuotaCosts;
@@ -235,6 +236,15 @@ pub enum ThrottleSetting {
     Off,
 }
 
+/// `hedge:` a map of gRPC A6's hedging numbers, or `off`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HedgeSetting {
+    /// Hedge with these numbers.
+    On(HedgeConfig),
+    /// No hedging.
+    Off,
+}
+
 /// `signal:` one of [`Signal`]'s words, or `none`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignalSetting {
@@ -286,6 +296,8 @@ pub struct PolicyFields {
     pub breaker: Option<BreakerSetting>,
     /// `throttle:`.
     pub throttle: Option<ThrottleSetting>,
+    /// `hedge:`.
+    pub hedge: Option<HedgeSetting>,
     /// `lb:` how an edge spreads its attempts over the callee's replicas.
     pub lb: Option<Lb>,
     /// `retry_other_host:` a retry goes to a replica this call has not
@@ -347,6 +359,9 @@ pub struct Policy {
     /// A circuit breaker on every edge, if any. Independent of the
     /// preset: switching the mode keeps it.
     pub breaker: Option<BreakerConfig>,
+    /// gRPC A6 hedging on every edge, if any (SPEC section 15);
+    /// independent of the preset like the breaker.
+    pub hedge: Option<HedgeConfig>,
     /// How edges spread attempts over a callee's replicas.
     pub lb: Lb,
     /// Whether a retry avoids the replicas its call already tried (Envoy's
@@ -377,6 +392,7 @@ impl Default for Policy {
             timeout: Duration::from_secs(1),
             deadline: false,
             breaker: None,
+            hedge: None,
             lb: Lb::RoundRobin,
             retry_other_host: true,
         };
@@ -577,6 +593,12 @@ impl Policy {
             Some(ThrottleSetting::Off) => self.throttle = false,
             None => {}
         }
+        if let Some(h) = f.hedge {
+            self.hedge = match h {
+                HedgeSetting::On(cfg) => Some(cfg),
+                HedgeSetting::Off => None,
+            };
+        }
         self.lb = f.lb.unwrap_or(self.lb);
         self.retry_other_host = f.retry_other_host.unwrap_or(self.retry_other_host);
     }
@@ -612,6 +634,7 @@ impl Policy {
             deadline_propagate: p.deadline,
             breaker: p.breaker,
             throttle: p.throttle.then_some(p.throttle_config),
+            hedge: p.hedge,
         }
     }
 }

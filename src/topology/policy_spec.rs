@@ -11,9 +11,11 @@ use serde::Deserialize;
 
 use super::spec::{Text, MAX_ATTEMPTS};
 use super::{
-    BreakerSetting, BudgetKind, BudgetSetting, PolicyFields, Preset, SignalSetting, ThrottleSetting,
+    BreakerSetting, BudgetKind, BudgetSetting, HedgeSetting, PolicyFields, Preset, SignalSetting,
+    ThrottleSetting,
 };
 use crate::ownership::breaker::BreakerConfig;
+use crate::ownership::hedge::HedgeConfig;
 use crate::ownership::policy::Lb;
 use crate::ownership::signal::Signal;
 use crate::ownership::throttle::ThrottleConfig;
@@ -83,6 +85,9 @@ pub struct PolicySpec {
     /// `throttle:` on | off | a map of `k` and `window`.
     #[serde(default, deserialize_with = "throttle")]
     pub throttle: Option<ThrottleSetting>,
+    /// `hedge:` off | a map of `delay`, `max_attempts` and `non_fatal`.
+    #[serde(default, deserialize_with = "hedge")]
+    pub hedge: Option<HedgeSetting>,
     /// `lb:` round-robin | random | p2c.
     #[serde(default)]
     pub lb: Option<Lb>,
@@ -249,6 +254,66 @@ fn throttle_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, 
     }
 }
 
+/// `hedge:` as a map: gRPC A6's `hedgingPolicy`, each number optional.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HedgeSpec {
+    /// How long to wait for an answer before the next hedge.
+    #[serde(default, deserialize_with = "yaml::duration")]
+    pub delay: Option<Duration>,
+    /// Attempts sent at most, the first included (1 to 5).
+    #[serde(default, deserialize_with = "hedge_attempts")]
+    pub max_attempts: Option<u32>,
+    /// Whether a failure sends the next hedge at once instead of failing
+    /// the call.
+    #[serde(default)]
+    pub non_fatal: Option<bool>,
+}
+
+/// `hedge:` `on`/`off`, or a map.
+fn hedge<'de, D: Deserializer<'de>>(d: D) -> Result<Option<HedgeSetting>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = HedgeSetting;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("`on`, `off` or a map of `delay`, `max_attempts` and `non_fatal`")
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<HedgeSetting, E> {
+            Ok(if v {
+                HedgeSetting::On(HedgeConfig::DEFAULT)
+            } else {
+                HedgeSetting::Off
+            })
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<HedgeSetting, E> {
+            match v.trim() {
+                "on" => self.visit_bool(true),
+                "off" => self.visit_bool(false),
+                _ => Err(E::custom(format!(
+                    "hedge must be `on`, `off` or a map (delay, max_attempts, non_fatal), got `{v}`"
+                ))),
+            }
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<HedgeSetting, A::Error> {
+            let spec = HedgeSpec::deserialize(de::value::MapAccessDeserializer::new(map))?;
+            let d = HedgeConfig::DEFAULT;
+            let cfg = HedgeConfig {
+                delay: spec.delay.unwrap_or(d.delay),
+                max_attempts: spec.max_attempts.unwrap_or(d.max_attempts),
+                non_fatal: spec.non_fatal.unwrap_or(d.non_fatal),
+            };
+            if cfg.delay.is_zero() && cfg.max_attempts > 1 {
+                return Err(de::Error::custom(format!(
+                    "hedge: a delay of 0 with max_attempts {} sends every hedge at once; give a delay above 0 (or max_attempts: 1)",
+                    cfg.max_attempts
+                )));
+            }
+            Ok(HedgeSetting::On(cfg))
+        }
+    }
+    d.deserialize_any(V).map(Some)
+}
+
 /// `deadline:`: whether each call carries the time its caller has left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -283,6 +348,7 @@ impl PolicySpec {
             timeout_cost: self.timeout_cost,
             breaker: self.breaker,
             throttle: self.throttle,
+            hedge: self.hedge,
             lb: self.lb,
             retry_other_host: self.retry_other_host,
         }
@@ -451,6 +517,7 @@ macro_rules! real_field {
 }
 
 whole_field! {
+    hedge_attempts: "max_attempts", "attempts", 1, HedgeConfig::MAX_ATTEMPTS_CAP;
     breaker_consecutive: "consecutive", "failures", 0, MAX_TOKENS_WRITTEN;
     breaker_window: "window", "attempts", 1, BreakerConfig::MAX_WINDOW;
     breaker_min_calls: "min_calls", "attempts", 0, BreakerConfig::MAX_WINDOW;

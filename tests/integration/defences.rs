@@ -6,6 +6,7 @@ use chaoslab::ownership::throttle::ThrottleConfig;
 use chaoslab::topology::model::throttle::recovery_s;
 use serde_json::Value;
 
+use crate::common::edge;
 use crate::common::{chaoslab, fleet_lock, side_by_side, text};
 use crate::overload::topology_file;
 use crate::tables::{headless_report, node, num};
@@ -240,4 +241,58 @@ fn the_defences_that_are_not_budgets() {
     });
     adaptive_concurrency_and_throttling_end_the_metastable_storm();
     sre_throttling_starves_a_dead_service_and_lets_it_back(&sre.join().expect("the sre run"));
+}
+
+/// gRPC A6 hedging on real sockets: A calls B, whose every answer takes
+/// `work`; a hedge leaves every 30 ms without an answer, three attempts
+/// at most. B slower than two delays (100 ms) gets every call three
+/// times, and the two slower attempts of each are cancelled when the first
+/// answers: 3× B's load, 2 hedges cancelled a call (the model: attempts a
+/// call = min(max_attempts, ⌈latency / delay⌉)). B faster than the delay
+/// (10 ms) gets each call once. Hedges are retries to the budget: under
+/// `budget` (10%) the same slow B sees 1.1×.
+#[test]
+fn hedging_sends_a_hedge_each_delay_and_cancels_the_losers() {
+    let _fleet = fleet_lock();
+    let file = |name: &str, preset: &str, work: &str| {
+        topology_file(
+            name,
+            &format!(
+                "name: {name}\nload: {{ rps: 50 }}\npolicy: {{ preset: {preset}, hedge: {{ delay: 30ms, max_attempts: 3 }} }}\n\
+                 services:\n  A: {{ calls: [B] }}\n  B: {{ work: {work} }}\n"
+            ),
+        )
+    };
+    let runs = vec![
+        file("hedge-slow", "retry", "100ms"),
+        file("hedge-fast", "retry", "10ms"),
+        file("hedge-budget", "budget", "100ms"),
+    ];
+    let reports = side_by_side(runs.clone(), |f| {
+        headless_report(&f, &["--duration", "6s", "--warmup", "2s"])
+    });
+    for f in &runs {
+        let _ = std::fs::remove_file(f);
+    }
+    let model = |latency_ms: f64| (latency_ms / 30.0).ceil().min(3.0);
+    let calls = |r: &Value| num(edge(r, "A", "B"), "attempts") - num(edge(r, "A", "B"), "retries");
+    let slow = &reports[0];
+    let b = num(node(slow, "B"), "amplification");
+    assert!(
+        (b - model(100.0)).abs() <= 0.05 * model(100.0),
+        "slow B at {b}"
+    );
+    let cancelled = num(edge(slow, "A", "B"), "hedges_cancelled") / calls(slow);
+    assert!(
+        (cancelled - 2.0).abs() <= 0.1,
+        "{cancelled} hedges cancelled a call"
+    );
+    assert!(num(&slow["root"], "availability") >= 0.999);
+    let fast = &reports[1];
+    let b = num(node(fast, "B"), "amplification");
+    assert!((b - model(10.0)).abs() <= 0.05, "fast B at {b}");
+    assert_eq!(num(edge(fast, "A", "B"), "hedges_cancelled"), 0.0);
+    let budget = &reports[2];
+    let b = num(node(budget, "B"), "amplification");
+    assert!((b - 1.1).abs() <= 0.05 * 1.1, "budgeted B at {b}");
 }

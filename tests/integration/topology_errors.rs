@@ -589,6 +589,18 @@ fn industry_policy_fields_say_where_and_what() {
         &["window must be at least 1s, the lab's sampling tick, got 500ms"],
     );
     rejects(
+        "hedge-zero-delay",
+        &file("{ hedge: { delay: 0ms, max_attempts: 3 } }"),
+        ":2:",
+        &["hedge: a delay of 0 with max_attempts 3 sends every hedge at once"],
+    );
+    rejects(
+        "hedge-attempts",
+        &file("{ hedge: { max_attempts: 9 } }"),
+        ":2:",
+        &["max_attempts must be a whole number from 1 to 5, got 9"],
+    );
+    rejects(
         "throttle-word",
         &file("{ throttle: sometimes }"),
         ":2:",

@@ -26,6 +26,7 @@
 //!     signal: None,
 //!     breaker: None,
 //!     throttle: None,
+//!     hedge: None,
 //!     backoff: Duration::ZERO,
 //!     timeout: Duration::from_secs(1),
 //!     deadline_propagate: false,
@@ -40,6 +41,7 @@ use std::time::Duration;
 
 use super::breaker::BreakerConfig;
 use super::edge_budget::{BudgetModel, EdgeBudget};
+use super::hedge::HedgeConfig;
 use super::signal::Signal;
 use super::throttle::ThrottleConfig;
 
@@ -87,6 +89,10 @@ pub struct EdgePolicy {
     /// Client-side adaptive throttling on every attempt (the SRE book's),
     /// if any: a rejected attempt fails at the caller, its own error.
     pub throttle: Option<ThrottleConfig>,
+    /// gRPC A6 hedging instead of retrying after a failure, if any: a
+    /// hedge every `delay` without an answer, each asking the budget as a
+    /// retry; the first success wins and the others are cancelled.
+    pub hedge: Option<HedgeConfig>,
     /// Backoff base.
     pub backoff: Duration,
     /// Per-attempt timeout.

@@ -71,6 +71,8 @@ catalogue! {
     "chaoslab_budget_denied" Counter ["caller, callee"] "Retries the call's retry budget refused.";
     "chaoslab_short_circuited" Counter ["caller, callee"]
         "Calls its open circuit breaker failed fast, without reaching the callee.";
+    "chaoslab_hedges_cancelled" Counter ["caller, callee"]
+        "Attempts of hedged calls cancelled because another attempt of the same call answered first (gRPC A6 hedging).";
     "chaoslab_throttled" Counter ["caller, callee"]
         "Attempts its adaptive throttle rejected locally, without reaching the callee (the SRE book's client-side throttling).";
     "chaoslab_replica_requests" Counter ["service, replica"]

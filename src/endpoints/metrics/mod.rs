@@ -412,6 +412,11 @@ impl Source {
         )?;
         family(
             e,
+            "chaoslab_hedges_cancelled",
+            self.per_edge(|i| counter(ec(i).hedges_cancelled)),
+        )?;
+        family(
+            e,
             "chaoslab_throttled",
             self.per_edge(|i| counter(ec(i).throttled)),
         )?;

@@ -77,6 +77,7 @@ pub struct EdgeCounters {
     attempt_us: AtomicU64,
     short_circuited: AtomicU64,
     throttled: AtomicU64,
+    hedges_cancelled: AtomicU64,
     /// The breaker's state (gauge: 0 closed, 1 half-open, 2 open).
     breaker: AtomicU64,
     /// The budget's level and limit, in thousandths (gauges).
@@ -419,6 +420,7 @@ impl Metrics {
                     attempt_us: l(&e.attempt_us),
                     short_circuited: l(&e.short_circuited),
                     throttled: l(&e.throttled),
+                    hedges_cancelled: l(&e.hedges_cancelled),
                     breaker: l(&e.breaker),
                     budget_level_milli: l(&e.budget_level),
                     budget_limit_milli: l(&e.budget_limit),
@@ -531,7 +533,7 @@ impl Observer for Metrics {
     fn attempted(&self, e: &Attempted) {
         if let Some(edge) = self.edges.get(e.edge) {
             bump(&edge.attempts);
-            if e.outcome.is_failure() {
+            if e.outcome.is_failure() && !e.cancelled {
                 bump(&edge.failed_attempts);
             }
             let us = u64::try_from(e.elapsed.as_micros()).unwrap_or(u64::MAX);
@@ -567,6 +569,13 @@ impl Observer for Metrics {
             if let Some(j) = &self.journal {
                 j.retry(t.root, e.edge);
             }
+        }
+    }
+
+    fn hedges_cancelled(&self, _service: usize, edge: usize, cancelled: u32) {
+        if let Some(e) = self.edges.get(edge) {
+            e.hedges_cancelled
+                .fetch_add(u64::from(cancelled), Ordering::Relaxed);
         }
     }
 
@@ -631,6 +640,7 @@ mod tests {
             late: false,
             elapsed: Duration::from_millis(2),
             timed_out,
+            cancelled: false,
         };
         let error = |claim| Classified::Error { claim };
         for (outcome, timed_out) in [

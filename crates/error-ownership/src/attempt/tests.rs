@@ -168,6 +168,7 @@ fn for_policy_reads_the_edge() {
         timeout: Duration::from_secs(1),
         deadline_propagate: false,
         throttle: None,
+        hedge: None,
     };
     let mut m = AttemptMachine::for_policy(&p);
     let o = stop(m.on_answer(UNCLAIMED, grant, no_jitter));
