@@ -197,6 +197,11 @@ impl RetryClient {
             .random_range(0.0..1.0)
     }
 
+    /// The zero of this client's clock ([`RetryClient::now`]).
+    pub(super) fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
     /// Time on this client's clock: what its edges' budgets and breakers
     /// count in.
     pub fn now(&self) -> Duration {
@@ -351,7 +356,7 @@ impl RetryClient {
         let clip = deadline.filter(|_| propagate);
         // The call is open on the edge's budget (a window earns its
         // deposit) until `books` is dropped.
-        let mut books = Books::open(edge, self, policy.budget.is_some());
+        let mut books = Books::open(edge, self.epoch, policy.budget.is_some());
         let mut machine = AttemptMachine::for_policy(&policy);
         let mut tried = Tried::default();
         // Whether the last answer was an overloaded callee's, in the `sre`

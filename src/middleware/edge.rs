@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use tokio::time::Instant;
 
 use super::balance::Balancer;
-use super::client::RetryClient;
 use super::slots::Slots;
 use crate::ownership::breaker::{Breaker, BreakerState};
 use crate::ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
@@ -179,20 +179,21 @@ impl EdgeState {
 /// without a budget it touches neither the lock nor the clock.
 pub(super) struct Books<'a> {
     edge: &'a EdgeState,
-    client: &'a RetryClient,
+    /// The calling client's clock's zero (see `RetryClient::now`).
+    epoch: Instant,
     budgeted: bool,
     grant: Option<Grant>,
 }
 
 impl<'a> Books<'a> {
-    pub(super) fn open(edge: &'a EdgeState, client: &'a RetryClient, budgeted: bool) -> Books<'a> {
+    pub(super) fn open(edge: &'a EdgeState, epoch: Instant, budgeted: bool) -> Books<'a> {
         if budgeted {
-            let now = client.now();
+            let now = Instant::now().saturating_duration_since(epoch);
             edge.with_budget(|b| b.call_started(now));
         }
         Books {
             edge,
-            client,
+            epoch,
             budgeted,
             grant: None,
         }
@@ -223,7 +224,7 @@ impl<'a> Books<'a> {
         if !self.budgeted {
             return true;
         }
-        let now = self.client.now();
+        let now = Instant::now().saturating_duration_since(self.epoch);
         self.grant = self.edge.with_budget(|b| b.try_retry(now, kind)).flatten();
         self.grant.is_some()
     }

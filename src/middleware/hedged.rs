@@ -34,7 +34,7 @@ impl RetryClient {
         cfg: HedgeConfig,
     ) -> Outbound {
         let child = trace.map(Trace::child);
-        let mut books = Books::open(edge, self, policy.budget.is_some());
+        let mut books = Books::open(edge, self.epoch(), policy.budget.is_some());
         let mut hedge = Hedge::new(cfg);
         let mut tried = Tried::default();
         let mut running = FuturesUnordered::new();
