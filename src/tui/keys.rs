@@ -299,6 +299,7 @@ mod tests {
             msg(key(KeyCode::Char('2'))),
             Some(Msg::Preset(Preset::Retry))
         );
+        assert_eq!(msg(key(KeyCode::Char('0'))), Some(Msg::Preset(Preset::Sre)));
         assert_eq!(msg(key(KeyCode::Char(' '))), Some(Msg::Pause));
         assert_eq!(msg(key(KeyCode::Char('E'))), Some(Msg::ErrorUp));
         assert_eq!(msg(key(KeyCode::Char('w'))), Some(Msg::WorkersDown));
