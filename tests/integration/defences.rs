@@ -71,7 +71,8 @@ fn sre_throttling_starves_a_dead_service_and_lets_it_back(r: &Value) {
         .iter()
         .filter(|(t, _)| *t >= fault + window + period && *t <= heal)
         .collect();
-    assert!(shut.len() >= 5, "{shut:?}");
+    // 8 s of fault less a window and a sample: four samples or five.
+    assert!(shut.len() >= 4, "{shut:?}");
     for (t, a) in &shut {
         assert!(
             *a < 0.1,
