@@ -75,6 +75,8 @@ pub struct ServiceRuntime {
     /// The attempt numbers its requests carried lately, read when it must
     /// refuse one under the `sre` dialect; time on it runs from `born`.
     attempts_seen: Mutex<RetryHistogram>,
+    /// The dialect is `sre`: read on each request without the lock.
+    counts_attempts: AtomicBool,
     born: Instant,
     client: RetryClient,
     server: Arc<ServerConfig>,
@@ -194,6 +196,7 @@ impl ServiceRuntime {
             rng: Mutex::new(SmallRng::seed_from_u64(seed)),
             dialect: RwLock::new(None),
             attempts_seen: Mutex::new(RetryHistogram::new(ATTEMPTS_WINDOW)),
+            counts_attempts: AtomicBool::new(false),
             born: Instant::now(),
             client,
             server,
@@ -313,6 +316,8 @@ impl ServiceRuntime {
     /// Sets the dialect its refusals speak.
     pub fn set_dialect(&self, signal: Option<Signal>) {
         *self.dialect.write().unwrap_or_else(|e| e.into_inner()) = signal;
+        self.counts_attempts
+            .store(signal == Some(Signal::Sre), Ordering::Relaxed);
     }
 
     /// The dialect its refusals speak.
@@ -439,8 +444,7 @@ fn status(code: u16) -> StatusCode {
     StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-/// How far back a service under the `sre` dialect counts the attempt
-/// numbers of its requests (the SRE book says "recent history").
+/// How far back the `sre` dialect counts attempt numbers ("recent history").
 const ATTEMPTS_WINDOW: Duration = Duration::from_secs(10);
 
 /// What a service's work ended in.
@@ -510,7 +514,7 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, mut req: Request) -> Resp
     let ctx = req
         .extensions_mut()
         .remove::<Arc<context::RequestContext>>();
-    if rt.dialect() == Some(Signal::Sre) {
+    if rt.counts_attempts.load(Ordering::Relaxed) {
         rt.saw_attempt(
             req.headers()
                 .get(RETRY_ATTEMPT_HEADER)

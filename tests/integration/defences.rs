@@ -7,7 +7,8 @@ use chaoslab::topology::model::throttle::recovery_s;
 use serde_json::Value;
 
 use crate::common::edge;
-use crate::common::{chaoslab, fleet_lock, side_by_side, text};
+use crate::common::{fleet_lock, side_by_side};
+use crate::metastable::compare_run;
 use crate::overload::topology_file;
 use crate::tables::{headless_report, node, num};
 
@@ -151,28 +152,7 @@ fn adaptive_concurrency_and_throttling_end_the_metastable_storm() {
         (&tuned, "retry"),
     ];
     let runs = side_by_side(policies.to_vec(), |(topology, policy)| {
-        let path = std::env::temp_dir().join(format!(
-            "chaoslab-defence-{}-{}-{}.json",
-            std::process::id(),
-            policy.replace('+', "-"),
-            topology.len()
-        ));
-        let out = chaoslab(&[
-            "compare",
-            topology,
-            "--scenario",
-            "scenarios/metastable.yaml",
-            "--policies",
-            policy,
-            "--report",
-            path.to_str().unwrap(),
-        ]);
-        let (stdout, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(0), "{policy}: {stdout}\n{stderr}");
-        eprintln!("{stdout}");
-        let c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let _ = std::fs::remove_file(&path);
-        c["runs"][0].clone()
+        compare_run(topology, policy).0
     });
     let _ = std::fs::remove_file(&tuned);
     let run = |policy: &str| -> &Value {

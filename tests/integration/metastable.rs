@@ -9,6 +9,32 @@ use crate::common::{chaoslab, fleet_lock, side_by_side, text};
 use crate::overload::topology_file;
 use crate::tables::{headless_report, node, num};
 
+/// `chaoslab compare TOPOLOGY --scenario scenarios/metastable.yaml
+/// --policies POLICY`, which must succeed: its one run, from the JSON
+/// report, and what it printed.
+pub fn compare_run(topology: &str, policy: &str) -> (Value, String) {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path =
+        std::env::temp_dir().join(format!("chaoslab-meta-{}-{call}.json", std::process::id()));
+    let out = chaoslab(&[
+        "compare",
+        topology,
+        "--scenario",
+        "scenarios/metastable.yaml",
+        "--policies",
+        policy,
+        "--report",
+        path.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{policy}: {stdout}\n{stderr}");
+    eprintln!("{stdout}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&path);
+    (c["runs"][0].clone(), stdout)
+}
+
 /// The shipped scenario under the topology's naive retries: every
 /// expectation holds (availability under 10% for the 30 s after the
 /// trigger, DB flat out on abandoned work).
@@ -42,28 +68,9 @@ fn no_retries_budget_and_ownership_recover_as_the_model_says() {
     // together, measured), one `compare` a policy.
     let policies = ["none", "budget", "ownership", "budget+deadline"];
     let runs = side_by_side(policies.to_vec(), |policy| {
-        let path = std::env::temp_dir().join(format!(
-            "chaoslab-meta-{}-{}.json",
-            std::process::id(),
-            policy.replace('+', "-")
-        ));
-        let out = chaoslab(&[
-            "compare",
-            "topologies/metastable.yaml",
-            "--scenario",
-            "scenarios/metastable.yaml",
-            "--policies",
-            policy,
-            "--report",
-            path.to_str().unwrap(),
-        ]);
-        let (stdout, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(0), "{policy}: {stdout}\n{stderr}");
-        eprintln!("{stdout}");
+        let (run, stdout) = compare_run("topologies/metastable.yaml", policy);
         assert!(stdout.contains("recovered"), "{stdout}");
-        let c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let _ = std::fs::remove_file(&path);
-        c["runs"][0].clone()
+        run
     });
     let run = |policy: &str| -> Value {
         runs.iter()
