@@ -4,9 +4,11 @@
 
 use super::breaker;
 use super::budget::{self, EdgeRates};
+use super::hedge;
 use super::throttle;
 use super::{CallOutcome, Dist, Record};
 use crate::ownership::claim::Outbound;
+use crate::ownership::hedge::HedgeConfig;
 use crate::ownership::retry::{self, RetryVerdict};
 use crate::ownership::{Attribution, Claim, Classified, DependencyMode};
 use crate::topology::EdgePolicy;
@@ -90,12 +92,94 @@ fn retried_and_spared(p: &EdgePolicy, d: Dist) -> (f64, f64) {
 /// independent, or, for a callee with one bad host among its replicas,
 /// each attempt's replica drawn as the edge's balancer draws it
 /// (`other_host`: a retry goes to a replica not yet tried).
+/// A hedged edge (`hedge:`) sends its attempts as [`hedged_call`] says,
+/// its callee answering `latency_s` after each.
 pub(super) fn call_outcome(
     p: &EdgePolicy,
     callee: Callee,
     other_host: bool,
-    mode: DependencyMode,
-    attribution: Attribution,
+    (mode, attribution): (DependencyMode, Attribution),
+    rates: Option<EdgeRates>,
+    latency_s: f64,
+) -> CallOutcome {
+    let mix = callee.mix();
+    let mut o = match p.hedge {
+        Some(cfg) => hedged_call(p, cfg, mix, (mode, attribution), rates, latency_s),
+        None => retried_call(p, callee, other_host, (mode, attribution), rates),
+    };
+    let rate = rates.map(|r| r.first_per_sec * o.attempts);
+    if let Some(b) = &p.breaker {
+        let open = breaker::open_share(b, 1.0 - mix.s, rate);
+        fail_fast(&mut o, 1.0 - open);
+    }
+    if let Some(t) = &p.throttle {
+        fail_fast(&mut o, throttle::pass_share(t, 1.0 - mix.s, rate));
+    }
+    o
+}
+
+/// One hedged call ([`hedge::hedged`]): every hedge a retry for the
+/// budget, which is taken to grant each ask with the one probability
+/// that lets through the hedges it allows a call. Ownership plays no part in a hedge (A6 sends the
+/// next on any non-fatal failure); a committed failure carries the
+/// callee's claims in their shares.
+fn hedged_call(
+    p: &EdgePolicy,
+    cfg: HedgeConfig,
+    mix: Dist,
+    (mode, attribution): (DependencyMode, Attribution),
+    rates: Option<EdgeRates>,
+    latency_s: f64,
+) -> CallOutcome {
+    let hedges = |q: f64| hedge::hedged(cfg, latency_s, mix.s, q).attempts - 1.0;
+    let wanted = hedges(1.0);
+    let q = match p.budget {
+        Some(b) if wanted > 0.0 => {
+            // The grant that lets through the hedges the budget allows:
+            // more hedges for a larger grant, so halve the interval.
+            let allowed = budget::allowance(&b, 1.0 - mix.s, wanted, rates);
+            let (mut lo, mut hi) = (0.0, 1.0);
+            if hedges(1.0) <= allowed {
+                lo = 1.0;
+            }
+            for _ in 0..40 {
+                if lo >= hi {
+                    break;
+                }
+                let mid = 0.5 * (lo + hi);
+                if hedges(mid) < allowed {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        }
+        _ => 1.0,
+    };
+    let h = hedge::hedged(cfg, latency_s, mix.s, q);
+    let mut o = CallOutcome {
+        attempts: h.attempts,
+        retries: h.attempts - 1.0,
+        denied: h.refused,
+        ok: h.ok,
+        ..CallOutcome::default()
+    };
+    let p_fail = 1.0 - mix.s;
+    if p_fail > 0.0 {
+        for k in Claim::ALL {
+            o.fail[failed_call(p, k, mode, attribution) as usize] += h.failed * mix.of(k) / p_fail;
+        }
+    }
+    o
+}
+
+/// One logical call with retries, as [`call_outcome`] describes.
+fn retried_call(
+    p: &EdgePolicy,
+    callee: Callee,
+    other_host: bool,
+    (mode, attribution): (DependencyMode, Attribution),
     rates: Option<EdgeRates>,
 ) -> CallOutcome {
     let r = p.attempts.max(1);
@@ -161,14 +245,6 @@ pub(super) fn call_outcome(
         if ended[i] > 0.0 {
             o.fail[failed_call(p, k, mode, attribution) as usize] += ended[i];
         }
-    }
-    let rate = rates.map(|r| r.first_per_sec * o.attempts);
-    if let Some(b) = &p.breaker {
-        let open = breaker::open_share(b, 1.0 - mix.s, rate);
-        fail_fast(&mut o, 1.0 - open);
-    }
-    if let Some(t) = &p.throttle {
-        fail_fast(&mut o, throttle::pass_share(t, 1.0 - mix.s, rate));
     }
     o
 }

@@ -61,6 +61,7 @@ mod breaker;
 mod budget;
 mod call;
 pub mod capacity;
+mod hedge;
 mod radius;
 pub mod throttle;
 
@@ -230,6 +231,35 @@ pub fn predict_with_latency(
     }
 }
 
+/// Each service's answer time with no queue and no failure, seconds: its
+/// work and latency fault, and its calls' (one after another, or the
+/// slowest when it calls in parallel; a sampled call weighed by its
+/// share). What a hedge's delay is measured against when no attempt
+/// latency was measured.
+fn floor_latencies(t: &Topology, order: &[ServiceId]) -> Vec<f64> {
+    let mut floor = vec![0.0; t.services.len()];
+    for &v in order.iter().rev() {
+        let s = &t.services[v];
+        let calls = s.calls.iter().map(|&e| {
+            let edge = &t.edges[e];
+            floor[edge.to]
+                * edge.p.clamp(0.0, 1.0)
+                * if s.parallel {
+                    1.0
+                } else {
+                    f64::from(edge.count)
+                }
+        });
+        let below = if s.parallel {
+            calls.fold(0.0, f64::max)
+        } else {
+            calls.sum()
+        };
+        floor[v] = (s.work + s.fault_in_force().latency).as_secs_f64() + below;
+    }
+    floor
+}
+
 /// Invocations per root request of every service, top-down from the entry.
 fn loads(t: &Topology, m: &Model<'_>, order: &[ServiceId]) -> Vec<f64> {
     let mut load = vec![0.0; t.services.len()];
@@ -382,6 +412,9 @@ struct Model<'a> {
     calls: Vec<EdgeCall>,
     /// Each edge's traffic, once a pass has computed the loads.
     rates: Vec<Option<EdgeRates>>,
+    /// Each service's answer time with no queue, seconds
+    /// ([`floor_latencies`]).
+    floor_s: Vec<f64>,
     /// Per service, its bad and good replicas when its fault is on some of
     /// them only (as last evaluated).
     split: Vec<Option<Split>>,
@@ -398,6 +431,7 @@ impl<'a> Model<'a> {
         // order, which is wrong but finite.
         let order =
             super::topological_order(&t.services, &t.edges).unwrap_or_else(|_| (0..n).collect());
+        let floor_s = floor_latencies(t, &order);
         Model {
             t,
             policies: t.edges.iter().map(|e| policy.for_edge(&e.policy)).collect(),
@@ -411,6 +445,7 @@ impl<'a> Model<'a> {
                 .iter()
                 .map(|e| policy.balancing(&e.policy).1)
                 .collect(),
+            floor_s,
         }
     }
 
@@ -505,9 +540,11 @@ impl<'a> Model<'a> {
                 &self.policies[e],
                 self.callee(edge.to),
                 self.other_host[e],
-                edge.mode,
-                attribution,
+                (edge.mode, attribution),
                 self.rates[e],
+                self.rates[e]
+                    .and_then(|r| r.attempt_latency_s)
+                    .unwrap_or(self.floor_s[edge.to]),
             );
             let closes = edge.mode == DependencyMode::FailClose;
             let per_invocation = if edge.p >= 1.0 {
