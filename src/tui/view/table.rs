@@ -3,7 +3,9 @@
 //! selected row highlighted. Amplification is shown beside the model's
 //! figure and marked `*` (and coloured) when they disagree by over 5%.
 //! When some service has workers, its utilisation, queue, latency and the
-//! work its callers abandoned join them, first to go on a narrow screen.
+//! work its callers abandoned join them, first to go on a narrow screen;
+//! so do a defence's columns when it is in the fleet (an adaptive
+//! concurrency limit, a throttle, hedging).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
@@ -38,9 +40,36 @@ struct Col {
     right: bool,
     /// Lower stays longer when the table is narrow.
     rank: u8,
-    /// Shown only when some service has workers.
-    capacity: bool,
+    /// When it is shown at all.
+    when: When,
     cell: CellFn,
+}
+
+/// Columns that mean something only with a defence in the fleet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum When {
+    Always,
+    /// Some service has workers.
+    Capacity,
+    /// Some service runs an adaptive concurrency limit.
+    Limit,
+    /// The policy throttles, or some call was throttled.
+    Throttle,
+    /// Some hedge was cancelled.
+    Hedge,
+}
+
+impl When {
+    fn holds(self, s: &Snapshot) -> bool {
+        let any = |f: Figure| s.services.iter().any(|v| v.total[f] > 0.0);
+        match self {
+            When::Always => true,
+            When::Capacity => super::has_workers(s),
+            When::Limit => any(Figure::ConcurrencyLimit),
+            When::Throttle => s.state.policy.throttle || any(Figure::Throttled),
+            When::Hedge => any(Figure::HedgesCancelled),
+        }
+    }
 }
 
 fn plain(s: String) -> (String, Style) {
@@ -49,26 +78,38 @@ fn plain(s: String) -> (String, Style) {
 
 #[rustfmt::skip]
 const COLS: &[Col] = &[
-    Col { title: "service", right: false, rank: 0, capacity: false, cell: |r| (format!("{} {}", theme::glyph(r.v.state), r.v.name), theme::text(r.v.state)) },
-    Col { title: "depth", right: true, rank: 6, capacity: false, cell: |r| plain(r.v.depth.to_string()) },
-    Col { title: "rps", right: true, rank: 1, capacity: false, cell: |r| plain(format::rps(r.v.live[Figure::Rps])) },
-    Col { title: "amp", right: true, rank: 0, capacity: false, cell: amp_cell },
-    Col { title: "model", right: true, rank: 0, capacity: false, cell: |r| (format::amp(Some(r.v.live[Figure::ModelAmplification])), theme::label()) },
-    Col { title: "err%", right: true, rank: 2, capacity: false, cell: |r| { let e = r.v.live[Figure::ErrorRate]; (format::pct1(e), if e >= 0.01 { theme::alarm() } else { Style::new() }) } },
-    Col { title: "returned t/f/-", right: true, rank: 3, capacity: false, cell: |r| plain(format::claims(r.v.claims(Figure::ClaimsReturnedTrue))) },
-    Col { title: "seen t/f/-", right: true, rank: 7, capacity: false, cell: |r| plain(format::claims(r.v.claims(Figure::ClaimsSeenTrue))) },
-    Col { title: "retries", right: true, rank: 2, capacity: false, cell: |r| (format::count(r.v.total.count(Figure::RetriesSent)), if r.v.retry_rps >= 0.05 { theme::alarm() } else { Style::new() }) },
-    Col { title: "suppressed", right: true, rank: 3, capacity: false, cell: |r| { let n = r.v.total.count(Figure::RetriesSuppressed); (format::count(n), if n > 0 { theme::good() } else { Style::new() }) } },
-    Col { title: "denied", right: true, rank: 4, capacity: false, cell: |r| plain(format::count(r.v.total.count(Figure::BudgetDenied))) },
-    Col { title: "fault", right: false, rank: 4, capacity: false, cell: |r| (format::fault(r.fault), if r.fault.is_active() { theme::alarm() } else { theme::label() }) },
-    Col { title: "context", right: false, rank: 5, capacity: false, cell: |r| if r.dropped { ("dropped".into(), theme::text(ServiceState::ContextDropped)) } else { ("kept".into(), theme::label()) } },
-    Col { title: "util", right: false, rank: 8, capacity: true, cell: |r| capacity::util_cell(r.v, r.workers) },
-    Col { title: "queue", right: true, rank: 8, capacity: true, cell: |r| capacity::queue_cell(r.v, r.workers) },
-    Col { title: "p99 ms", right: true, rank: 8, capacity: true, cell: |r| plain(latency(r.v.live[Figure::LatencyMsP99])) },
-    Col { title: "timeouts", right: true, rank: 9, capacity: true, cell: |r| plain(format::count(r.v.total.count(Figure::Timeouts))) },
-    Col { title: "shed", right: true, rank: 9, capacity: true, cell: |r| plain(format::count(r.v.total.count(Figure::Shed))) },
-    Col { title: "wasted", right: true, rank: 9, capacity: true, cell: |r| plain(format::count(r.v.total.count(Figure::WorkWasted))) },
+    Col { title: "service", right: false, rank: 0, when: When::Always, cell: |r| (format!("{} {}", theme::glyph(r.v.state), r.v.name), theme::text(r.v.state)) },
+    Col { title: "depth", right: true, rank: 6, when: When::Always, cell: |r| plain(r.v.depth.to_string()) },
+    Col { title: "rps", right: true, rank: 1, when: When::Always, cell: |r| plain(format::rps(r.v.live[Figure::Rps])) },
+    Col { title: "amp", right: true, rank: 0, when: When::Always, cell: amp_cell },
+    Col { title: "model", right: true, rank: 0, when: When::Always, cell: |r| (format::amp(Some(r.v.live[Figure::ModelAmplification])), theme::label()) },
+    Col { title: "err%", right: true, rank: 2, when: When::Always, cell: |r| { let e = r.v.live[Figure::ErrorRate]; (format::pct1(e), if e >= 0.01 { theme::alarm() } else { Style::new() }) } },
+    Col { title: "returned t/f/-", right: true, rank: 3, when: When::Always, cell: |r| plain(format::claims(r.v.claims(Figure::ClaimsReturnedTrue))) },
+    Col { title: "seen t/f/-", right: true, rank: 7, when: When::Always, cell: |r| plain(format::claims(r.v.claims(Figure::ClaimsSeenTrue))) },
+    Col { title: "retries", right: true, rank: 2, when: When::Always, cell: |r| (format::count(r.v.total.count(Figure::RetriesSent)), if r.v.retry_rps >= 0.05 { theme::alarm() } else { Style::new() }) },
+    Col { title: "suppressed", right: true, rank: 3, when: When::Always, cell: |r| { let n = r.v.total.count(Figure::RetriesSuppressed); (format::count(n), if n > 0 { theme::good() } else { Style::new() }) } },
+    Col { title: "denied", right: true, rank: 4, when: When::Always, cell: |r| plain(format::count(r.v.total.count(Figure::BudgetDenied))) },
+    Col { title: "fault", right: false, rank: 4, when: When::Always, cell: |r| (format::fault(r.fault), if r.fault.is_active() { theme::alarm() } else { theme::label() }) },
+    Col { title: "context", right: false, rank: 5, when: When::Always, cell: |r| if r.dropped { ("dropped".into(), theme::text(ServiceState::ContextDropped)) } else { ("kept".into(), theme::label()) } },
+    Col { title: "util", right: false, rank: 8, when: When::Capacity, cell: |r| capacity::util_cell(r.v, r.workers) },
+    Col { title: "queue", right: true, rank: 8, when: When::Capacity, cell: |r| capacity::queue_cell(r.v, r.workers) },
+    Col { title: "p99 ms", right: true, rank: 8, when: When::Capacity, cell: |r| plain(latency(r.v.live[Figure::LatencyMsP99])) },
+    Col { title: "timeouts", right: true, rank: 9, when: When::Capacity, cell: |r| plain(format::count(r.v.total.count(Figure::Timeouts))) },
+    Col { title: "shed", right: true, rank: 9, when: When::Capacity, cell: |r| plain(format::count(r.v.total.count(Figure::Shed))) },
+    Col { title: "wasted", right: true, rank: 9, when: When::Capacity, cell: |r| plain(format::count(r.v.total.count(Figure::WorkWasted))) },
+    Col { title: "limit", right: true, rank: 4, when: When::Limit, cell: |r| plain(limit(r.v)) },
+    Col { title: "limited", right: true, rank: 5, when: When::Limit, cell: |r| plain(format::count(r.v.total.count(Figure::Limited))) },
+    Col { title: "throttled", right: true, rank: 3, when: When::Throttle, cell: |r| { let n = r.v.total.count(Figure::Throttled); (format::count(n), if n > 0 { theme::warn() } else { Style::new() }) } },
+    Col { title: "hedges cancelled", right: true, rank: 5, when: When::Hedge, cell: |r| plain(format::count(r.v.total.count(Figure::HedgesCancelled))) },
 ];
+
+/// A service's adaptive concurrency limit now, `–` without one.
+fn limit(v: &ServiceView) -> String {
+    match v.live[Figure::ConcurrencyLimit] {
+        l if l > 0.0 => format!("{l:.0}"),
+        _ => "–".into(),
+    }
+}
 
 /// Milliseconds: one decimal below 100, whole above.
 fn latency(ms: f64) -> String {
@@ -115,7 +156,7 @@ pub fn height(s: &Snapshot) -> u16 {
 pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     let order = state.order(s);
     let inner_w = area.width.saturating_sub(2) as usize;
-    let capacity = super::has_workers(s);
+    let shown_at_all: Vec<bool> = COLS.iter().map(|c| c.when.holds(s)).collect();
     // Only the rows in sight are drawn (a mesh has thousands): the
     // selected one last when it is below the first screenful, as a fresh
     // table scrolls.
@@ -140,7 +181,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     for rank in 0..=9u8 {
         let mut trial = keep.clone();
         for (i, c) in COLS.iter().enumerate() {
-            if c.rank == rank && (capacity || !c.capacity) {
+            if c.rank == rank && shown_at_all[i] {
                 trial[i] = true;
             }
         }
