@@ -21,12 +21,16 @@ use crate::error::{write_output, RunError};
 use crate::lab::figures::Figure;
 use crate::lab::{Action, Record};
 use crate::ownership::breaker::BreakerConfig;
+use crate::ownership::hedge::HedgeConfig;
 use crate::report::{Report, TimeSeries};
 use crate::scenario::Scenario;
 use crate::session::{Session, Setup};
 use crate::signals::Interrupts;
 use crate::topology::model::{self, capacity::Trigger};
-use crate::topology::{BreakerSetting, Concurrency, PolicyFields, Preset, Topology};
+use crate::topology::{
+    BreakerSetting, Closed, Concurrency, HedgeSetting, PolicyFields, Preset, Topology, MAX_CLIENTS,
+    MIN_THINK,
+};
 
 /// Default measured time of each run.
 pub const COMPARE_DURATION: Duration = Duration::from_secs(8);
@@ -80,6 +84,40 @@ pub struct Choice {
     /// `+gradient`, `+vegas`, `+aimd`: that controller, with its source's
     /// defaults, on every service the lab runs (SPEC section 15).
     pub limit: Option<&'static str>,
+    /// `+backoff`: every retry waits [`Population::backoff`] (the base of
+    /// an exponential backoff with full jitter).
+    pub backoff: bool,
+    /// `+closed`: every root a closed loop of [`Population::clients`]
+    /// clients offering the root's rate while answers are instant.
+    pub closed: bool,
+    /// `+hedge`: every edge hedges with gRPC A6's numbers of `hedge: on`
+    /// (three attempts, 100 ms apart, failures non-fatal).
+    pub hedge: bool,
+}
+
+/// What `+closed` and `+backoff` mean in a comparison (Marc Brooker's
+/// experiment: backoff sheds load from a closed loop of clients, not from
+/// an open one).
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct Population {
+    /// `+closed`: this many clients, shared among the roots by their
+    /// rates; each thinks clients ÷ rate between an answer and its next
+    /// request, so they offer the rate while answers are instant.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CLIENTS)))]
+    pub clients: u32,
+    /// `+backoff`: the base delay before a retry (exponential, full
+    /// jitter, as the policy's `backoff:`).
+    #[arg(long, default_value = "100ms", value_parser = crate::cli::parse_duration)]
+    pub backoff: Duration,
+}
+
+impl Default for Population {
+    fn default() -> Self {
+        Population {
+            clients: 50,
+            backoff: Duration::from_millis(100),
+        }
+    }
 }
 
 impl Choice {
@@ -87,27 +125,38 @@ impl Choice {
     pub fn parse(s: &str) -> Result<Choice, RunError> {
         let mut parts = s.trim().split('+');
         let name = parts.next().unwrap_or_default();
-        let mut choice = Choice {
-            preset: parse_policy(name).map_err(RunError::usage)?,
-            deadline: false,
-            breaker: false,
-            limit: None,
-        };
+        let mut choice = Choice::plain(parse_policy(name).map_err(RunError::usage)?);
         for other in parts {
             match other {
                 "deadline" => choice.deadline = true,
                 "breaker" => choice.breaker = true,
+                "backoff" => choice.backoff = true,
+                "closed" => choice.closed = true,
+                "hedge" => choice.hedge = true,
                 _ if Concurrency::WORDS.contains(&other) => {
                     choice.limit = Concurrency::WORDS.into_iter().find(|w| *w == other);
                 }
                 _ => {
                     return Err(RunError::Usage(format!(
-                        "--policies {s}: `+{other}` is not known (`+deadline`, `+breaker`, `+gradient`, `+vegas` or `+aimd`, e.g. retry+breaker)"
+                        "--policies {s}: `+{other}` is not known (`+deadline`, `+breaker`, `+gradient`, `+vegas`, `+aimd`, `+backoff`, `+closed` or `+hedge`, e.g. retry+breaker)"
                     )))
                 }
             }
         }
         Ok(choice)
+    }
+
+    /// `preset` alone.
+    pub fn plain(preset: Preset) -> Choice {
+        Choice {
+            preset,
+            deadline: false,
+            breaker: false,
+            limit: None,
+            backoff: false,
+            closed: false,
+            hedge: false,
+        }
     }
 
     /// Parses `--policies`: names separated by commas; `all` stands for
@@ -117,22 +166,33 @@ impl Choice {
         let mut choices = vec![];
         for s in list.split(',').filter(|s| !s.trim().is_empty()) {
             if s.trim() == "all" {
-                let plain = |preset, breaker| Choice {
-                    preset,
-                    deadline: false,
-                    breaker,
-                    limit: None,
-                };
-                choices.extend(Preset::ALL.into_iter().map(|p| plain(p, false)));
-                choices.push(plain(Preset::Retry, true));
-                choices.push(plain(Preset::Ownership, true));
+                let plain = Choice::plain;
+                choices.extend(Preset::ALL.into_iter().map(plain));
+                for preset in [Preset::Retry, Preset::Ownership] {
+                    choices.push(Choice {
+                        breaker: true,
+                        ..plain(preset)
+                    });
+                }
+                choices.push(Choice {
+                    hedge: true,
+                    ..plain(Preset::Retry)
+                });
                 for limit in Concurrency::WORDS {
                     for preset in [Preset::Retry, Preset::Ownership] {
                         choices.push(Choice {
                             limit: Some(limit),
-                            ..plain(preset, false)
+                            ..plain(preset)
                         });
                     }
+                }
+                // Open against closed load, with and without backoff.
+                for (backoff, closed) in [(true, false), (false, true), (true, true)] {
+                    choices.push(Choice {
+                        backoff,
+                        closed,
+                        ..plain(Preset::Retry)
+                    });
                 }
             } else {
                 choices.push(Choice::parse(s)?);
@@ -149,25 +209,61 @@ impl Choice {
     /// Its name in the table.
     pub fn name(self) -> String {
         format!(
-            "{}{}{}{}{}",
+            "{}{}{}{}{}{}{}{}",
             self.preset.name(),
             if self.deadline { "+deadline" } else { "" },
             if self.breaker { "+breaker" } else { "" },
             if self.limit.is_some() { "+" } else { "" },
             self.limit.unwrap_or_default(),
+            if self.backoff { "+backoff" } else { "" },
+            if self.closed { "+closed" } else { "" },
+            if self.hedge { "+hedge" } else { "" },
         )
     }
 
     /// `base` with this choice's concurrency limit on every service the
-    /// lab runs.
-    pub fn topology(self, base: &Topology) -> Topology {
+    /// lab runs, and with `+closed` every open-loop root a closed loop of
+    /// its share of `population`'s clients, thinking so that they offer
+    /// the root's rate at the run's total `rps` while answers are instant.
+    pub fn topology(self, base: &Topology, population: &Population, rps: f64) -> Topology {
         let mut t = base.clone();
         if let Some(word) = self.limit {
             for s in t.services.iter_mut().filter(|s| s.url.is_none()) {
                 s.concurrency = Concurrency::parse(word);
             }
         }
+        if self.closed {
+            let shares: Vec<f64> = t.load.shares().map(|(_, s)| s).collect();
+            for (root, share) in t.load.roots.iter_mut().zip(shares) {
+                let rate = rps * share;
+                if root.closed.is_some() || rate <= 0.0 {
+                    continue;
+                }
+                let clients = ((f64::from(population.clients) * share).round() as u32).max(1);
+                let think = Duration::from_secs_f64(f64::from(clients) / rate).max(MIN_THINK);
+                let closed = Closed { clients, think };
+                root.rps = closed.nominal_rps();
+                root.closed = Some(closed);
+            }
+            t.load.rps = t.load.roots.iter().map(|r| r.rps).sum();
+        }
         t
+    }
+
+    /// The policy this choice starts each run in.
+    fn policy(self, population: &Population) -> PolicyFields {
+        PolicyFields {
+            preset: Some(self.preset),
+            deadline: Some(self.deadline),
+            breaker: Some(if self.breaker {
+                BreakerSetting::On(BreakerConfig::DEFAULT)
+            } else {
+                BreakerSetting::Off
+            }),
+            backoff: self.backoff.then_some(population.backoff),
+            hedge: self.hedge.then_some(HedgeSetting::On(HedgeConfig::DEFAULT)),
+            ..Default::default()
+        }
     }
 }
 
@@ -196,7 +292,13 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
     crate::error::check_outputs(&outputs, &inputs)?;
     let base = Topology::load(&args.topology)?;
     let choices = Choice::parse_list(&args.policies)?;
+    let rps = args.load.rps.unwrap_or(base.load.rps);
     if args.processes {
+        if let Some(c) = choices.iter().find(|c| c.closed) {
+            crate::cli::closed_loop_in_one_process(&c.topology(&base, &args.population, rps))
+                .map_err(RunError::usage)?;
+        }
+        crate::cli::closed_loop_in_one_process(&base).map_err(RunError::usage)?;
         if let Some(c) = choices.iter().find(|c| c.limit.is_some()) {
             return Err(RunError::Usage(format!(
                 "--policies {}: a concurrency limit is set on the lab's own topology, which --processes does not carry to its nodes; write `concurrency:` in the topology file instead",
@@ -253,16 +355,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         if interrupts.interrupted() {
             break;
         }
-        let mut initial = vec![Action::Policy(PolicyFields {
-            preset: Some(choice.preset),
-            deadline: Some(choice.deadline),
-            breaker: Some(if choice.breaker {
-                BreakerSetting::On(BreakerConfig::DEFAULT)
-            } else {
-                BreakerSetting::Off
-            }),
-            ..Default::default()
-        })];
+        let mut initial = vec![Action::Policy(choice.policy(&args.population))];
         initial.extend(fail_actions(&base, &args.fail).map_err(RunError::usage)?);
         initial.extend(args.load.actions().map_err(RunError::usage)?);
         eprintln!(
@@ -279,7 +372,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
             until: Some(warmup + duration),
             steps: steps.clone(),
             processes: args.processes.then(|| args.topology.clone()),
-            ..Setup::new(choice.topology(&base))
+            ..Setup::new(choice.topology(&base, &args.population, rps))
         })?;
         interrupts.attach(session.stopper());
         if let Some((_, current)) = &metrics {
@@ -324,7 +417,15 @@ pub fn recovery(r: &Record) -> Recovery {
     let end = r.steps.iter().map(|(t, _)| *t).max().unwrap_or(r.warmup);
     let series = TimeSeries::from_series(&r.series, &r.topology, r.warmup, Duration::MAX);
     let trigger_end_s = end.saturating_sub(r.warmup).as_secs_f64();
-    // A second counts when goodput kept to the rate offered then.
+    // A second counts when goodput kept to the rate offered then; for a
+    // closed loop, whose clients send less while answers are slow, when
+    // it kept to what they sent.
+    let closed = r
+        .topology
+        .load
+        .roots
+        .iter()
+        .any(|root| root.closed.is_some());
     let ok: Vec<(f64, bool)> = series
         .t_s
         .iter()
@@ -333,7 +434,11 @@ pub fn recovery(r: &Record) -> Recovery {
             let offered = r
                 .planned_state_at(r.warmup + Duration::from_secs_f64(t))
                 .rps;
-            (t, sent * avail >= RECOVERED * offered)
+            let wanted = if closed { sent } else { offered };
+            (
+                t,
+                (!closed || sent > 0.0) && sent * avail >= RECOVERED * wanted,
+            )
         })
         .collect();
     let after: Vec<&(f64, bool)> = ok.iter().filter(|(t, _)| *t > trigger_end_s).collect();
@@ -345,11 +450,12 @@ pub fn recovery(r: &Record) -> Recovery {
         });
     let window = Report::measure(r, end, Duration::MAX);
     let policy = &r.start.applied_to(&r.topology).policy;
-    // The fluid queue knows nothing of deadlines, breakers, throttles or
-    // adaptive concurrency limits.
+    // The fluid queue knows nothing of deadlines, breakers, throttles,
+    // adaptive concurrency limits or clients that wait for their answers.
     let modelled = !(policy.deadline
         || policy.breaker.is_some()
         || policy.throttle
+        || closed
         || r.topology.services.iter().any(|s| s.concurrency.is_some()));
     Recovery {
         modelled,
@@ -402,7 +508,7 @@ pub fn recovery_table(c: &Comparison) -> String {
     };
     let _ = writeln!(
         out,
-        "after the trigger (it ends at {}s): recovered = goodput at {:.0}% of the offered rate or more, every second from then on",
+        "after the trigger (it ends at {}s): recovered = goodput at {:.0}% of the offered rate or more (of the rate sent, for closed-loop clients), every second from then on",
         first.trigger_end_s,
         RECOVERED * 100.0
     );
@@ -510,4 +616,81 @@ pub fn compare_table(c: &Comparison, with_model: bool) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_and_closed_load_are_choices_and_all_compares_them_against_retry() {
+        let c = Choice::parse("retry+backoff+closed").unwrap();
+        assert!(c.backoff && c.closed && c.preset == Preset::Retry);
+        assert_eq!(c.name(), "retry+backoff+closed");
+        let all: Vec<String> = Choice::parse_list("all")
+            .unwrap()
+            .into_iter()
+            .map(Choice::name)
+            .collect();
+        assert_eq!(
+            all[all.len() - 3..],
+            ["retry+backoff", "retry+closed", "retry+backoff+closed"]
+        );
+        let e = Choice::parse("retry+open").unwrap_err().to_string();
+        assert!(e.contains("`+backoff`, `+closed` or `+hedge`"), "{e}");
+        assert!(all.contains(&"retry+hedge".to_string()));
+        let hedged = Choice::parse("retry+hedge").unwrap();
+        assert_eq!(
+            hedged.policy(&Population::default()).hedge,
+            Some(HedgeSetting::On(HedgeConfig::DEFAULT))
+        );
+    }
+
+    #[test]
+    fn closed_shares_the_clients_among_the_roots_at_the_runs_rate() {
+        let t = Topology::from_yaml(
+            "name: t\nload:\n  entries:\n    - { entry: A, rps: 30 }\n    - { entry: B, rps: 10 }\nservices:\n  A: { calls: [C] }\n  B: { calls: [C] }\n  C: {}\n",
+            "t.yaml",
+        )
+        .unwrap();
+        let population = Population::default();
+        let closed = Choice {
+            closed: true,
+            ..Choice::plain(Preset::Retry)
+        };
+        // At --rps 80: A offers 60 a second, B 20.
+        let c = closed.topology(&t, &population, 80.0);
+        let got: Vec<(u32, f64)> = c
+            .load
+            .roots
+            .iter()
+            .map(|r| {
+                let k = r.closed.unwrap();
+                (k.clients, k.nominal_rps())
+            })
+            .collect();
+        assert_eq!(got[0].0, 38);
+        assert_eq!(got[1].0, 13);
+        assert!(
+            (got[0].1 - 60.0).abs() < 1e-6 && (got[1].1 - 20.0).abs() < 1e-6,
+            "{got:?}"
+        );
+        assert!((c.load.rps - 80.0).abs() < 1e-6);
+        // Not closed: the roots are left open.
+        let open = Choice::plain(Preset::Retry).topology(&t, &population, 80.0);
+        assert!(open.load.roots.iter().all(|r| r.closed.is_none()));
+        // The policy `+backoff` starts in.
+        let backoff = Choice {
+            backoff: true,
+            ..Choice::plain(Preset::Retry)
+        };
+        assert_eq!(
+            backoff.policy(&population).backoff,
+            Some(Duration::from_millis(100))
+        );
+        assert_eq!(
+            Choice::plain(Preset::Retry).policy(&population).backoff,
+            None
+        );
+    }
 }

@@ -308,6 +308,9 @@ impl RunArgs {
                 s.service_name()
             )));
         }
+        if self.processes || !self.remote.is_empty() {
+            closed_loop_in_one_process(&topology)?;
+        }
         let replicated = topology.services.iter().find(|s| s.replicas > 1);
         if let (Some(s), true) = (replicated, !self.remote.is_empty()) {
             return Err(UsageError(format!(
@@ -393,9 +396,14 @@ pub struct CompareArgs {
     /// Policies to compare, comma-separated, or `all` for every preset and
     /// defence (`+deadline` propagates deadlines, `+breaker` puts a breaker
     /// on every call, `+gradient`, `+vegas` or `+aimd` an adaptive
-    /// concurrency limit on every service: `retry+gradient`).
+    /// concurrency limit on every service: `retry+gradient`; `+backoff`
+    /// backs off before each retry, `+closed` drives a closed loop of
+    /// clients: `retry+backoff+closed`; `+hedge` hedges every call).
     #[arg(long, default_value = "retry,budget,ownership")]
     pub policies: String,
+    /// What `+closed` and `+backoff` mean.
+    #[command(flatten)]
+    pub population: crate::compare::Population,
     /// How long each policy runs and how much of it to leave out.
     #[command(flatten)]
     pub clock: Clock,
@@ -687,3 +695,17 @@ impl Load {
 
 #[cfg(test)]
 mod tests;
+
+/// Refuses a closed-loop root where the services run as nodes (`run
+/// --processes`, `--remote`, `compare --processes`): the nodes count each
+/// service's requests, and the nominal requests a closed loop's
+/// amplification is measured against are counted where its clients run.
+pub fn closed_loop_in_one_process(t: &Topology) -> Result<(), UsageError> {
+    match t.load.roots.iter().find(|r| r.closed.is_some()) {
+        Some(r) => Err(UsageError(format!(
+            "root `{}` is a closed loop (load.clients), which runs in one process only: the nodes count each service's requests, and the requests its clients would offer, which its amplification is measured against, are counted where they run; drop --processes/--remote, or give it `rps:`",
+            t.services[r.entry].name
+        ))),
+        None => Ok(()),
+    }
+}

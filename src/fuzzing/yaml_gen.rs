@@ -199,6 +199,8 @@ fn value_for(key: &'static str) -> BoxedStrategy<String> {
         "phase" => (&["before", "after"], &["during"]),
         "context" => (&["dropped"], &["kept"]),
         "arrival" => (&["constant", "poisson"], &["burst"]),
+        "clients" => (&["1", "50"], &["0", "2.5", "-1"]),
+        "think" => (&["100ms", "1s"], &["0s", "2h"]),
         "rps" | "capacity" | "min_per_sec" => (&["1", "120", "300"], &["0", "1e9", "-5"]),
         "url" => (&["http://127.0.0.1:9/"], &["https://x/", "http://a b/"]),
         "header" => (&["x-error-claim", "x-claim"], &["x bad", "é"]),
@@ -262,7 +264,7 @@ const POLICY_KEYS: &[&str] = &[
 ];
 #[rustfmt::skip]
 const LOAD_KEYS: &[&str] = &[
-    "entry", "rps", "arrival", "timeout",
+    "entry", "rps", "arrival", "timeout", "clients", "think",
 ];
 #[rustfmt::skip]
 const OWNERSHIP_KEYS: &[&str] = &[

@@ -184,7 +184,8 @@ impl Window<'_> {
     /// Service `i`'s no-fault load at the root rates measured: each
     /// root's rate times the calls one of its requests makes of `i`.
     fn baseline(&self, i: usize) -> f64 {
-        self.topology.baseline(i, |r| self.rate(self.svc(r).roots))
+        self.topology
+            .baseline(i, |r| self.rate(self.svc(r).baseline_roots()))
     }
 
     /// Service `i`'s workers, when it has them.

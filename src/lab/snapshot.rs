@@ -167,6 +167,9 @@ pub struct Snapshot {
     /// section 7): the highest entry rate at which the fleet drains when
     /// every attempt times out. `None` when no service has workers.
     pub recovery_threshold: Option<f64>,
+    /// The one root's think time when it is a closed loop of clients:
+    /// its clients in force are the offered rate times it.
+    pub think: Option<Duration>,
     /// Per service, topology order.
     pub services: Vec<ServiceView>,
     /// Per edge, topology order.
@@ -392,6 +395,10 @@ pub fn build(mut i: Inputs<'_>) -> Snapshot {
         tap: tap_lines(i.tap, i.topology),
         timeline: None,
         recovery_threshold: i.recovery_threshold,
+        think: match i.topology.load.roots.as_slice() {
+            [one] => one.closed.map(|c| c.think),
+            _ => None,
+        },
         services: (0..i.topology.services.len())
             .map(|s| service_view(&i, &live, s, std::mem::take(&mut learned[s])))
             .collect(),
@@ -496,9 +503,9 @@ fn service_view(i: &Inputs<'_>, live: &Live<'_>, id: usize, learned: Vec<Learned
             .windows(2)
             .map(|p| {
                 let (a, b) = (&p[0].counts.services, &p[1].counts.services);
-                let base = i
-                    .topology
-                    .baseline(id, |r| b[r].roots.saturating_sub(a[r].roots) as f64);
+                let base = i.topology.baseline(id, |r| {
+                    b[r].baseline_roots().saturating_sub(a[r].baseline_roots()) as f64
+                });
                 if base > 0.0 {
                     b[id].requests.saturating_sub(a[id].requests) as f64 / base
                 } else {

@@ -113,6 +113,14 @@ impl Snapshot {
             "recovery_threshold".into(),
             self.recovery_threshold.map_or(Value::Null, number),
         );
+        if let Some(think) = self.think {
+            // A closed loop's clients in force, and each one's think time.
+            out.insert(
+                "clients".into(),
+                json!(crate::load::closed::clients_at(self.state.rps, think)),
+            );
+            out.insert("think_s".into(), json!(think.as_secs_f64()));
+        }
         out.insert("saturated".into(), json!(!self.saturation.is_empty()));
         out.insert("saturation".into(), json!(self.saturation));
         out.insert("services".into(), Value::Array(services));

@@ -7,8 +7,13 @@
 //! is counted as *dropped* instead of queued, so memory stays fixed under
 //! any overload.
 //!
+//! A root may instead be a closed loop of clients ([`closed`]), each
+//! waiting for its answer and a think time before its next request.
+//!
 //! It starts with the fleet, so its one failure (its HTTP client cannot be
 //! built) is a [`LoadError`].
+
+pub mod closed;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -111,6 +116,61 @@ pub struct Target {
     pub root: Option<usize>,
 }
 
+/// The generator's HTTP client: at most `idle` idle connections kept,
+/// the end user's `timeout` on every request.
+pub(crate) fn http_client(
+    target: &Target,
+    idle: usize,
+    timeout: Option<Duration>,
+) -> Result<reqwest::Client, LoadError> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(idle)
+        .timeout(timeout.unwrap_or(ROOT_TIMEOUT))
+        .build()
+        .map_err(|source| LoadError {
+            url: target.urls.join(" "),
+            source,
+        })
+}
+
+/// Sends one root request to `url` and counts its outcome when it ends
+/// (the caller counted it sent).
+pub(crate) async fn send_root(
+    http: &reqwest::Client,
+    url: &str,
+    metrics: &Metrics,
+    root: Option<usize>,
+) {
+    let t0 = Instant::now();
+    let ok = match http.get(url).send().await {
+        Ok(r) => {
+            let ok = !crate::ownership::is_error_status(r.status().as_u16());
+            r.bytes().await.is_ok() && ok
+        }
+        Err(e) => {
+            if crate::ownership::observe::is_out_of_files(&e) {
+                metrics.fd_error();
+            }
+            false
+        }
+    };
+    let took = t0.elapsed();
+    metrics.root_done(ok, took);
+    if let Some(k) = root {
+        metrics.root_done_at(k, ok, took);
+    }
+}
+
+/// Counts a root request sent.
+pub(crate) fn count_sent(metrics: &Metrics, root: Option<usize>) {
+    metrics.root_sent();
+    if let Some(k) = root {
+        metrics.root_sent_at(k);
+    }
+}
+
 /// Starts the generator: root requests to `target` until `stop` turns
 /// true.
 /// The end user gives a root request up after `timeout` (`load.timeout`;
@@ -130,21 +190,7 @@ pub fn spawn(
     metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<JoinHandle<()>, LoadError> {
-    let http = match reqwest::Client::builder()
-        .no_proxy()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(max_in_flight)
-        .timeout(timeout.unwrap_or(ROOT_TIMEOUT))
-        .build()
-    {
-        Ok(http) => http,
-        Err(source) => {
-            return Err(LoadError {
-                url: target.urls.join(" "),
-                source,
-            })
-        }
-    };
+    let http = http_client(&target, max_in_flight, timeout)?;
     let Target { urls, share, root } = target;
     let urls: Vec<Arc<str>> = urls.into_iter().map(Into::into).collect();
     let mut turn = 0usize;
@@ -209,32 +255,12 @@ pub fn spawn(
             }
             match slots.clone().try_acquire_owned() {
                 Ok(permit) => {
-                    metrics.root_sent();
-                    if let Some(k) = root {
-                        metrics.root_sent_at(k);
-                    }
+                    count_sent(&metrics, root);
                     let url = urls[turn % urls.len().max(1)].clone();
                     turn = turn.wrapping_add(1);
                     let (http, metrics) = (http.clone(), metrics.clone());
                     tokio::spawn(async move {
-                        let t0 = Instant::now();
-                        let ok = match http.get(&*url).send().await {
-                            Ok(r) => {
-                                let ok = !crate::ownership::is_error_status(r.status().as_u16());
-                                r.bytes().await.is_ok() && ok
-                            }
-                            Err(e) => {
-                                if crate::ownership::observe::is_out_of_files(&e) {
-                                    metrics.fd_error();
-                                }
-                                false
-                            }
-                        };
-                        let took = t0.elapsed();
-                        metrics.root_done(ok, took);
-                        if let Some(k) = root {
-                            metrics.root_done_at(k, ok, took);
-                        }
+                        send_root(&http, &url, &metrics, root).await;
                         drop(permit);
                     });
                 }

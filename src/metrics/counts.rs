@@ -19,6 +19,10 @@ macro_rules! with_service_counters {
                 errors,
                 /// Root requests it opened (the entry's count of end-user requests).
                 roots,
+                /// Root requests its closed-loop clients offer while answers are
+                /// instant (clients ÷ think a second), counted as time passes; 0
+                /// for an open-loop root.
+                nominal_roots,
                 /// Retries it sent.
                 retries_sent,
                 /// Retries it did not send because the callee disowned the error.
@@ -122,6 +126,21 @@ macro_rules! service_counts {
 }
 
 with_service_counters!(service_counts);
+
+impl ServiceCounts {
+    /// The root requests its descendants' baselines are measured
+    /// against: those it opened, or for a closed-loop root those its
+    /// clients offer while answers are instant, since what it opens falls
+    /// as its clients wait on a slow fleet, and that fall is the load a
+    /// closed loop sheds (SPEC section 15).
+    pub fn baseline_roots(&self) -> u64 {
+        if self.nominal_roots > 0 {
+            self.nominal_roots
+        } else {
+            self.roots
+        }
+    }
+}
 
 /// A copy of one edge's counters.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

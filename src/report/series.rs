@@ -102,7 +102,7 @@ impl TimeSeries {
             } else {
                 c.services.get(entry).map_or(0, |e| e.roots)
             };
-            let entry_roots = c.services.get(entry).map_or(0, |e| e.roots) as f64;
+            let entry_roots = c.services.get(entry).map_or(0, |e| e.baseline_roots()) as f64;
             out.t_s
                 .push(round(w[1].t.saturating_sub(from).as_secs_f64()));
             out.entry_rps.push(round(roots as f64 / dt));
@@ -111,8 +111,9 @@ impl TimeSeries {
                 let n = c.services.get(i).map_or(0, |x| x.requests) as f64;
                 let base = if topology.load.many_roots() {
                     topology.baseline(i, |r| {
-                        let at =
-                            |x: &crate::metrics::Counts| x.services.get(r).map_or(0, |e| e.roots);
+                        let at = |x: &crate::metrics::Counts| {
+                            x.services.get(r).map_or(0, |e| e.baseline_roots())
+                        };
                         at(&w[1].counts).saturating_sub(at(&w[0].counts)) as f64
                     })
                 } else {

@@ -157,26 +157,43 @@ impl Live {
                 for (k, ((entry, share), root)) in
                     shares.into_iter().zip(&topology.load.roots).enumerate()
                 {
-                    let spawned = load::spawn(
-                        load::Target {
-                            urls: fleet.replica_urls(entry),
-                            share,
-                            root: many.then_some(k),
-                        },
-                        control.clone(),
-                        root.arrival,
-                        topology.load.timeout,
-                        // The run's in-flight bound, shared by the roots.
-                        ((opts.max_in_flight as f64 * share).ceil() as usize)
-                            .max(1)
-                            .min(load::in_flight_for(topology.load.rps * share)),
-                        opts.seed
-                            .wrapping_mul(31)
-                            .wrapping_add(7)
-                            .wrapping_add(k as u64 * 0x9E37_79B9),
-                        fleet.metrics().clone(),
-                        stop_rx.clone(),
-                    );
+                    let target = load::Target {
+                        urls: fleet.replica_urls(entry),
+                        share,
+                        root: many.then_some(k),
+                    };
+                    let seed = opts
+                        .seed
+                        .wrapping_mul(31)
+                        .wrapping_add(7)
+                        .wrapping_add(k as u64 * 0x9E37_79B9);
+                    let spawned = if let Some(closed) = root.closed {
+                        load::closed::spawn(
+                            target,
+                            entry,
+                            closed,
+                            control.clone(),
+                            root.arrival,
+                            topology.load.timeout,
+                            seed,
+                            fleet.metrics().clone(),
+                            stop_rx.clone(),
+                        )
+                    } else {
+                        load::spawn(
+                            target,
+                            control.clone(),
+                            root.arrival,
+                            topology.load.timeout,
+                            // The run's in-flight bound, shared by the roots.
+                            ((opts.max_in_flight as f64 * share).ceil() as usize)
+                                .max(1)
+                                .min(load::in_flight_for(topology.load.rps * share)),
+                            seed,
+                            fleet.metrics().clone(),
+                            stop_rx.clone(),
+                        )
+                    };
                     match spawned {
                         Ok(t) => tasks.push(t),
                         Err(e) => {

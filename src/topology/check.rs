@@ -205,13 +205,20 @@ fn write_settings(out: &mut String, t: &Topology) {
         let mut roots: Vec<String> = busiest
             .iter()
             .take(MAX_ROOTS_NAMED)
-            .map(|r| {
-                format!(
+            .map(|r| match r.closed {
+                Some(c) => format!(
+                    "{} with {} clients thinking {} ({} rps at most)",
+                    t.services[r.entry].name,
+                    c.clients,
+                    fmt_duration(c.think),
+                    fmt_num(r.rps),
+                ),
+                None => format!(
                     "{} at {} rps ({})",
                     t.services[r.entry].name,
                     fmt_num(r.rps),
                     arrival(r.arrival)
-                )
+                ),
             })
             .collect();
         if left > 0 {
@@ -222,6 +229,21 @@ fn write_settings(out: &mut String, t: &Topology) {
             ));
         }
         let _ = writeln!(out, "roots      {}", roots.join(", "));
+    } else if let Some(c) = t.load.roots[0].closed {
+        let _ = writeln!(
+            out,
+            "entry      {} with {} closed-loop clients, each thinking {} between an answer and its next request",
+            t.entry().name,
+            c.clients,
+            fmt_duration(c.think),
+        );
+        let _ = writeln!(
+            out,
+            "           they send {} ÷ ({} + the answer time) a second: at most {} rps, the baseline amplification is measured against",
+            c.clients,
+            fmt_duration(c.think),
+            fmt_num(t.load.rps),
+        );
     } else {
         let _ = writeln!(
             out,

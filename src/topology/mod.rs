@@ -311,9 +311,41 @@ pub struct Root {
     pub entry: ServiceId,
     /// Its root requests per second (at the topology's total rate).
     pub rps: f64,
-    /// How its arrivals are spaced.
+    /// How its arrivals are spaced (a closed loop's think times, when
+    /// `poisson`, are exponential).
     pub arrival: Arrival,
+    /// A closed loop of clients in place of open-loop arrivals; its `rps`
+    /// is then what they offer while answers are instant, clients ÷ think.
+    pub closed: Option<Closed>,
 }
+
+/// A closed-loop root (`load.clients`, `load.think`): each client sends
+/// its next request only after the answer to its last and a think time,
+/// so a slow or failing fleet slows the offered load down (SPEC section
+/// 15; Marc Brooker's "What is Backoff For?").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed {
+    /// How many clients.
+    pub clients: u32,
+    /// Each client's pause between an answer and its next request.
+    pub think: Duration,
+}
+
+impl Closed {
+    /// The rate the clients offer while answers are instant: the baseline
+    /// their root's amplification is measured against.
+    pub fn nominal_rps(self) -> f64 {
+        f64::from(self.clients) / self.think.as_secs_f64()
+    }
+}
+
+/// The most closed-loop clients one root may have.
+pub const MAX_CLIENTS: u32 = 10_000;
+/// The shortest think time: the closed loop's nominal rate, clients ÷
+/// think, must be finite.
+pub const MIN_THINK: Duration = Duration::from_millis(1);
+/// A closed-loop client's think time when none is given.
+pub const DEFAULT_THINK: Duration = Duration::from_secs(1);
 
 impl LoadSettings {
     /// Each root's share of the root requests.

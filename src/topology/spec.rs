@@ -28,7 +28,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use super::{Arrival, Fault, Phase, PolicyFields, MAX_QUEUE, MAX_WORKERS};
+use super::{Arrival, Fault, Phase, PolicyFields, MAX_CLIENTS, MAX_QUEUE, MAX_WORKERS, MIN_THINK};
 use crate::ownership::{Attribution, DependencyMode};
 use crate::yaml;
 
@@ -109,6 +109,14 @@ pub struct LoadSpec {
     /// section 11); in place of `entry:` and `rps:`.
     #[serde(default)]
     pub entries: Option<Vec<EntrySpec>>,
+    /// `clients:` a closed loop of this many clients in place of `rps:`
+    /// (SPEC section 15).
+    #[serde(default, deserialize_with = "clients")]
+    pub clients: Option<u32>,
+    /// `think:` each closed-loop client's pause between an answer and its
+    /// next request (default 1s; the default of every entry's too).
+    #[serde(default, deserialize_with = "think")]
+    pub think: Option<Duration>,
 }
 
 /// One of `load.entries`.
@@ -123,6 +131,12 @@ pub struct EntrySpec {
     /// `arrival:` constant | poisson (default: `load.arrival`).
     #[serde(default)]
     pub arrival: Option<Arrival>,
+    /// `clients:` a closed loop in place of `rps:`.
+    #[serde(default, deserialize_with = "clients")]
+    pub clients: Option<u32>,
+    /// `think:` its clients' think time (default: `load.think`).
+    #[serde(default, deserialize_with = "think")]
+    pub think: Option<Duration>,
 }
 
 /// `services:`: every service, in the order the file lists them.
@@ -418,6 +432,55 @@ pub(crate) fn queue<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::E
             })
         },
     )
+}
+
+/// `clients:` closed-loop clients, 1 to [`MAX_CLIENTS`].
+fn clients<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    yaml::number(
+        d,
+        "a number of closed-loop clients",
+        "clients needs a whole number of closed-loop clients",
+        |v| {
+            yaml::whole(v, 1, MAX_CLIENTS, "clients").map_err(|e| {
+                format!("{e}: each client sends its next request only after the answer to its last (leave clients out for open-loop load at `rps:`)")
+            })
+        },
+    )
+}
+
+/// `think:` a closed-loop client's pause, [`MIN_THINK`] to an hour.
+fn think<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    struct V;
+    impl V {
+        fn check<E: de::Error>(s: &str) -> Result<Duration, E> {
+            let t = yaml::parse_duration(s).map_err(E::custom)?;
+            if t < MIN_THINK || t > Duration::from_secs(3600) {
+                return Err(E::custom(format!(
+                    "think must be from 1ms to 1h, got `{s}`: it is each client's pause between an answer and its next request, and clients ÷ think is the rate they offer while answers are instant"
+                )));
+            }
+            Ok(t)
+        }
+    }
+    impl<'de> Visitor<'de> for V {
+        type Value = Duration;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a duration such as 100ms or 1s")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
+            V::check(v)
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
+            V::check(&v.to_string())
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
+            V::check(&v.to_string())
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
+            V::check(&v.to_string())
+        }
+    }
+    d.deserialize_any(V).map(Some)
 }
 
 /// `load.timeout`: a duration of more than 0.

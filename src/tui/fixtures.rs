@@ -158,6 +158,7 @@ fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snaps
         roots: vec![],
         spurious_avoided: 0,
         recovery_threshold: None,
+        think: None,
         edges: chain_edges(services.len(), &[], &[]),
         services,
         events: vec![],

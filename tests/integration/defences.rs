@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::common::edge;
 use crate::common::{fleet_lock, side_by_side};
-use crate::metastable::compare_run;
+use crate::metastable::{compare_run, compare_with};
 use crate::overload::topology_file;
 use crate::tables::{headless_report, node, num};
 
@@ -132,7 +132,8 @@ fn sre_throttling_starves_a_dead_service_and_lets_it_back(r: &Value) {
 /// limit by one a sample up to 200, and DB queues more than A waits for.
 /// Given a timeout under A's (`timeout: 200ms`), the same AIMD backs off
 /// and the fleet recovers. The `sre` throttle shuts on the timeouts and
-/// recovers once it opens again.
+/// recovers once it opens again. Naive retries from a closed loop of
+/// clients recover too.
 fn adaptive_concurrency_and_throttling_end_the_metastable_storm() {
     // Side by side: two-service fleets at 120 to 300 root requests a
     // second each, one `compare` a policy.
@@ -150,6 +151,7 @@ fn adaptive_concurrency_and_throttling_end_the_metastable_storm() {
         (&meta, "retry+aimd"),
         (&meta, "sre"),
         (&tuned, "retry"),
+        (&meta, "retry+closed"),
     ];
     let runs = side_by_side(policies.to_vec(), |(topology, policy)| {
         compare_run(topology, policy).0
@@ -208,6 +210,18 @@ fn adaptive_concurrency_and_throttling_end_the_metastable_storm() {
         .unwrap_or_else(|| panic!("sre never recovered: {}", sre["recovery"]));
     assert!(after < 30.0, "sre: {after} s");
     assert!(num(node(&sre["report"], "A"), "throttled") > 0.0);
+    // The same naive retries from a closed loop of 50 clients: they wait
+    // on their timed-out calls, DB is sent about what its clients offer
+    // (not the open loop's 2.8x) and the fleet comes back (16 to 18 s
+    // measured), where the open loop never does.
+    let closed = run("retry+closed");
+    let after = closed["recovery"]["recovered_after_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("a closed loop never recovered: {}", closed["recovery"]));
+    assert!(after < 28.0, "retry+closed: {after} s");
+    assert_eq!(closed["recovery"]["modelled"], false);
+    let db = num(node(&closed["report"], "DB"), "amplification");
+    assert!(db < 1.3, "DB at {db}x of what the clients offer");
 }
 
 /// Both of the above at once: the uber-chain scenario (about 0.3 of a
@@ -231,9 +245,10 @@ fn the_defences_that_are_not_budgets() {
 /// at most. B slower than two delays (100 ms) gets every call three
 /// times, and the two slower attempts of each are cancelled when the first
 /// answers: 3× B's load, 2 hedges cancelled a call (the model: attempts a
-/// call = min(max_attempts, ⌈latency / delay⌉)). B faster than the delay
-/// (10 ms) gets each call once. Hedges are retries to the budget: under
-/// `budget` (10%) the same slow B sees 1.1×.
+/// call = min(max_attempts, ⌈latency / delay⌉), which the report's model
+/// figure, A6's machine driven over B's answer time, also says). B faster
+/// than the delay (10 ms) gets each call once. Hedges are retries to the
+/// budget: under `budget` (10%) the same slow B sees 1.1×, the model too.
 #[test]
 fn hedging_sends_a_hedge_each_delay_and_cancels_the_losers() {
     let _fleet = fleet_lock();
@@ -257,12 +272,24 @@ fn hedging_sends_a_hedge_each_delay_and_cancels_the_losers() {
     for f in &runs {
         let _ = std::fs::remove_file(f);
     }
-    let model = |latency_ms: f64| (latency_ms / 30.0).ceil().min(3.0);
+    let closed_form = |latency_ms: f64| (latency_ms / 30.0).ceil().min(3.0);
+    // The model drives A6's machine over the callee's answer time: the
+    // closed form where every answer succeeds, and the budget's grant.
+    for (r, want) in reports
+        .iter()
+        .zip([closed_form(100.0), closed_form(10.0), 1.1])
+    {
+        let model = num(node(r, "B"), "model_amplification");
+        assert!(
+            (model - want).abs() < 1e-3,
+            "the model says {model}, not {want}"
+        );
+    }
     let calls = |r: &Value| num(edge(r, "A", "B"), "attempts") - num(edge(r, "A", "B"), "retries");
     let slow = &reports[0];
     let b = num(node(slow, "B"), "amplification");
     assert!(
-        (b - model(100.0)).abs() <= 0.05 * model(100.0),
+        (b - closed_form(100.0)).abs() <= 0.05 * closed_form(100.0),
         "slow B at {b}"
     );
     let cancelled = num(edge(slow, "A", "B"), "hedges_cancelled") / calls(slow);
@@ -273,9 +300,76 @@ fn hedging_sends_a_hedge_each_delay_and_cancels_the_losers() {
     assert!(num(&slow["root"], "availability") >= 0.999);
     let fast = &reports[1];
     let b = num(node(fast, "B"), "amplification");
-    assert!((b - model(10.0)).abs() <= 0.05, "fast B at {b}");
+    assert!((b - closed_form(10.0)).abs() <= 0.05, "fast B at {b}");
     assert_eq!(num(edge(fast, "A", "B"), "hedges_cancelled"), 0.0);
     let budget = &reports[2];
     let b = num(node(budget, "B"), "amplification");
     assert!((b - 1.1).abs() <= 0.05 * 1.1, "budgeted B at {b}");
+}
+
+/// Marc Brooker's result ("What is Backoff For?"), measured: on Uber's
+/// chain with D failing every request and one retry a hop, D takes 8× the
+/// root requests under any backoff; what backoff changes is how often a
+/// closed loop's clients come back. 50 clients thinking 1 s (50 root
+/// requests a second while answers are instant) against an open loop at
+/// 50 a second, each with and without a 200 ms backoff, the four side by
+/// side. Open loop: D's amplification moves under 5% (every root request
+/// still makes its 8 calls). Closed loop: it falls by over 20% (measured
+/// 7.79× to 4.69×), as the interactive response time law says: the
+/// clients send 50 ÷ (1 s + the answer time) a second, so D's load over
+/// the population's nominal rate is 8 × 1 s ÷ (1 s + answer time), within
+/// 15% with the measured median answer time.
+#[test]
+fn backoff_sheds_load_from_a_closed_loop_of_clients_not_from_an_open_one() {
+    let _fleet = fleet_lock();
+    let policies = [
+        "retry",
+        "retry+backoff",
+        "retry+closed",
+        "retry+backoff+closed",
+    ];
+    let runs = side_by_side(policies.to_vec(), |policy| {
+        compare_with(&[
+            "topologies/uber-chain.yaml",
+            "--policies",
+            policy,
+            "--rps",
+            "50",
+            "--clients",
+            "50",
+            "--backoff",
+            "200ms",
+            "--warmup",
+            "2s",
+            "--duration",
+            "4s",
+        ])
+        .0
+    });
+    let d = |k: usize| num(node(&runs[k]["report"], "D"), "amplification");
+    let (open, open_backoff, closed, closed_backoff) = (d(0), d(1), d(2), d(3));
+    let change = |a: f64, b: f64| (a - b).abs() / a;
+    assert!(
+        change(open, open_backoff) < 0.05,
+        "open loop: D at {open:.2}x without backoff and {open_backoff:.2}x with it"
+    );
+    assert!(
+        change(closed, closed_backoff) > 0.20,
+        "closed loop: D at {closed:.2}x without backoff and {closed_backoff:.2}x with it"
+    );
+    for (k, amp) in [(2, closed), (3, closed_backoff)] {
+        let root = &runs[k]["report"]["root"];
+        assert!(
+            (num(root, "offered_rps") - 50.0).abs() < 1e-6,
+            "{}: the baseline is the clients' nominal rate: {root}",
+            policies[k]
+        );
+        let answer_s = num(&root["latency_ms"], "p50") / 1000.0;
+        let law = 8.0 * 1.0 / (1.0 + answer_s);
+        assert!(
+            change(law, amp) < 0.15,
+            "{}: D at {amp:.2}x; 8 × 1 s ÷ (1 s + {answer_s:.3} s) = {law:.2}x",
+            policies[k]
+        );
+    }
 }

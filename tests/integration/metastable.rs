@@ -13,22 +13,28 @@ use crate::tables::{headless_report, node, num};
 /// --policies POLICY`, which must succeed: its one run, from the JSON
 /// report, and what it printed.
 pub fn compare_run(topology: &str, policy: &str) -> (Value, String) {
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path =
-        std::env::temp_dir().join(format!("chaoslab-meta-{}-{call}.json", std::process::id()));
-    let out = chaoslab(&[
-        "compare",
+    compare_with(&[
         topology,
         "--scenario",
         "scenarios/metastable.yaml",
         "--policies",
         policy,
-        "--report",
-        path.to_str().unwrap(),
-    ]);
+    ])
+}
+
+/// `chaoslab compare ARGS` (one policy), which must succeed: its one run,
+/// from the JSON report, and what it printed.
+pub fn compare_with(args: &[&str]) -> (Value, String) {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path =
+        std::env::temp_dir().join(format!("chaoslab-meta-{}-{call}.json", std::process::id()));
+    let mut all = vec!["compare"];
+    all.extend_from_slice(args);
+    all.extend(["--report", path.to_str().unwrap()]);
+    let out = chaoslab(&all);
     let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{policy}: {stdout}\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {stdout}\n{stderr}");
     eprintln!("{stdout}");
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let _ = std::fs::remove_file(&path);

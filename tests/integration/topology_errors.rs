@@ -608,6 +608,53 @@ fn industry_policy_fields_say_where_and_what() {
     );
 }
 
+/// SPEC section 15's closed loop: at least one client, a think time of
+/// at least a millisecond (clients ÷ think is the baseline), and a root is
+/// either open (`rps:`) or closed (`clients:`).
+#[test]
+fn closed_loop_clients_that_cannot_be() {
+    let file = |load: &str| format!("name: t\nload: {load}\nservices:\n  A: {{}}\n");
+    rejects(
+        "clients-zero",
+        &file("{ clients: 0 }"),
+        ":2:18: ",
+        &["clients must be a whole number from 1 to 10000, got 0"],
+    );
+    rejects(
+        "clients-fraction",
+        &file("{ clients: 2.5 }"),
+        ":2:18: ",
+        &["clients must be a whole number from 1 to 10000, got 2.5"],
+    );
+    rejects(
+        "think-zero",
+        &file("{ clients: 5, think: 0s }"),
+        ":2:",
+        &["think must be from 1ms to 1h, got `0s`"],
+    );
+    rejects(
+        "clients-and-rps",
+        &file("{ clients: 5, rps: 10 }"),
+        ":2:",
+        &[
+            "load: give either `rps:` (open loop",
+            "not both (here rps: 10, clients: 5)",
+        ],
+    );
+    rejects(
+        "think-alone",
+        &file("{ think: 100ms }"),
+        ":2:",
+        &["load.think: a think time is for closed-loop clients: give `clients:` too"],
+    );
+    rejects(
+        "entry-clients-and-rps",
+        "name: t\nload:\n  entries:\n    - { entry: A, clients: 5, rps: 3 }\nservices:\n  A: {}\n",
+        ":3:",
+        &["load.entries[0]: give either `rps:`"],
+    );
+}
+
 #[test]
 fn a_call_share_outside_zero_to_one() {
     for (label, p) in [("p-over", "1.5"), ("p-under", "-0.1"), ("p-text", "half")] {

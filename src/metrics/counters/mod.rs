@@ -248,6 +248,16 @@ impl Metrics {
         self.root_dropped.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// `n` root requests offered by `service`'s closed-loop clients at
+    /// their nominal rate ([`ServiceCounts::baseline_roots`]).
+    ///
+    /// [`ServiceCounts::baseline_roots`]: crate::metrics::ServiceCounts::baseline_roots
+    pub fn nominal_roots(&self, service: usize, n: u64) {
+        if let Some(s) = self.services.get(service) {
+            s.nominal_roots.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
     /// `n` root requests were not sent: the generator fell behind.
     pub fn root_skipped(&self, n: u64) {
         self.root_skipped.fetch_add(n, Ordering::Relaxed);

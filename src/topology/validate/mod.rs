@@ -36,8 +36,8 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::spec::{ContextSpec, LoadSpec, ServiceSpec, TopologySpec};
 use super::{
-    Edge, LoadSettings, OwnershipSettings, Policy, Root, Service, ServiceId, Topology,
-    DEFAULT_QUEUE,
+    Closed, Edge, LoadSettings, OwnershipSettings, Policy, Root, Service, ServiceId, Topology,
+    DEFAULT_QUEUE, DEFAULT_THINK,
 };
 use crate::yaml::{self, key_of, Lines};
 use endpoints::{Miss, Names};
@@ -355,10 +355,24 @@ fn find_roots(
     let arrival = load.arrival.unwrap_or_default();
     let Some(entries) = &load.entries else {
         let entry = find_entry(load.entry.as_deref(), names, services, edges, loc)?;
+        let (rps, closed) = rate_or_clients(
+            "load",
+            (load.rps, load.clients, load.think),
+            None,
+            &loc.key_under(
+                "load",
+                if load.clients.is_some() {
+                    "clients"
+                } else {
+                    "think"
+                },
+            ),
+        )?;
         return Ok(vec![Root {
             entry,
-            rps: load.rps.unwrap_or(DEFAULT_RPS),
+            rps,
             arrival,
+            closed,
         }]);
     };
     let at = loc.key_under("load", "entries");
@@ -367,6 +381,11 @@ fn find_roots(
         service: None,
         message,
     };
+    if load.clients.is_some() {
+        return Err(bad(
+            "load.clients: give each root its own `clients:` under `entries:` (`load.think` is every entry's default think time)".into(),
+        ));
+    }
     if load.entry.is_some() || load.rps.is_some() {
         return Err(bad(format!(
             "load.entries: give the roots either as `entries:` (each with its own entry and rps) or as one `entry:` and `rps:`, not both{}",
@@ -403,13 +422,54 @@ fn find_roots(
                 e.entry
             )));
         }
+        let (rps, closed) = rate_or_clients(
+            &format!("load.entries[{i}]"),
+            (e.rps, e.clients, e.think),
+            load.think,
+            &at,
+        )?;
         roots.push(Root {
             entry: id,
-            rps: e.rps.unwrap_or(DEFAULT_RPS),
+            rps,
             arrival: e.arrival.unwrap_or(arrival),
+            closed,
         });
     }
     Ok(roots)
+}
+
+/// A root's rate: open-loop at `rps` (default [`DEFAULT_RPS`]), or a
+/// closed loop of `clients` thinking `think` (default `think_default`,
+/// then [`DEFAULT_THINK`]), whose rate is what they offer while answers
+/// are instant. `what` names the root in the message.
+fn rate_or_clients(
+    what: &str,
+    (rps, clients, think): (Option<f64>, Option<u32>, Option<Duration>),
+    think_default: Option<Duration>,
+    at: &Location,
+) -> Result<(f64, Option<Closed>), TopologyError> {
+    let bad = |message: String| TopologyError::Yaml {
+        at: at.clone(),
+        service: None,
+        message,
+    };
+    match (rps, clients) {
+        (Some(r), Some(c)) => Err(bad(format!(
+            "{what}: give either `rps:` (open loop: requests leave on a schedule) or `clients:` (closed loop: each client waits for its answer), not both (here rps: {r}, clients: {c})"
+        ))),
+        (_, Some(clients)) => {
+            let closed = Closed {
+                clients,
+                think: think.or(think_default).unwrap_or(DEFAULT_THINK),
+            };
+            Ok((closed.nominal_rps(), Some(closed)))
+        }
+        (rps, None) if think.is_some() => Err(bad(format!(
+            "{what}.think: a think time is for closed-loop clients: give `clients:` too{}",
+            rps.map(|r| format!(" in place of rps: {r}")).unwrap_or_default()
+        ))),
+        (rps, None) => Ok((rps.unwrap_or(DEFAULT_RPS), None)),
+    }
 }
 
 fn find_entry(

@@ -312,3 +312,45 @@ fn did_you_mean_names_a_near_miss() {
         r#" (did you mean "cart"?)"#
     );
 }
+
+#[test]
+fn closed_loop_roots_offer_clients_over_think_and_mix_with_open_ones() {
+    let t = ok("name: t\nload: { clients: 50, think: 250ms }\nservices:\n  A: {}\n");
+    let root = t.load.roots[0];
+    assert_eq!(
+        root.closed,
+        Some(Closed {
+            clients: 50,
+            think: Duration::from_millis(250)
+        })
+    );
+    assert_eq!((t.load.rps, root.rps), (200.0, 200.0));
+    // The default think time, and `load.think` as every entry's default.
+    let t = ok("name: t\nload: { clients: 5 }\nservices:\n  A: {}\n");
+    assert_eq!(t.load.roots[0].closed.unwrap().think, DEFAULT_THINK);
+    let t = ok("name: t\nload:\n  think: 2s\n  entries:\n    - { entry: A, clients: 10 }\n    - { entry: B, rps: 7 }\nservices:\n  A: { calls: [C] }\n  B: { calls: [C] }\n  C: {}\n");
+    assert_eq!(
+        t.load.roots[0].closed,
+        Some(Closed {
+            clients: 10,
+            think: Duration::from_secs(2)
+        })
+    );
+    assert_eq!((t.load.roots[0].rps, t.load.roots[1].rps), (5.0, 7.0));
+    assert_eq!(t.load.roots[1].closed, None);
+    let check = render_check(&ok(
+        "name: t\nload: { clients: 50, think: 250ms }\nservices:\n  A: {}\n",
+    ));
+    assert!(
+        check.contains("entry      A with 50 closed-loop clients, each thinking 250ms")
+            && check.contains("at most 200 rps"),
+        "{check}"
+    );
+    // `load.clients` beside `entries` is refused: each root has its own.
+    let e =
+        err("name: t\nload:\n  clients: 3\n  entries:\n    - { entry: A }\nservices:\n  A: {}\n");
+    assert!(
+        e.to_string().contains("give each root its own `clients:`"),
+        "{e}"
+    );
+}

@@ -200,6 +200,31 @@ fn entry(s: &Snapshot, c: &LabState) -> Chip {
     let r = &s.root;
     let offered = v(format!("{:.0}", c.rps));
     let achieved = v(format!("{:.0}", r.rps));
+    if let Some(think) = s.think {
+        // A closed loop: its clients, what they offer while answers are
+        // instant, and what they send, less while answers are slow.
+        let clients = v(format!("{}", crate::load::closed::clients_at(c.rps, think)));
+        return chip(
+            vec![
+                l("entry "),
+                clients.clone(),
+                l(" clients offer "),
+                offered.clone(),
+                l(" rps · "),
+                achieved.clone(),
+                l(" sent"),
+            ],
+            vec![
+                l("entry "),
+                clients,
+                l(" clients "),
+                offered,
+                l("/"),
+                achieved,
+                l(" rps"),
+            ],
+        );
+    }
     let threshold = s
         .recovery_threshold
         .filter(|t| t.is_finite() && super::has_workers(s))
