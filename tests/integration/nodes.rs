@@ -506,6 +506,39 @@ fn refused(args: &[&str], says: &[&str]) {
     }
 }
 
+/// A closed loop of clients runs in one process: over nodes, the nominal
+/// requests its amplification is measured against would not be counted.
+/// Refused before any node starts, as is `--clients 0`.
+#[test]
+fn a_closed_loop_over_nodes_is_refused() {
+    let says = ["root `A` is a closed loop", "drop --processes/--remote"];
+    refused(
+        &[
+            "compare",
+            CHAIN,
+            "--policies",
+            "retry+closed",
+            "--processes",
+        ],
+        &says,
+    );
+    let closed = std::env::temp_dir().join(format!("chaoslab-closed-{}.yaml", std::process::id()));
+    std::fs::write(
+        &closed,
+        std::fs::read_to_string(CHAIN)
+            .unwrap()
+            .replace("  rps: 200", "  clients: 50"),
+    )
+    .unwrap();
+    let path = closed.to_str().unwrap();
+    refused(&["run", path, "--headless", "--processes"], &says);
+    let _ = std::fs::remove_file(&closed);
+    refused(
+        &["compare", CHAIN, "--clients", "0"],
+        &["--clients", "0 is not in 1..=10000"],
+    );
+}
+
 #[test]
 fn bad_node_and_load_flags_exit_2_saying_what_and_where() {
     // A dependency nothing places.
