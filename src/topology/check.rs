@@ -37,6 +37,17 @@ pub fn render_check_simulated(t: &Topology, simulate: bool) -> String {
     if let Some(line) = model::throttle::describe(t, &t.policy) {
         let _ = writeln!(out, "\n{line}");
     }
+    let limits: Vec<String> = t
+        .services
+        .iter()
+        .filter_map(model::limit::describe)
+        .collect();
+    if !limits.is_empty() {
+        out.push('\n');
+        for line in limits {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     let capacity = render_capacity(t);
     if !capacity.is_empty() {
         out.push('\n');

@@ -373,3 +373,55 @@ fn backoff_sheds_load_from_a_closed_loop_of_clients_not_from_an_open_one() {
         );
     }
 }
+
+/// Where an adaptive concurrency limit settles on an overloaded service,
+/// by Little's law (`model::limit`): DB (4 workers of 25 ms, 160 a
+/// second) offered 300 a second with no retries. Envoy's gradient
+/// settles at c + √c with c = 1.25 × 4 workers: 7, which `check` prints
+/// and the run measures (7 in every run so far). Vegas sheds too and
+/// stays at or above its band's floor (4 workers + a queue of 3); how far
+/// its probes take it above the band (10 to 22 measured) only measurement
+/// answers.
+#[test]
+fn an_overloaded_services_limit_settles_where_littles_law_puts_it() {
+    let _fleet = fleet_lock();
+    let file = |c: &str| {
+        topology_file(
+            &format!("limit-{c}"),
+            &format!(
+                "name: limit-{c}\nload: {{ rps: 300 }}\npolicy: {{ preset: none }}\n\
+                 services:\n  A: {{ calls: [DB] }}\n  DB: {{ workers: 4, queue: 64, work: 25ms, concurrency: {c} }}\n"
+            ),
+        )
+    };
+    let files = vec![file("gradient"), file("vegas")];
+    let reports = side_by_side(files.clone(), |f| {
+        let check = crate::common::chaoslab(&["check", &f]);
+        let printed = String::from_utf8_lossy(&check.stdout).to_string();
+        (
+            printed,
+            headless_report(&f, &["--duration", "6s", "--warmup", "2s"]),
+        )
+    });
+    for f in &files {
+        let _ = std::fs::remove_file(f);
+    }
+    let (check, gradient) = &reports[0];
+    assert!(check.contains("gradient limit settles at 7"), "{check}");
+    let db = node(gradient, "DB");
+    let limit = num(db, "concurrency_limit");
+    assert!(
+        (limit - 7.0).abs() <= 1.0,
+        "gradient limit {limit}, the model 7"
+    );
+    assert!(num(db, "limited") > 0.0);
+    let (check, vegas) = &reports[1];
+    assert!(
+        check.contains("Vegas' limit settles from 7 to 10"),
+        "{check}"
+    );
+    let db = node(vegas, "DB");
+    let limit = num(db, "concurrency_limit");
+    assert!(limit >= 7.0, "vegas limit {limit} under its band's floor 7");
+    assert!(num(db, "limited") > 0.0);
+}

@@ -62,6 +62,7 @@ mod budget;
 mod call;
 pub mod capacity;
 mod hedge;
+pub mod limit;
 mod radius;
 pub mod throttle;
 
