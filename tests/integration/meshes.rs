@@ -167,8 +167,20 @@ fn one_bad_host_among_ten_fails_a_call_only_when_a_retry_returns_to_it() {
         // one binomial spread; ±1 point is three.
         assert!((share - 0.1).abs() <= 0.01, "bad host share {share}");
     }
-    // With another host, no retry reaches the bad one.
-    assert_eq!(num(&replicas(&other)[0], "retries"), 0.0);
+    // With another host, no retry of a call that failed on the bad one
+    // reaches it again. A retry reaches it only after a first attempt
+    // failed on a good host, which happens only when the machine drops a
+    // connection (a transport failure no replica counts; once seen under
+    // a full CI run, two retries of 986): at most the edge's retries less
+    // those the bad host's own first attempts made (R = 2: one each).
+    let bad = &replicas(&other)[0];
+    let api_store = crate::common::edge(&other, "api", "store");
+    let after_good = num(api_store, "retries") - num(bad, "first_attempts");
+    assert!(
+        num(bad, "retries") <= after_good.max(0.0),
+        "{} retries reached the bad host; only {after_good} followed a failure on a good one",
+        num(bad, "retries")
+    );
 
     let reps = replicas(&rr);
     for x in &reps {
