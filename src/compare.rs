@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::cli::{fail_actions, parse_policy, CompareArgs};
+use crate::cli::{fail_actions, parse_policy, CompareArgs, Population};
 use crate::endpoints::metrics;
 use crate::error::{write_output, RunError};
 use crate::lab::figures::Figure;
@@ -28,8 +28,7 @@ use crate::session::{Session, Setup};
 use crate::signals::Interrupts;
 use crate::topology::model::{self, capacity::Trigger};
 use crate::topology::{
-    BreakerSetting, Closed, Concurrency, HedgeSetting, PolicyFields, Preset, Topology, MAX_CLIENTS,
-    MIN_THINK,
+    BreakerSetting, Closed, Concurrency, HedgeSetting, PolicyFields, Preset, Topology, MIN_THINK,
 };
 
 /// Default measured time of each run.
@@ -93,31 +92,6 @@ pub struct Choice {
     /// `+hedge`: every edge hedges with gRPC A6's numbers of `hedge: on`
     /// (three attempts, 100 ms apart, failures non-fatal).
     pub hedge: bool,
-}
-
-/// What `+closed` and `+backoff` mean in a comparison (Marc Brooker's
-/// experiment: backoff sheds load from a closed loop of clients, not from
-/// an open one).
-#[derive(Debug, Clone, Copy, clap::Args)]
-pub struct Population {
-    /// `+closed`: this many clients, shared among the roots by their
-    /// rates; each thinks clients ÷ rate between an answer and its next
-    /// request, so they offer the rate while answers are instant.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CLIENTS)))]
-    pub clients: u32,
-    /// `+backoff`: the base delay before a retry (exponential, full
-    /// jitter, as the policy's `backoff:`).
-    #[arg(long, default_value = "100ms", value_parser = crate::cli::parse_duration)]
-    pub backoff: Duration,
-}
-
-impl Default for Population {
-    fn default() -> Self {
-        Population {
-            clients: 50,
-            backoff: Duration::from_millis(100),
-        }
-    }
 }
 
 impl Choice {

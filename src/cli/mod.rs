@@ -3,6 +3,7 @@
 mod generate;
 mod import;
 mod peers;
+mod population;
 mod prepare;
 pub mod reference;
 mod values;
@@ -15,6 +16,7 @@ use clap::{Args, Parser, Subcommand};
 pub use generate::{GenerateArgs, Like};
 pub use import::{ImportArgs, ImportFormat};
 pub use peers::{names as service_names, PeerArgs, Peers};
+pub use population::{closed_loop_in_one_process, Population};
 pub use prepare::Prepared;
 pub use values::*;
 
@@ -403,7 +405,7 @@ pub struct CompareArgs {
     pub policies: String,
     /// What `+closed` and `+backoff` mean.
     #[command(flatten)]
-    pub population: crate::compare::Population,
+    pub population: Population,
     /// How long each policy runs and how much of it to leave out.
     #[command(flatten)]
     pub clock: Clock,
@@ -695,17 +697,3 @@ impl Load {
 
 #[cfg(test)]
 mod tests;
-
-/// Refuses a closed-loop root where the services run as nodes (`run
-/// --processes`, `--remote`, `compare --processes`): the nodes count each
-/// service's requests, and the nominal requests a closed loop's
-/// amplification is measured against are counted where its clients run.
-pub fn closed_loop_in_one_process(t: &Topology) -> Result<(), UsageError> {
-    match t.load.roots.iter().find(|r| r.closed.is_some()) {
-        Some(r) => Err(UsageError(format!(
-            "root `{}` is a closed loop (load.clients), which runs in one process only: the nodes count each service's requests, and the requests its clients would offer, which its amplification is measured against, are counted where they run; drop --processes/--remote, or give it `rps:`",
-            t.services[r.entry].name
-        ))),
-        None => Ok(()),
-    }
-}
