@@ -450,72 +450,65 @@ fn clients<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
 
 /// `think:` a closed-loop client's pause, [`MIN_THINK`] to an hour.
 fn think<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    struct V;
-    impl V {
-        fn check<E: de::Error>(s: &str) -> Result<Duration, E> {
-            let t = yaml::parse_duration(s).map_err(E::custom)?;
-            if t < MIN_THINK || t > Duration::from_secs(3600) {
-                return Err(E::custom(format!(
-                    "think must be from 1ms to 1h, got `{s}`: it is each client's pause between an answer and its next request, and clients ÷ think is the rate they offer while answers are instant"
-                )));
-            }
-            Ok(t)
+    checked_duration(d, "a duration such as 100ms or 1s", |t, s| {
+        if t < MIN_THINK || t > Duration::from_secs(3600) {
+            return Err(format!(
+                "think must be from 1ms to 1h, got `{s}`: it is each client's pause between an answer and its next request, and clients ÷ think is the rate they offer while answers are instant"
+            ));
         }
-    }
-    impl<'de> Visitor<'de> for V {
-        type Value = Duration;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a duration such as 100ms or 1s")
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
-            V::check(v)
-        }
-        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
-            V::check(&v.to_string())
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
-            V::check(&v.to_string())
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
-            V::check(&v.to_string())
-        }
-    }
-    d.deserialize_any(V).map(Some)
+        Ok(t)
+    })
 }
 
 /// `load.timeout`: a duration of more than 0.
 fn user_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    struct V;
+    checked_duration(d, "a duration such as 5s or 2500ms", |t, s| {
+        if t.is_zero() {
+            return Err(format!(
+                "load.timeout must be more than 0, got `{s}`: it is how long the end user waits before giving up (leave it out to wait for every answer)"
+            ));
+        }
+        Ok(t)
+    })
+}
+
+/// A duration, as written or as a bare number of seconds, then `check`ed
+/// (given the duration and how it was written); `expecting` completes the
+/// parser's "expected …".
+fn checked_duration<'de, D: Deserializer<'de>>(
+    d: D,
+    expecting: &'static str,
+    check: fn(Duration, &str) -> Result<Duration, String>,
+) -> Result<Option<Duration>, D::Error> {
+    struct V {
+        expecting: &'static str,
+        check: fn(Duration, &str) -> Result<Duration, String>,
+    }
     impl V {
-        fn check<E: de::Error>(s: &str) -> Result<Duration, E> {
+        fn read<E: de::Error>(&self, s: &str) -> Result<Duration, E> {
             let t = yaml::parse_duration(s).map_err(E::custom)?;
-            if t.is_zero() {
-                return Err(E::custom(format!(
-                    "load.timeout must be more than 0, got `{s}`: it is how long the end user waits before giving up (leave it out to wait for every answer)"
-                )));
-            }
-            Ok(t)
+            (self.check)(t, s).map_err(E::custom)
         }
     }
     impl<'de> Visitor<'de> for V {
         type Value = Duration;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a duration such as 5s or 2500ms")
+            f.write_str(self.expecting)
         }
         fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
-            V::check(v)
+            self.read(v)
         }
         fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
-            V::check(&v.to_string())
+            self.read(&v.to_string())
         }
         fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
-            V::check(&v.to_string())
+            self.read(&v.to_string())
         }
         fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
-            V::check(&v.to_string())
+            self.read(&v.to_string())
         }
     }
-    d.deserialize_any(V).map(Some)
+    d.deserialize_any(V { expecting, check }).map(Some)
 }
 
 fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
