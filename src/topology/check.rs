@@ -37,16 +37,8 @@ pub fn render_check_simulated(t: &Topology, simulate: bool) -> String {
     if let Some(line) = model::throttle::describe(t, &t.policy) {
         let _ = writeln!(out, "\n{line}");
     }
-    let limits: Vec<String> = t
-        .services
-        .iter()
-        .filter_map(model::limit::describe)
-        .collect();
-    if !limits.is_empty() {
-        out.push('\n');
-        for line in limits {
-            let _ = writeln!(out, "{line}");
-        }
+    if let Some(lines) = model::limit::describe_all(t) {
+        let _ = write!(out, "\n{lines}");
     }
     let capacity = render_capacity(t);
     if !capacity.is_empty() {
@@ -241,20 +233,7 @@ fn write_settings(out: &mut String, t: &Topology) {
         }
         let _ = writeln!(out, "roots      {}", roots.join(", "));
     } else if let Some(c) = t.load.roots[0].closed {
-        let _ = writeln!(
-            out,
-            "entry      {} with {} closed-loop clients, each thinking {} between an answer and its next request",
-            t.entry().name,
-            c.clients,
-            fmt_duration(c.think),
-        );
-        let _ = writeln!(
-            out,
-            "           they send {} ÷ ({} + the answer time) a second: at most {} rps, the baseline amplification is measured against",
-            c.clients,
-            fmt_duration(c.think),
-            fmt_num(t.load.rps),
-        );
+        let _ = writeln!(out, "entry      {}", c.describe(&t.entry().name));
     } else {
         let _ = writeln!(
             out,

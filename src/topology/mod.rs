@@ -337,6 +337,17 @@ impl Closed {
     pub fn nominal_rps(self) -> f64 {
         f64::from(self.clients) / self.think.as_secs_f64()
     }
+
+    /// What `check` says of a closed root `entry`, on two lines.
+    pub fn describe(self, entry: &str) -> String {
+        let think = crate::format::fmt_duration(self.think);
+        format!(
+            "{entry} with {} closed-loop clients, each thinking {think} between an answer and its next request\n           they send {} ÷ ({think} + the answer time) a second: at most {} rps, the baseline amplification is measured against",
+            self.clients,
+            self.clients,
+            crate::format::fmt_num(self.nominal_rps()),
+        )
+    }
 }
 
 /// The most closed-loop clients one root may have.

@@ -78,6 +78,18 @@ pub fn describe(s: &Service) -> Option<String> {
     })
 }
 
+/// `check`'s lines for every service whose limit has an equilibrium,
+/// each ending in a newline; `None` when there is none.
+pub fn describe_all(t: &crate::topology::Topology) -> Option<String> {
+    let lines: String = t
+        .services
+        .iter()
+        .filter_map(describe)
+        .map(|l| l + "\n")
+        .collect();
+    (!lines.is_empty()).then_some(lines)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
