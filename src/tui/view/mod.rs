@@ -175,4 +175,6 @@ pub fn strip_colors(buf: &mut Buffer, area: Rect) {
 }
 
 #[cfg(test)]
+mod lab_tests;
+#[cfg(test)]
 mod tests;

@@ -8,14 +8,13 @@ use ratatui::Terminal;
 
 use super::draw;
 use super::theme::Theme;
-use crate::lab::figures::Figure;
 use crate::lab::Snapshot;
 use crate::tui::fixtures;
 use crate::tui::keys::Msg;
 use crate::tui::state::State;
 use crate::tui::update::update;
 
-fn screen(state: &State, s: &Snapshot, w: u16, h: u16) -> Terminal<TestBackend> {
+pub(super) fn screen(state: &State, s: &Snapshot, w: u16, h: u16) -> Terminal<TestBackend> {
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("a test terminal");
     t.draw(|f| draw(state, s, f, true)).expect("draws");
     t
@@ -31,7 +30,7 @@ fn select(s: &Snapshot, name: &str) -> State {
     st
 }
 
-fn text(t: &Terminal<TestBackend>) -> String {
+pub(super) fn text(t: &Terminal<TestBackend>) -> String {
     t.backend().to_string()
 }
 
@@ -170,70 +169,6 @@ fn help_overlay() {
     update(&mut st, &s, Msg::Help);
     let t = screen(&st, &s, 160, 45);
     insta::assert_snapshot!("help_160x45", t.backend());
-}
-
-#[test]
-fn a_closed_loop_shows_its_clients_and_what_they_send() {
-    let mut s = fixtures::uber_chain_retry();
-    s.think = Some(std::time::Duration::from_millis(500));
-    s.state.rps = 100.0;
-    s.root.rps = 61.0;
-    let out = text(&screen(&State::new(), &s, 160, 45));
-    assert!(
-        out.contains("entry 50 clients offer 100 rps · 61 sent"),
-        "{out}"
-    );
-    let small = text(&screen(&State::new(), &s, 80, 24));
-    assert!(small.contains("entry 50 clients 100/61 rps"), "{small}");
-}
-
-#[test]
-fn the_table_shows_a_defences_columns_only_when_it_is_in_the_fleet() {
-    let plain = text(&screen(
-        &State::new(),
-        &fixtures::uber_chain_retry(),
-        200,
-        45,
-    ));
-    for title in ["limit", "throttled", "hedges cancelled"] {
-        assert!(!plain.contains(title), "{title}: {plain}");
-    }
-    let mut s = fixtures::uber_chain_retry();
-    for v in &mut s.services {
-        v.live.set(Figure::ConcurrencyLimit, 37.0);
-        v.total.set(Figure::ConcurrencyLimit, 37.0);
-    }
-    s.services[0].total.set(Figure::Throttled, 1695.0);
-    s.services[1].total.set(Figure::HedgesCancelled, 12.0);
-    let out = text(&screen(&State::new(), &s, 250, 45));
-    for title in [
-        "limit",
-        "limited",
-        "throttled",
-        "hedges cancelled",
-        "1695",
-        " 37 ",
-    ] {
-        assert!(out.contains(title), "{title}: {out}");
-    }
-}
-
-#[test]
-fn a_saturated_lab_says_its_figures_are_lower_bounds() {
-    let mut s = fixtures::uber_chain_retry();
-    s.saturation = vec!["812 of 4000 root requests due were not sent (20.3%)".into()];
-    let out = text(&screen(&State::new(), &s, 160, 45));
-    assert!(
-        out.contains("SATURATED  figures are lower bounds: 812 of 4000 root requests due"),
-        "{out}"
-    );
-    let calm = text(&screen(
-        &State::new(),
-        &fixtures::uber_chain_retry(),
-        160,
-        45,
-    ));
-    assert!(!calm.contains("SATURATED"));
 }
 
 #[test]
