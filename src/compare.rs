@@ -297,13 +297,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
     scenario
         .check_duration(duration, args.clock.duration.is_some())
         .map_err(RunError::input)?;
-    // Each run keeps its policy: the scenario's policy steps are left out.
-    let keep = |a: &Action| !matches!(a, Action::Policy(_) | Action::Mode { .. });
-    let steps: Vec<(Duration, Action)> = scenario
-        .plan_steps(warmup)
-        .into_iter()
-        .filter(|(_, a)| keep(a))
-        .collect();
+    let steps = kept_steps(&scenario, warmup);
     if steps.len() < scenario.steps.len() {
         eprintln!("compare: the scenario's policy steps are left out: each run keeps its policy");
     }
@@ -324,14 +318,21 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         None => None,
     };
     let interrupts = Interrupts::watch();
+    let plan = Plan {
+        base: &base,
+        population: &args.population,
+        fail: &args.fail,
+        load: &args.load,
+        warmup,
+        duration,
+        steps,
+        processes: args.processes.then(|| args.topology.clone()),
+    };
     let mut runs = vec![];
     for choice in choices {
         if interrupts.interrupted() {
             break;
         }
-        let mut initial = vec![Action::Policy(choice.policy(&args.population))];
-        initial.extend(fail_actions(&base, &args.fail).map_err(RunError::usage)?);
-        initial.extend(args.load.actions().map_err(RunError::usage)?);
         eprintln!(
             "compare: {} under {} for {:.0?} (+{:.0?} warm-up)…",
             base.name,
@@ -339,35 +340,8 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
             duration,
             warmup
         );
-        let session = Session::start(Setup {
-            initial,
-            seed: args.load.seed.unwrap_or(1),
-            warmup,
-            until: Some(warmup + duration),
-            steps: steps.clone(),
-            processes: args.processes.then(|| args.topology.clone()),
-            ..Setup::new(choice.topology(&base, &args.population, rps))
-        })?;
-        interrupts.attach(session.stopper());
-        if let Some((_, current)) = &metrics {
-            current.store(Some(Arc::new(metrics::Source::of(
-                &session,
-                Some(choice.name()),
-            ))));
-        }
-        let record = session.wait()?;
-        if let Some((_, current)) = &metrics {
-            current.store(None);
-        }
-        let mut report = Report::measure(&record, warmup, Duration::MAX);
-        if interrupts.interrupted() {
-            report.mark_interrupted();
-        }
-        runs.push(CompareRun {
-            policy: choice.name(),
-            report,
-            recovery: (!steps.is_empty()).then(|| recovery(&record)),
-        });
+        let current = metrics.as_ref().map(|(_, c)| c);
+        runs.push(plan.run(choice, &interrupts, current)?.0);
     }
     let cmp = Comparison {
         topology: base.name.clone(),
@@ -381,6 +355,88 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         write_output(p, &json, "report")?;
     }
     interrupts.outcome().map_err(RunError::from)
+}
+
+/// The scenario's steps on the lab's clock, but its policy steps: each
+/// run of a comparison (or cell of a sweep) keeps its policy.
+pub fn kept_steps(scenario: &Scenario, warmup: Duration) -> Vec<(Duration, Action)> {
+    let keep = |a: &Action| !matches!(a, Action::Policy(_) | Action::Mode { .. });
+    scenario
+        .plan_steps(warmup)
+        .into_iter()
+        .filter(|(_, a)| keep(a))
+        .collect()
+}
+
+/// What every run of a comparison shares, and every cell of a sweep its
+/// policies: the topology, the faults and load flags, the clock and the
+/// scenario's steps.
+#[derive(Debug, Clone)]
+pub struct Plan<'a> {
+    /// The topology as written.
+    pub base: &'a Topology,
+    /// What `+closed` and `+backoff` mean.
+    pub population: &'a Population,
+    /// `--fail`.
+    pub fail: &'a [String],
+    /// `--rps` and `--seed`.
+    pub load: &'a crate::cli::Load,
+    /// Each run's warm-up.
+    pub warmup: Duration,
+    /// Each run's measured time.
+    pub duration: Duration,
+    /// The scenario's steps, policy steps left out ([`kept_steps`]).
+    pub steps: Vec<(Duration, Action)>,
+    /// `--processes`: the topology file each node reads.
+    pub processes: Option<std::path::PathBuf>,
+}
+
+impl Plan<'_> {
+    /// Runs `choice` once on a fresh session, `interrupts` stopping it
+    /// early, `metrics` serving it while it runs; its report (marked
+    /// interrupted when a signal cut it short) and its record.
+    pub fn run(
+        &self,
+        choice: Choice,
+        interrupts: &Interrupts,
+        metrics: Option<&metrics::Current>,
+    ) -> Result<(CompareRun, Record), RunError> {
+        let base = self.base;
+        let rps = self.load.rps.unwrap_or(base.load.rps);
+        let mut initial = vec![Action::Policy(choice.policy(self.population))];
+        initial.extend(fail_actions(base, self.fail).map_err(RunError::usage)?);
+        initial.extend(self.load.actions().map_err(RunError::usage)?);
+        let session = Session::start(Setup {
+            initial,
+            seed: self.load.seed.unwrap_or(1),
+            warmup: self.warmup,
+            until: Some(self.warmup + self.duration),
+            steps: self.steps.clone(),
+            processes: self.processes.clone(),
+            ..Setup::new(choice.topology(base, self.population, rps))
+        })?;
+        interrupts.attach(session.stopper());
+        if let Some(current) = metrics {
+            current.store(Some(Arc::new(metrics::Source::of(
+                &session,
+                Some(choice.name()),
+            ))));
+        }
+        let record = session.wait()?;
+        if let Some(current) = metrics {
+            current.store(None);
+        }
+        let mut report = Report::measure(&record, self.warmup, Duration::MAX);
+        if interrupts.interrupted() {
+            report.mark_interrupted();
+        }
+        let run = CompareRun {
+            policy: choice.name(),
+            report,
+            recovery: (!self.steps.is_empty()).then(|| recovery(&record)),
+        };
+        Ok((run, record))
+    }
 }
 
 /// The share of the offered rate goodput must keep to count as recovered.
@@ -446,7 +502,7 @@ pub fn recovery(r: &Record) -> Recovery {
 
 /// The load spike the steps make, when their last two set the rate: the
 /// rate of the one before last, for as long as it lasted, then the last.
-fn spike(steps: &[(Duration, Action)]) -> Option<Trigger> {
+pub fn spike(steps: &[(Duration, Action)]) -> Option<Trigger> {
     let rates: Vec<(Duration, f64)> = steps
         .iter()
         .filter_map(|(t, a)| match a {

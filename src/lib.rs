@@ -32,6 +32,7 @@ pub mod scenario;
 pub mod serve;
 pub mod session;
 pub mod signals;
+pub mod sweep;
 pub mod tap;
 pub mod theme;
 pub mod topology;
@@ -53,6 +54,7 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Run(args) if args.headless => headless::run(args),
         Command::Run(args) => dashboard::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Sweep(args) => sweep::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Node(args) => node::serve(args),
         Command::Load(args) => node::load(args),

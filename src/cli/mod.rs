@@ -1,11 +1,13 @@
 //! The command line (SPEC section 4).
 
+mod endpoint_args;
 mod generate;
 mod import;
 mod peers;
 mod population;
 mod prepare;
 pub mod reference;
+mod sweep;
 mod values;
 
 use std::path::{Path, PathBuf};
@@ -13,17 +15,18 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use endpoint_args::EndpointArgs;
 pub use generate::{GenerateArgs, Like};
 pub use import::{ImportArgs, ImportFormat};
 pub use peers::{names as service_names, PeerArgs, Peers};
 pub use population::{closed_loop_in_one_process, Population};
 pub use prepare::Prepared;
+pub use sweep::SweepArgs;
 pub use values::*;
 
 use crate::fleet::Placement;
 use crate::lab::Action;
-use crate::session::access::TOKEN_VAR;
-use crate::session::{Access, NodeControls, Setup, Token};
+use crate::session::{NodeControls, Setup};
 use crate::theme::Theme;
 use crate::topology::{PolicyFields, Topology};
 
@@ -61,6 +64,9 @@ pub enum Command {
     Run(RunArgs),
     /// Run the same fault under several policies and print the table.
     Compare(CompareArgs),
+    /// Run a scenario over a grid of values (load, trigger, budget) under
+    /// each policy and draw where the fleet recovers.
+    Sweep(SweepArgs),
     /// Print the analytical model's table; starts nothing.
     Model(ModelArgs),
     /// Validate a topology and print its graph.
@@ -164,79 +170,6 @@ pub struct RunArgs {
     /// Where the entry runs, for `--remote`.
     #[command(flatten)]
     pub peers: PeerArgs,
-}
-
-/// `--metrics` and `--control`, and who may call them.
-#[derive(Debug, Args, Default, Clone)]
-pub struct EndpointArgs {
-    /// Serve Prometheus metrics (`GET /metrics`) on this address (`9100`,
-    /// `:0` for a free port, `HOST:PORT`; 127.0.0.1 unless it says
-    /// otherwise).
-    #[arg(long, value_name = "ADDR")]
-    pub metrics: Option<String>,
-    /// Serve the control API (`GET /state`, `POST /actions`, `GET
-    /// /report`) on this address (as `--metrics`).
-    #[arg(long, value_name = "ADDR")]
-    pub control: Option<String>,
-    /// A name the endpoints answer to besides the address they listen on
-    /// and `localhost` (the `Host` a client sends, e.g. a Service's DNS
-    /// name); repeat it for each. Any other `Host` gets 421.
-    #[arg(long = "control-host", value_name = "NAME")]
-    pub control_hosts: Vec<String>,
-    /// Ask every control-API request for the token in this file
-    /// (`Authorization: Bearer …`); `CHAOSLAB_CONTROL_TOKEN` gives it
-    /// too. Needed to serve the control API off loopback.
-    #[arg(long, value_name = "FILE")]
-    pub control_token_file: Option<PathBuf>,
-    /// Serve the control API off loopback with no token: anyone who can
-    /// reach the address can drive the lab.
-    #[arg(long)]
-    pub control_insecure: bool,
-}
-
-impl EndpointArgs {
-    /// Who may call the endpoints: the names of `--control-host`, and the
-    /// token of `--control-token-file`, else of `CHAOSLAB_CONTROL_TOKEN`.
-    pub fn access(&self) -> Result<Access, UsageError> {
-        let mut hosts = vec![];
-        for h in &self.control_hosts {
-            let name = h.trim().trim_end_matches('.').to_ascii_lowercase();
-            if name.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
-            {
-                return Err(UsageError(format!(
-                    "--control-host {h}: not a host name (letters, digits, `-` and `.`, as `lab.example`)"
-                )));
-            }
-            hosts.push(name);
-        }
-        let token = match &self.control_token_file {
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    UsageError(format!(
-                        "--control-token-file {}: cannot read it: {e}",
-                        path.display()
-                    ))
-                })?;
-                Some(Token::new(&text).map_err(|e| {
-                    UsageError(format!("--control-token-file {}: {e}", path.display()))
-                })?)
-            }
-            None => match std::env::var(TOKEN_VAR) {
-                Ok(v) if !v.is_empty() => {
-                    Some(Token::new(&v).map_err(|e| UsageError(format!("{TOKEN_VAR}: {e}")))?)
-                }
-                _ => None,
-            },
-        };
-        Ok(Access {
-            hosts,
-            token,
-            insecure: self.control_insecure,
-        })
-    }
 }
 
 /// Default measured duration of a headless run.
