@@ -31,6 +31,7 @@ mod saturation;
 mod scale;
 mod scenario;
 mod signals;
+mod sweep;
 mod tables;
 mod telemetry;
 mod topology_errors;

@@ -18,7 +18,7 @@ fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("chaoslab-sig-{}-{name}", std::process::id()))
 }
 
-fn signal(pid: u32, sig: &str) {
+pub fn signal(pid: u32, sig: &str) {
     let ok = Command::new("kill")
         .args([&format!("-{sig}"), &pid.to_string()])
         .status()
@@ -28,7 +28,7 @@ fn signal(pid: u32, sig: &str) {
 
 /// Starts `chaoslab args` with its stdout and stderr piped, and returns
 /// the process and its lines as they come (`true` for stdout).
-fn start(args: &[&str]) -> (Killed, mpsc::Receiver<(bool, String)>) {
+pub fn start(args: &[&str]) -> (Killed, mpsc::Receiver<(bool, String)>) {
     let mut child = Killed(
         Command::new(env!("CARGO_BIN_EXE_chaoslab"))
             .args(args)
@@ -59,7 +59,7 @@ fn start(args: &[&str]) -> (Killed, mpsc::Receiver<(bool, String)>) {
 
 /// Waits until a line from `lines` (stdout or stderr) satisfies `ok`,
 /// keeping the stdout lines read meanwhile in `out`.
-fn wait_for_line(
+pub fn wait_for_line(
     lines: &mpsc::Receiver<(bool, String)>,
     out: &mut Vec<String>,
     what: &str,

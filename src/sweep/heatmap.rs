@@ -1,0 +1,316 @@
+//! A sweep drawn: per policy, a heatmap in the terminal of the time to
+//! recover, of the availability after the trigger, and of the model's
+//! drain time, with the model's boundary drawn between the cells where
+//! its verdict changes (`┃` across, `━` down) and `!` on each cell whose
+//! measurement disagrees with it; and the same cells as CSV.
+
+use std::fmt::Write as _;
+
+use super::grid::show;
+use super::{Cell, Sweep};
+
+/// A cell's width in the terminal.
+const W: usize = 7;
+
+/// The terminal's heatmaps, policy by policy.
+pub fn text(s: &Sweep) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} · {} · {} of {} cells{} · recovered = goodput back to 95% of the offered rate by the run's end ({}s a cell)",
+        s.topology,
+        s.scenario,
+        s.cells.len(),
+        s.planned,
+        if s.interrupted { " (interrupted)" } else { "" },
+        show(s.duration_s),
+    );
+    for p in &s.policies {
+        let mine: Vec<&Cell> = s.cells.iter().filter(|c| &c.policy == p).collect();
+        if mine.is_empty() {
+            let _ = writeln!(out, "\n{p}: not run");
+            continue;
+        }
+        let modelled = mine.iter().any(|c| c.model_recovers.is_some());
+        let _ = writeln!(
+            out,
+            "\n{p}{}",
+            if modelled {
+                " · ┃ ━ the model's boundary · ! the measurement disagrees with the model"
+            } else {
+                " · the model does not cover this policy or trigger: no boundary"
+            }
+        );
+        let mut thresholds: Vec<String> = mine
+            .iter()
+            .filter_map(|c| c.threshold_rps)
+            .map(show)
+            .collect();
+        thresholds.dedup();
+        if !thresholds.is_empty() {
+            let _ = writeln!(
+                out,
+                "  the model's recovery threshold: {} rps (a storm drains only below it)",
+                thresholds.join(", ")
+            );
+        }
+        grid(
+            &mut out,
+            s,
+            p,
+            "seconds to recover after the trigger (down: not by the run's end)",
+            |c| {
+                let v = c
+                    .recovered_after_s
+                    .map_or_else(|| "down".to_string(), |t| format!("{t:.0}s"));
+                let bang = if c.agrees == Some(false) { "!" } else { "" };
+                format!("{v}{bang}")
+            },
+        );
+        grid(&mut out, s, p, "availability after the trigger", |c| {
+            if c.availability_after.is_nan() {
+                "–".into()
+            } else {
+                format!("{:.1}%", c.availability_after * 100.0)
+            }
+        });
+        if modelled {
+            grid(
+                &mut out,
+                s,
+                p,
+                "the model's fluid queue: seconds to drain",
+                |c| match (c.model_recovers, c.model_after_s) {
+                    (None, _) => "-".into(),
+                    (Some(_), Some(t)) => format!("{t:.0}s"),
+                    (Some(_), None) => "never".into(),
+                },
+            );
+            let judged: Vec<&&Cell> = mine.iter().filter(|c| c.agrees.is_some()).collect();
+            let off: Vec<&&&Cell> = judged.iter().filter(|c| c.agrees == Some(false)).collect();
+            let far = off.iter().filter(|c| !c.near_boundary).count();
+            let _ = writeln!(
+                out,
+                "  {} of {} cells agree with the model; {} disagree{}",
+                judged.len() - off.len(),
+                judged.len(),
+                off.len(),
+                match (off.len(), far) {
+                    (0, _) => String::new(),
+                    (_, 0) => ", all next to its boundary".into(),
+                    _ => format!(", {far} of them away from its boundary"),
+                }
+            );
+        }
+        let saturated = mine.iter().filter(|c| c.saturated).count();
+        if saturated > 0 {
+            let _ = writeln!(
+                out,
+                "  SATURATED in {saturated} cells: the machine could not carry their load, their figures are lower bounds"
+            );
+        }
+    }
+    out
+}
+
+/// One heatmap: the first name across, the second (if any) down.
+fn grid(out: &mut String, s: &Sweep, p: &str, title: &str, show_cell: impl Fn(&Cell) -> String) {
+    let xs = &s.vary[0];
+    let ys: Vec<Option<f64>> = match s.vary.get(1) {
+        Some(a) => a.values.iter().map(|v| Some(*v)).collect(),
+        None => vec![None],
+    };
+    let label = match s.vary.get(1) {
+        Some(y) => format!("{}╲{}", y.name, xs.name),
+        None => xs.name.clone(),
+    };
+    let lw = label.chars().count().max(6);
+    let _ = writeln!(out, "  {title}");
+    let _ = write!(out, "  {label:>lw$} ");
+    for v in &xs.values {
+        let _ = write!(out, " {:>W$}", show(*v));
+    }
+    out.push('\n');
+    let verdict = |x: usize, y: usize| s.cell(p, x, y).and_then(|c| c.model_recovers);
+    for (yi, y) in ys.iter().enumerate() {
+        let _ = write!(out, "  {:>lw$} ", y.map(show).unwrap_or_default());
+        for xi in 0..xs.values.len() {
+            // The boundary between this cell and the one before it.
+            let sep = match (
+                xi.checked_sub(1).and_then(|b| verdict(b, yi)),
+                verdict(xi, yi),
+            ) {
+                (Some(a), Some(b)) if a != b => '┃',
+                _ => ' ',
+            };
+            let text = s
+                .cell(p, xi, yi)
+                .map_or_else(|| "·".to_string(), &show_cell);
+            let _ = write!(out, "{sep}{text:>W$}");
+        }
+        out.push('\n');
+        // The boundary between this row and the next.
+        if yi + 1 < ys.len() {
+            let line: String = (0..xs.values.len())
+                .map(|xi| match (verdict(xi, yi), verdict(xi, yi + 1)) {
+                    (Some(a), Some(b)) if a != b => format!(" {}", "━".repeat(W)),
+                    _ => " ".repeat(W + 1),
+                })
+                .collect();
+            if line.trim().is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "  {:>lw$} {}", "", line.trim_end());
+        }
+    }
+}
+
+/// Every cell as a CSV row.
+pub fn csv(s: &Sweep) -> String {
+    let mut out = String::from("policy");
+    for a in &s.vary {
+        let _ = write!(out, ",{}", a.name);
+    }
+    out.push_str(",trigger_end_s,recovered,recovered_after_s,model_after_s,model_recovers,threshold_rps,agrees,near_boundary,availability_after,saturated\n");
+    let num = |v: Option<f64>| {
+        v.filter(|x| x.is_finite())
+            .map_or(String::new(), |x| show(x))
+    };
+    let flag = |v: Option<bool>| v.map_or(String::new(), |b| b.to_string());
+    for c in &s.cells {
+        out.push_str(&c.policy);
+        for v in &c.at {
+            let _ = write!(out, ",{}", show(*v));
+        }
+        let _ = writeln!(
+            out,
+            ",{},{},{},{},{},{},{},{},{},{}",
+            show(c.trigger_end_s),
+            c.recovered,
+            num(c.recovered_after_s),
+            num(c.model_after_s.map(|t| (t * 100.0).round() / 100.0)),
+            flag(c.model_recovers),
+            num(c.threshold_rps),
+            flag(c.agrees),
+            c.near_boundary,
+            num(Some((c.availability_after * 1e4).round() / 1e4)),
+            c.saturated,
+        );
+    }
+    out
+}
+
+/// The heatmaps as one self-contained HTML page.
+pub fn html(s: &Sweep) -> String {
+    // Drawn by the report's HTML module once it is in.
+    let mut out = String::from("<!doctype html><meta charset=utf-8><pre>");
+    for ch in text(s).chars() {
+        match ch {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c => out.push(c),
+        }
+    }
+    out.push_str("</pre>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Axis;
+    use super::*;
+
+    fn cell(x: f64, y: f64, recovered: Option<f64>, model: Option<bool>) -> Cell {
+        Cell {
+            policy: "retry".into(),
+            at: vec![x, y],
+            trigger_end_s: 6.0,
+            recovered: recovered.is_some(),
+            recovered_after_s: recovered,
+            model_after_s: model.and_then(|m| m.then_some(2.5)),
+            model_recovers: model,
+            threshold_rps: Some(53.3),
+            agrees: model.map(|m| m == recovered.is_some()),
+            near_boundary: false,
+            availability_after: if recovered.is_some() { 0.98 } else { 0.02 },
+            saturated: false,
+        }
+    }
+
+    fn sweep() -> Sweep {
+        let mut s = Sweep {
+            topology: "metastable".into(),
+            scenario: "s.yaml".into(),
+            duration_s: 20.0,
+            vary: vec![
+                Axis {
+                    name: "LOAD".into(),
+                    values: vec![40.0, 80.0, 120.0],
+                },
+                Axis {
+                    name: "T".into(),
+                    values: vec![1.0, 3.0],
+                },
+            ],
+            policies: vec!["retry".into(), "budget".into()],
+            cells: vec![
+                cell(40.0, 1.0, Some(0.0), Some(true)),
+                cell(80.0, 1.0, Some(2.0), Some(true)),
+                cell(120.0, 1.0, None, Some(false)),
+                cell(40.0, 3.0, Some(1.0), Some(true)),
+                // Measured down where the model says it drains: next to
+                // the boundary.
+                cell(80.0, 3.0, None, Some(true)),
+                cell(120.0, 3.0, None, Some(false)),
+            ],
+            planned: 12,
+            interrupted: true,
+        };
+        s.mark_boundary();
+        s
+    }
+
+    #[test]
+    fn the_heatmap_draws_the_models_boundary_and_marks_disagreement() {
+        let t = text(&sweep());
+        insta::assert_snapshot!(t);
+        assert!(t.contains("6 of 12 cells (interrupted)"), "{t}");
+        assert!(t.contains("down!"), "{t}");
+        assert!(
+            t.contains("5 of 6 cells agree with the model; 1 disagree, all next to its boundary")
+        );
+        assert!(t.contains("budget: not run"), "{t}");
+    }
+
+    #[test]
+    fn a_cell_next_to_the_boundary_is_marked() {
+        let s = sweep();
+        let near: Vec<(f64, f64)> = s
+            .cells
+            .iter()
+            .filter(|c| c.near_boundary)
+            .map(|c| (c.at[0], c.at[1]))
+            .collect();
+        assert_eq!(near, [(80.0, 1.0), (120.0, 1.0), (80.0, 3.0), (120.0, 3.0)]);
+    }
+
+    #[test]
+    fn csv_has_a_row_per_cell_and_blank_where_nothing_was_measured() {
+        let c = csv(&sweep());
+        let lines: Vec<&str> = c.lines().collect();
+        assert_eq!(
+            lines[0],
+            "policy,LOAD,T,trigger_end_s,recovered,recovered_after_s,model_after_s,model_recovers,threshold_rps,agrees,near_boundary,availability_after,saturated"
+        );
+        assert_eq!(lines.len(), 7);
+        assert_eq!(
+            lines[1],
+            "retry,40,1,6,true,0,2.5,true,53.3,true,false,0.98,false"
+        );
+        assert_eq!(
+            lines[3],
+            "retry,120,1,6,false,,,false,53.3,true,true,0.02,false"
+        );
+    }
+}

@@ -1,0 +1,370 @@
+//! `chaoslab sweep` (SPEC section 16): the same scenario over a grid of
+//! values (the load, a trigger's size or length, a budget ratio, attempts,
+//! a timeout) under each policy, each cell on a fresh fleet, and where the
+//! fleet came back: a heatmap per policy with the model's boundary drawn
+//! over the measured cells, as the OSDI '22 metastability paper draws
+//! trigger size against load.
+//!
+//! A cell is one run of [`crate::compare::Plan`]; its outcome is the
+//! comparison's [`Recovery`](crate::compare::Recovery): recovered or not
+//! by the run's end, how long after the trigger, and the availability
+//! after it. The model's verdict for a cell is the fluid queue's
+//! ([`crate::topology::model::capacity::recovery_after`]): it recovers
+//! when its queue drains within the time the run leaves after the
+//! trigger. Every cell is parsed and checked before the first fleet
+//! starts, so bad input costs nothing (exit 2).
+
+pub mod grid;
+pub mod heatmap;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cli::SweepArgs;
+use crate::compare::{kept_steps, spike, Choice, Plan, COMPARE_WARMUP};
+use crate::error::{write_output, RunError};
+use crate::lab::{Action, Record};
+use crate::scenario::Scenario;
+use crate::signals::Interrupts;
+use crate::topology::Topology;
+use grid::{Grid, Point};
+
+/// The most cells a sweep runs without `--yes`.
+pub const MAX_CELLS: usize = 400;
+
+/// Default measured time of a cell: long enough after a few seconds'
+/// trigger to see a drained queue.
+pub const SWEEP_DURATION: Duration = Duration::from_secs(20);
+
+/// One cell: a point of the grid under one policy, as it ran.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Cell {
+    /// The policy.
+    pub policy: String,
+    /// The point's value of each swept name, in the grid's order.
+    pub at: Vec<f64>,
+    /// When the trigger ended (the last step), seconds after the warm-up.
+    pub trigger_end_s: f64,
+    /// Goodput came back to 95% of the offered rate and stayed there to
+    /// the run's end.
+    pub recovered: bool,
+    /// How long after the trigger it came back; `null`: it did not.
+    pub recovered_after_s: Option<f64>,
+    /// The model's fluid-queue drain time; `null`: it never drains, or the
+    /// model does not cover the cell (see `model_recovers`).
+    pub model_after_s: Option<f64>,
+    /// Whether the model says the fleet is back by the run's end; `null`
+    /// when it does not model the policy (deadlines, breakers, throttles,
+    /// concurrency limits, closed loops) or the steps are not a load spike.
+    pub model_recovers: Option<bool>,
+    /// The model's recovery threshold: the offered rate below which a
+    /// queue in the storm drains (`null`: no service has finite workers).
+    pub threshold_rps: Option<f64>,
+    /// Whether measurement and model agree (`null` without a model).
+    pub agrees: Option<bool>,
+    /// Whether a neighbouring cell of the same policy (one step along a
+    /// name) has the other model verdict: the cell is on the boundary.
+    pub near_boundary: bool,
+    /// Root availability from the trigger's end to the run's end.
+    pub availability_after: f64,
+    /// The lab could not carry the cell's load (its figures are lower
+    /// bounds).
+    pub saturated: bool,
+}
+
+/// A swept name and its values.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Axis {
+    /// The name.
+    pub name: String,
+    /// Its values.
+    pub values: Vec<f64>,
+}
+
+/// A whole sweep, or the part of it that ran.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Sweep {
+    /// The topology's name.
+    pub topology: String,
+    /// The scenario file.
+    pub scenario: String,
+    /// Each cell's measured time, seconds.
+    pub duration_s: f64,
+    /// The swept names: the first across, the second down.
+    pub vary: Vec<Axis>,
+    /// The policies, a heatmap each.
+    pub policies: Vec<String>,
+    /// The cells that ran to their end, policy by policy, the first name
+    /// varying fastest.
+    pub cells: Vec<Cell>,
+    /// How many cells the grid has.
+    pub planned: usize,
+    /// A signal stopped the sweep: `cells` holds those done.
+    pub interrupted: bool,
+}
+
+impl Sweep {
+    /// The cell of `policy` at the grid's `x`-th value of the first name
+    /// and `y`-th of the second, if it ran.
+    pub fn cell(&self, policy: &str, x: usize, y: usize) -> Option<&Cell> {
+        let at = |i: usize, k: usize| self.vary.get(i).and_then(|a| a.values.get(k)).copied();
+        let (vx, vy) = (at(0, x)?, at(1, y));
+        self.cells
+            .iter()
+            .find(|c| c.policy == policy && c.at.first() == Some(&vx) && c.at.get(1).copied() == vy)
+    }
+
+    /// Sets each cell's `near_boundary`: a neighbour one step along a
+    /// name has the other model verdict.
+    fn mark_boundary(&mut self) {
+        let nx = self.vary.first().map_or(1, |a| a.values.len());
+        let ny = self.vary.get(1).map_or(1, |a| a.values.len());
+        let mut marks = vec![];
+        for p in &self.policies {
+            for y in 0..ny {
+                for x in 0..nx {
+                    let Some(here) = self.cell(p, x, y).and_then(|c| c.model_recovers) else {
+                        continue;
+                    };
+                    let near = [(-1i64, 0i64), (1, 0), (0, -1), (0, 1)]
+                        .iter()
+                        .any(|(dx, dy)| {
+                            let (x2, y2) = (x as i64 + dx, y as i64 + dy);
+                            x2 >= 0
+                                && y2 >= 0
+                                && self
+                                    .cell(p, x2 as usize, y2 as usize)
+                                    .and_then(|c| c.model_recovers)
+                                    .is_some_and(|m| m != here)
+                        });
+                    marks.push((p.clone(), x, y, near));
+                }
+            }
+        }
+        for (p, x, y, near) in marks {
+            let (vx, vy) = (
+                self.vary[0].values[x],
+                self.vary.get(1).map(|a| a.values[y]),
+            );
+            if let Some(c) = self
+                .cells
+                .iter_mut()
+                .find(|c| c.policy == p && c.at.first() == Some(&vx) && c.at.get(1).copied() == vy)
+            {
+                c.near_boundary = near;
+            }
+        }
+    }
+}
+
+/// One point's files, its values put in, parsed and checked.
+struct Prepared {
+    point: Point,
+    topology: Topology,
+    steps: Vec<(Duration, Action)>,
+    warmup: Duration,
+    duration: Duration,
+}
+
+fn read(p: &Path, what: &str) -> Result<String, RunError> {
+    std::fs::read_to_string(p)
+        .map_err(|e| RunError::Usage(format!("{what} {}: cannot read it: {e}", p.display())))
+}
+
+/// Puts every point of `grid` into the topology's and the scenario's
+/// text and checks what comes out, before any fleet starts.
+fn prepare(args: &SweepArgs, grid: &Grid) -> Result<Vec<Prepared>, RunError> {
+    let scenario_path = args.scenario.as_deref().ok_or_else(|| {
+        RunError::Usage(
+            "no --scenario: a sweep plays a scenario in every cell, with the swept values written `${NAME}` in it".into(),
+        )
+    })?;
+    let (t_origin, s_origin) = (
+        args.topology.display().to_string(),
+        scenario_path.display().to_string(),
+    );
+    let t_text = read(&args.topology, "topology")?;
+    let s_text = read(scenario_path, "--scenario")?;
+    let used = |text: &str, origin: &str| grid::names_used(text, origin).map_err(RunError::Usage);
+    let (in_t, in_s) = (used(&t_text, &t_origin)?, used(&s_text, &s_origin)?);
+    for v in &grid.vary {
+        if !in_s.contains(&v.name) && !in_t.contains(&v.name) {
+            return Err(RunError::Usage(format!(
+                "--vary {}: neither {s_origin} nor {t_origin} uses `${{{}}}`, so every cell would be the same",
+                v.name, v.name
+            )));
+        }
+    }
+    grid.points()
+        .into_iter()
+        .map(|point| {
+            let cell = |e: String| RunError::Usage(format!("at {point}: {e}"));
+            let t = grid::substitute(&t_text, &t_origin, &point).map_err(cell)?;
+            let topology = Topology::from_yaml(&t, &t_origin).map_err(|e| cell(e.to_string()))?;
+            let s = grid::substitute(&s_text, &s_origin, &point).map_err(cell)?;
+            let scenario =
+                Scenario::from_yaml(&s, &s_origin, &topology).map_err(|e| cell(e.to_string()))?;
+            let duration = args
+                .clock
+                .duration
+                .or(scenario.duration)
+                .unwrap_or(SWEEP_DURATION);
+            let warmup = args
+                .clock
+                .warmup
+                .or(scenario.warmup)
+                .unwrap_or(COMPARE_WARMUP);
+            scenario
+                .check_duration(duration, args.clock.duration.is_some())
+                .map_err(|e| cell(e.to_string()))?;
+            crate::cli::fail_actions(&topology, &args.fail).map_err(|e| cell(e.to_string()))?;
+            let steps = kept_steps(&scenario, warmup);
+            Ok(Prepared {
+                point,
+                topology,
+                steps,
+                warmup,
+                duration,
+            })
+        })
+        .collect()
+}
+
+/// A cell's outcome from its run.
+fn cell(choice: Choice, p: &Prepared, run: &crate::compare::CompareRun, record: &Record) -> Cell {
+    let r = run
+        .recovery
+        .clone()
+        .unwrap_or_else(|| crate::compare::recovery(record));
+    let horizon = p.duration.as_secs_f64() - r.trigger_end_s;
+    // Measured, a second counts once it has ended: the model's drain time
+    // must leave one whole second before the run's end to be seen.
+    let model_recovers = (r.modelled && spike(&p.steps).is_some())
+        .then(|| r.model_after_s.is_some_and(|m| m + 1.0 <= horizon));
+    let recovered = r.recovered_after_s.is_some();
+    let t = record.start.applied_to(&record.topology);
+    Cell {
+        threshold_rps: crate::topology::model::capacity::capacity(&t, &t.policy)
+            .recovery_threshold
+            .map(|x| (x * 10.0).round() / 10.0),
+        policy: choice.name(),
+        at: p.point.0.iter().map(|(_, v)| *v).collect(),
+        trigger_end_s: r.trigger_end_s,
+        recovered,
+        recovered_after_s: r.recovered_after_s,
+        model_after_s: r.model_after_s,
+        model_recovers,
+        agrees: model_recovers.map(|m| m == recovered),
+        near_boundary: false,
+        availability_after: r.availability_after,
+        saturated: run.report.saturated,
+    }
+}
+
+/// `754` seconds as `12m34s`.
+fn minutes(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    match s / 60 {
+        0 => format!("{s}s"),
+        m => format!("{m}m{:02}s", s % 60),
+    }
+}
+
+/// `chaoslab sweep`.
+pub fn run(args: SweepArgs) -> Result<(), RunError> {
+    let mut inputs = vec![args.topology.as_path()];
+    inputs.extend(args.scenario.as_deref());
+    crate::error::check_outputs(&args.outputs(), &inputs)?;
+    let grid = Grid::parse(&args.vary).map_err(RunError::Usage)?;
+    let choices = Choice::parse_list(&args.policies)?;
+    let planned = grid.len() * choices.len();
+    if planned > MAX_CELLS && !args.yes {
+        return Err(RunError::Usage(format!(
+            "{} points × {} policies = {planned} cells, each a fleet of its own: more than {MAX_CELLS} asks for --yes (or larger steps)",
+            grid.len(),
+            choices.len()
+        )));
+    }
+    let cells = prepare(&args, &grid)?;
+    if cells.iter().any(|p| p.steps.is_empty()) {
+        return Err(RunError::Usage(format!(
+            "--scenario {}: it has no steps once its policy steps are left out: a sweep measures how each cell comes through a trigger",
+            args.scenario.as_deref().unwrap_or(Path::new("")).display()
+        )));
+    }
+    let mut sweep = Sweep {
+        topology: cells[0].topology.name.clone(),
+        scenario: args
+            .scenario
+            .as_deref()
+            .unwrap_or(Path::new(""))
+            .display()
+            .to_string(),
+        duration_s: cells[0].duration.as_secs_f64(),
+        vary: grid
+            .vary
+            .iter()
+            .map(|v| Axis {
+                name: v.name.clone(),
+                values: v.values.clone(),
+            })
+            .collect(),
+        policies: choices.iter().map(|c| c.name()).collect(),
+        cells: vec![],
+        planned,
+        interrupted: false,
+    };
+    let interrupts = Interrupts::watch();
+    let started = Instant::now();
+    'all: for choice in &choices {
+        for p in &cells {
+            if interrupts.interrupted() {
+                break 'all;
+            }
+            let done = sweep.cells.len();
+            let left = match done {
+                0 => (p.warmup + p.duration).as_secs_f64() * planned as f64,
+                _ => started.elapsed().as_secs_f64() / done as f64 * (planned - done) as f64,
+            };
+            eprintln!(
+                "sweep: cell {} of {planned} · {} · {} · about {} left",
+                done + 1,
+                choice.name(),
+                p.point,
+                minutes(left),
+            );
+            let plan = Plan {
+                base: &p.topology,
+                population: &args.population,
+                fail: &args.fail,
+                load: &args.load,
+                warmup: p.warmup,
+                duration: p.duration,
+                steps: p.steps.clone(),
+                processes: None,
+            };
+            let (run, record) = plan.run(*choice, &interrupts, None)?;
+            if interrupts.interrupted() {
+                // Cut short: its figures would not be the cell's.
+                break 'all;
+            }
+            sweep.cells.push(cell(*choice, p, &run, &record));
+        }
+    }
+    sweep.interrupted = interrupts.interrupted();
+    sweep.mark_boundary();
+    print!("{}", heatmap::text(&sweep));
+    if let Some(p) = &args.csv {
+        write_output(p, &heatmap::csv(&sweep), "CSV")?;
+    }
+    if let Some(p) = &args.report {
+        let json = serde_json::to_string_pretty(&sweep).expect("a sweep serialises");
+        write_output(p, &json, "report")?;
+    }
+    if let Some(p) = &args.html {
+        write_output(p, &heatmap::html(&sweep), "HTML report")?;
+    }
+    interrupts.outcome().map_err(RunError::from)
+}
