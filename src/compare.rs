@@ -260,6 +260,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         .report
         .iter()
         .map(|p| ("--report", p.as_path()))
+        .chain(args.pictures.html.iter().map(|p| ("--html", p.as_path())))
         .collect();
     let mut inputs = vec![args.topology.as_path()];
     inputs.extend(args.scenario.as_deref());
@@ -380,7 +381,31 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         let json = serde_json::to_string_pretty(&cmp).expect("a comparison serialises");
         write_output(p, &json, "report")?;
     }
+    if let Some(p) = &args.pictures.html {
+        write_output(p, &html_page(&cmp), "HTML report")?;
+    }
     interrupts.outcome().map_err(RunError::from)
+}
+
+/// The comparison's page for `--html`.
+fn html_page(c: &Comparison) -> String {
+    use crate::report::html::compare;
+    let runs: Vec<compare::PolicyRun<'_>> = c
+        .runs
+        .iter()
+        .map(|r| compare::PolicyRun {
+            policy: &r.policy,
+            report: &r.report,
+            recovery: r.recovery.as_ref().map(|v| compare::Recovery {
+                trigger_end_s: v.trigger_end_s,
+                recovered_after_s: v.recovered_after_s,
+                model_after_s: v.model_after_s,
+                modelled: v.modelled,
+                availability_after: v.availability_after,
+            }),
+        })
+        .collect();
+    compare::page(&c.topology, &runs, c.interrupted)
 }
 
 /// The share of the offered rate goodput must keep to count as recovered.
