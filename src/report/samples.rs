@@ -333,9 +333,34 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// The columns of a series as a Markdown table, for `docs/reports.md`:
+/// each fleet figure, then each service figure under `SERVICE.`.
+pub fn markdown_columns() -> String {
+    let mut out = String::from("| column | unit | what it is |\n|---|---|---|\n");
+    out.push_str("| `t_s` | s | The end of the sample's interval, seconds after the warm-up |\n");
+    for f in Figure::of(Scope::Fleet).chain(Figure::of(Scope::Service)) {
+        let name = match f.scope() {
+            Scope::Fleet => f.path().to_string(),
+            Scope::Service => format!("SERVICE.{}", f.path()),
+        };
+        let _ = writeln!(
+            out,
+            "| `{name}` | {} | {} |",
+            f.unit(),
+            f.help().replace('|', "\\|")
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn docs_list_every_column_of_a_series() {
+        crate::docs::check_block("docs/reports.md", "series-columns", &markdown_columns());
+    }
 
     fn table() -> Samples {
         let columns = vec![

@@ -140,11 +140,11 @@ fn draw_lines(
         .light_line_style(RGBColor(238, 238, 238))
         .label_style(("sans-serif", 13))
         .draw()?;
-    let grey = RGBColor(120, 120, 120);
+    let grey = RGBColor(70, 70, 70);
     for (k, m) in marks.iter().enumerate() {
         chart.draw_series(std::iter::once(PathElement::new(
             vec![(m.x, ybottom), (m.x, ytop)],
-            grey.stroke_width(1),
+            grey.stroke_width(2),
         )))?;
         // Labels right of their line in the left half, left of it in the
         // right half; four rows, so close events stay readable.
@@ -198,7 +198,8 @@ pub fn bars(title: &str, y_desc: &str, groups: &[String], series: &[(String, Vec
     let mut svg = String::new();
     let n = groups.len().max(1) as f64;
     let (y0, y1) = range(series.iter().flat_map(|s| s.1.iter().copied()), 0.0);
-    let y1 = y1 + (y1 - y0) * 0.15;
+    // Room above the tallest bar for the legend.
+    let y1 = y1 + (y1 - y0) * 0.3;
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         let _ = draw_bars(

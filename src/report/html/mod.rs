@@ -58,7 +58,7 @@ const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-se
 margin:2em auto;max-width:1040px;padding:0 1em;color:#1d1d1f;background:#fff;line-height:1.45}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}\
 p{max-width:60em}svg{max-width:100%;height:auto;display:block;margin:.5em 0}\
-table{border-collapse:collapse;margin:.5em 0;font-variant-numeric:tabular-nums}\
+table{border-collapse:collapse;margin:.5em 1.5em .5em 0;display:inline-table;vertical-align:top;font-variant-numeric:tabular-nums}\
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}\
 .warn{color:#a30000}footer{margin-top:3em;color:#666;font-size:.85em}\

@@ -34,7 +34,7 @@ pub fn sections(r: &Record, report: &Report, samples: &Samples) -> Vec<Section> 
         ys: fleet(f),
     };
     let help = |f: Figure| format!("{}: {}", f.path(), f.help());
-    vec![
+    let mut out = vec![
         headline(report),
         amplification(r, samples, &marks),
         Section::chart(
@@ -98,7 +98,11 @@ pub fn sections(r: &Record, report: &Report, samples: &Samples) -> Vec<Section> 
                 &marks,
             ),
         ),
-    ]
+    ];
+    if report.phases.len() > 1 {
+        out.push(phases(report));
+    }
+    out
 }
 
 /// Every event after the warm-up as a mark on the samples' clock.
@@ -169,6 +173,50 @@ fn headline(report: &Report) -> Section {
         ),
         svg: None,
         html,
+    }
+}
+
+/// A row per phase (the run cut at each change of policy or fault): its
+/// span, what opened it, and each service's amplification against the
+/// model of the state in force during it.
+fn phases(report: &Report) -> Section {
+    let names: Vec<&str> = report.nodes.iter().map(|n| n.name.as_str()).collect();
+    let mut head = vec!["phase (s)", "after", "availability"];
+    head.extend(names.iter().copied());
+    let rows: Vec<Vec<String>> = report
+        .phases
+        .iter()
+        .map(|p| {
+            let f = &p.report.fleet;
+            let mut row = vec![
+                format!("{:.1}–{:.1}", p.from_s, p.to_s),
+                p.after.join("; "),
+                format!(
+                    "{} ({})",
+                    percent(f[Figure::RootAvailability]),
+                    percent(f[Figure::ModelAvailability])
+                ),
+            ];
+            row.extend(report.nodes.iter().map(|n| {
+                p.report.node(&n.name).map_or_else(
+                    || "–".to_string(),
+                    |m| {
+                        format!(
+                            "{}× ({}×)",
+                            cell(m.figures[Figure::Amplification], 2),
+                            cell(m.figures[Figure::ModelAmplification], 2)
+                        )
+                    },
+                )
+            }));
+            row
+        })
+        .collect();
+    Section {
+        title: "Phase by phase".into(),
+        text: "The run cut at each change of policy, fault, context, at-least-once, attribution or resources, each phase measured on its own against the model of the state in force during it (the model in brackets): the whole run's figures above average phases no policy produces on its own.".into(),
+        svg: None,
+        html: table(&head, &rows),
     }
 }
 
