@@ -115,8 +115,14 @@ impl Samples {
     /// The header: `t_s`, every fleet figure's path, then `SERVICE.path`
     /// per service and service figure.
     pub fn header(t: &Topology) -> Vec<String> {
+        Self::names(t, &Self::columns_of(t))
+    }
+
+    /// `t_s`, then each column's name: a fleet figure's path, or
+    /// `SERVICE.path`.
+    fn names(t: &Topology, columns: &[Column]) -> Vec<String> {
         std::iter::once("t_s".to_string())
-            .chain(Self::columns_of(t).iter().map(|c| match c.service {
+            .chain(columns.iter().map(|c| match c.service {
                 Some(i) => format!("{}.{}", t.services[i].name, c.figure.path()),
                 None => c.figure.path().to_string(),
             }))
@@ -126,9 +132,15 @@ impl Samples {
     /// Every figure over each interval between the samples picked from
     /// the end of the warm-up to the run's end.
     pub fn of(r: &Record) -> Samples {
+        Self::of_columns(r, Self::columns_of(&r.topology))
+    }
+
+    /// [`Samples::of`] with only `columns`: a chart that draws a few
+    /// figures keeps a sample a second on a fleet whose whole table would
+    /// be sampled far more sparsely.
+    pub fn of_columns(r: &Record, columns: Vec<Column>) -> Samples {
         let from = r.warmup;
         let samples: Vec<&Sample> = r.series.iter().filter(|s| s.t >= from).collect();
-        let columns = Self::columns_of(&r.topology);
         let span = samples.last().map_or(from, |s| s.t).saturating_sub(from);
         let per_row = columns.len() + 1;
         let mut period = 1u64;
@@ -141,7 +153,7 @@ impl Samples {
         let models = models(r, &samples);
         let mut out = Samples {
             period_s: period as f64,
-            names: Self::header(&r.topology),
+            names: Self::names(&r.topology, &columns),
             columns,
             t_s: Vec::with_capacity(picked.len().saturating_sub(1)),
             values: Vec::with_capacity(picked.len().saturating_sub(1) * per_row),

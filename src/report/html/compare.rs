@@ -199,3 +199,105 @@ fn amplification(runs: &[PolicyRun<'_>]) -> Section {
         html: table(&head, &rows),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::figures::{Figures, Scope};
+    use crate::report::NodeReport;
+
+    /// A report of two services, `amps` their amplifications.
+    fn report(policy: &str, amps: [f64; 2], availability: f64) -> Report {
+        let mut fleet = Figures::filled(Scope::Fleet, 0.0);
+        fleet.set(Figure::RootAvailability, availability);
+        fleet.set(Figure::ModelAvailability, 1.0);
+        let nodes = ["A", "<D>"]
+            .iter()
+            .zip(amps)
+            .map(|(name, a)| {
+                let mut figures = Figures::filled(Scope::Service, 1.0);
+                figures.set(Figure::Amplification, a);
+                NodeReport {
+                    name: name.to_string(),
+                    service: None,
+                    endpoint: None,
+                    depth: 0,
+                    figures,
+                    learned: vec![],
+                    replicas: vec![],
+                }
+            })
+            .collect();
+        Report {
+            topology: "t".into(),
+            policy: policy.into(),
+            attempts: 2,
+            budget: None,
+            attribution: "declared".into(),
+            at_least_once: true,
+            duration_s: 8.0,
+            interrupted: false,
+            saturated: false,
+            saturation: vec![],
+            unmeasured: vec![],
+            fleet,
+            roots: vec![],
+            nodes,
+            services: vec![],
+            edges: vec![],
+            stops: vec![],
+            expectations: vec![],
+            events: vec![],
+            phases: vec![],
+            series: None,
+        }
+    }
+
+    #[test]
+    fn a_comparison_page_puts_the_policies_side_by_side_with_its_recovery_table() {
+        let (retry, ownership) = (
+            report("retry", [1.0, 8.0], 0.2),
+            report("ownership", [1.0, 1.1], 0.9),
+        );
+        let recovery = |after| Recovery {
+            trigger_end_s: 6.0,
+            recovered_after_s: after,
+            model_after_s: None,
+            modelled: true,
+            availability_after: 0.5,
+        };
+        let runs = [
+            PolicyRun {
+                policy: "retry",
+                report: &retry,
+                recovery: Some(recovery(None)),
+            },
+            PolicyRun {
+                policy: "ownership",
+                report: &ownership,
+                recovery: Some(recovery(Some(3.0))),
+            },
+        ];
+        let html = page("chain <x>", &runs, false);
+        assert_eq!(
+            html.matches("<svg").count(),
+            2,
+            "amplification and availability"
+        );
+        assert_eq!(html.matches("class=\"chart\"").count(), 2);
+        assert!(html.contains("chain &lt;x&gt;"));
+        assert!(html.contains("<th>&lt;D&gt;</th>"), "service names escaped");
+        assert!(html.contains("8.00× (1.00×)"), "measured with the model");
+        assert!(html.contains("Recovery after the trigger"));
+        assert!(html.contains("<td>never</td>") && html.contains("<td>3 s</td>"));
+        // Without a scenario there is no recovery table.
+        let plain: Vec<PolicyRun<'_>> = runs
+            .iter()
+            .map(|r| PolicyRun {
+                recovery: None,
+                ..*r
+            })
+            .collect();
+        assert!(!page("t", &plain, false).contains("Recovery after"));
+    }
+}

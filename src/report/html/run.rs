@@ -105,6 +105,30 @@ pub fn sections(r: &Record, report: &Report, samples: &Samples) -> Vec<Section> 
     out
 }
 
+/// The samples the charts draw: every fleet figure, and the
+/// amplification of the [`MAX_LINES`] services with the highest over the
+/// run (of every service on a fleet no larger), so a mesh of thousands
+/// keeps its charts at a point a second.
+pub fn charted(r: &Record, report: &Report) -> Samples {
+    let mut by_amp: Vec<(usize, f64)> = report
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (i, n.figures[Figure::Amplification]))
+        .collect();
+    by_amp.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut shown: Vec<usize> = by_amp.iter().take(MAX_LINES).map(|x| x.0).collect();
+    shown.sort_unstable();
+    let columns = Samples::columns_of(&r.topology)
+        .into_iter()
+        .filter(|c| match c.service {
+            None => true,
+            Some(i) => c.figure == Figure::Amplification && shown.contains(&i),
+        })
+        .collect();
+    Samples::of_columns(r, columns)
+}
+
 /// Every event after the warm-up as a mark on the samples' clock.
 fn marks(r: &Record) -> Vec<Mark> {
     let warmup = r.warmup.as_secs_f64();
@@ -225,10 +249,8 @@ fn phases(report: &Report) -> Section {
 fn amplification(r: &Record, samples: &Samples, marks: &[Mark]) -> Section {
     let t = &r.topology;
     let mut lines: Vec<(f64, Line)> = (0..t.services.len())
-        .map(|i| {
-            let ys = samples
-                .column(Figure::Amplification, Some(i))
-                .unwrap_or_default();
+        .filter_map(|i| Some((i, samples.column(Figure::Amplification, Some(i))?)))
+        .map(|(i, ys)| {
             let peak = ys
                 .iter()
                 .copied()
@@ -247,11 +269,20 @@ fn amplification(r: &Record, samples: &Samples, marks: &[Mark]) -> Section {
         "Each line is one service's amplification, each second: {} Every action applied during the run (a policy switch, a fault set or cleared, a rate change; from the timeline, the dashboard or the control API) is a grey vertical line with its label.",
         Figure::Amplification.help()
     );
-    if lines.len() > MAX_LINES {
+    if samples.period_s > 1.0 {
         text.push_str(&format!(
-            " The {MAX_LINES} services whose amplification peaked highest of {} are drawn.",
-            lines.len()
+            " On a run this long a point covers {} s.",
+            samples.period_s
         ));
+    }
+    if t.services.len() > lines.len() {
+        text.push_str(&format!(
+            " The {} services of {} with the highest amplification over the run are drawn.",
+            lines.len(),
+            t.services.len()
+        ));
+    }
+    if lines.len() > MAX_LINES {
         lines.sort_by(|a, b| b.0.total_cmp(&a.0));
         lines.truncate(MAX_LINES);
     }
@@ -297,13 +328,12 @@ pub fn outputs<'p>(
     if html.is_none() && series.is_none() {
         return vec![];
     }
-    let samples = Samples::of(r);
     let mut out = vec![];
     if let Some(p) = html {
-        out.push((p, page(r, report, &samples), "HTML report"));
+        out.push((p, page(r, report, &charted(r, report)), "HTML report"));
     }
     if let Some((p, format)) = series {
-        out.push((p, samples.render(format), "series"));
+        out.push((p, Samples::of(r).render(format), "series"));
     }
     out
 }
