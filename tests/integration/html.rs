@@ -304,3 +304,45 @@ fn the_html_page_renders_in_headless_chromium_and_fetches_nothing() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_dashboard_writes_its_page_and_series_when_it_quits() {
+    use std::time::Duration;
+    let _fleet = fleet_lock();
+    let dir = folder("dashboard");
+    let (page, series) = (dir.join("page.html"), dir.join("s.csv"));
+    let t = crate::tui::Tmux::start();
+    let cmd = format!(
+        "{} topologies/uber-chain.yaml --policy retry --rps 60 --warmup 1s --html {} --series {}",
+        env!("CARGO_BIN_EXE_chaoslab"),
+        page.display(),
+        series.display()
+    );
+    t.keys(&[
+        &format!("cd {} && {cmd}", crate::common::root().display()),
+        "Enter",
+    ]);
+    t.wait_for("the dashboard", Duration::from_secs(30), |s| {
+        s.contains("RETRY")
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    // Ownership: an event the page marks.
+    t.keys(&["4"]);
+    t.wait_for("ownership", Duration::from_secs(10), |s| {
+        s.contains("OWNERSHIP")
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    t.keys(&["q"]);
+    t.wait_for("the summary", Duration::from_secs(20), |s| {
+        s.contains("series written to")
+    });
+    let s = t.scrollback();
+    assert!(s.contains("HTML report written to"), "{s}");
+    let html = std::fs::read_to_string(&page).expect("the page is written on quit");
+    assert_eq!(html.matches("<svg").count(), 4);
+    assert!(html.matches("policy ownership").count() >= 5, "marked");
+    let csv = std::fs::read_to_string(&series).expect("the series is written on quit");
+    assert!(csv.lines().count() >= 4, "a row a second:\n{csv}");
+    drop(t);
+    let _ = std::fs::remove_dir_all(&dir);
+}
