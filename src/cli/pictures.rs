@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use clap::Args;
+
 use super::UsageError;
 use crate::report::samples::Format;
 
@@ -21,8 +23,6 @@ pub struct Pictures {
     #[arg(long, value_name = "FILE")]
     pub series: Option<PathBuf>,
 }
-
-use clap::Args;
 
 impl Pictures {
     /// The files these flags write, with their flags.
