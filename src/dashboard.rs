@@ -2,7 +2,8 @@
 //! TOPOLOGY` in a terminal). It prepares the run from the command line,
 //! starts the session and the endpoints asked for, hands both to the
 //! dashboard ([`crate::tui`]) until the person quits, then prints the
-//! summary and writes the report and the recording if asked.
+//! summary and writes the report, the recording, the HTML page and the
+//! series if asked.
 
 use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use crate::cli::{Prepared, RunArgs};
 use crate::endpoints::Endpoints;
 use crate::error::{check_outputs, write_output, RunError};
-use crate::report::Report;
+use crate::report::{html, Report};
 use crate::scenario::{record, Scenario};
 use crate::session::Session;
 use crate::topology::Topology;
@@ -22,6 +23,7 @@ use crate::tui::{self, cast, play, Options};
 pub fn run(args: RunArgs) -> Result<(), RunError> {
     let path = args.topology_path().map_err(RunError::usage)?;
     check_outputs(&args.outputs(), &args.inputs())?;
+    let series = args.pictures.series_format().map_err(RunError::usage)?;
     let topology = Topology::load(path)?;
     if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
         return Err(RunError::Usage(format!(
@@ -89,12 +91,20 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     if let Some((p, yaml)) = &recording {
         write_output(p, yaml, "recording")?;
     }
+    let series = args.pictures.series.as_deref().zip(series);
+    let pictures = html::run::outputs(&record, &report, args.pictures.html.as_deref(), series);
+    for (p, text, what) in &pictures {
+        write_output(p, text, what)?;
+    }
     let events: Vec<String> = record.events.iter().map(|e| e.to_string()).collect();
     // Not `print!`: after a hang-up there is no terminal to print to.
     let mut out = io::stdout().lock();
     let _ = write!(out, "{}", tui::summary(&report, &events, record.uptime));
     if let Some(p) = &args.report {
         let _ = writeln!(out, "report written to {}", p.display());
+    }
+    for (p, _, what) in &pictures {
+        let _ = writeln!(out, "{what} written to {}", p.display());
     }
     if let Some((p, _)) = &recording {
         let _ = writeln!(

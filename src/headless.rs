@@ -3,7 +3,8 @@
 //! It starts a [`Session`] for the command line (and its scenario),
 //! prints a progress line a second to stderr from the snapshots, and when
 //! the run ends prints the table (one per phase when the policy or a fault
-//! changed), writes the JSON and JUnit reports, and exits 1 if an
+//! changed), writes the JSON and JUnit reports, the HTML page and the
+//! series, and exits 1 if an
 //! expectation failed.
 
 use std::io::Write as _;
@@ -14,7 +15,7 @@ use crate::endpoints::Endpoints;
 use crate::error::{check_outputs, write_output, RunError};
 use crate::format::fmt_rate;
 use crate::lab::Snapshot;
-use crate::report::{junit, Report};
+use crate::report::{html, junit, Report};
 use crate::scenario::Scenario;
 use crate::session::Session;
 use crate::signals::Interrupts;
@@ -30,6 +31,7 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         )));
     }
     check_outputs(&args.outputs(), &args.inputs())?;
+    let series = args.pictures.series_format().map_err(RunError::usage)?;
     let topology = Topology::load(path)?;
     // A scenario: `--scenario FILE`, else the topology's `scenario:` key.
     let scenario = Scenario::for_run(args.scenario.as_deref(), path, &topology)
@@ -102,6 +104,12 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     }
     if let Some(p) = &args.record {
         write_output(p, &crate::scenario::record::of_run(&record), "recording")?;
+    }
+    let series = args.pictures.series.as_deref().zip(series);
+    for (p, text, what) in
+        html::run::outputs(&record, &report, args.pictures.html.as_deref(), series)
+    {
+        write_output(p, &text, what)?;
     }
     interrupts.outcome()?;
     verdict(&report)

@@ -4,6 +4,7 @@ mod endpoint_args;
 mod generate;
 mod import;
 mod peers;
+mod pictures;
 mod population;
 mod prepare;
 pub mod reference;
@@ -19,14 +20,14 @@ pub use endpoint_args::EndpointArgs;
 pub use generate::{GenerateArgs, Like};
 pub use import::{ImportArgs, ImportFormat};
 pub use peers::{names as service_names, PeerArgs, Peers};
+pub use pictures::{ComparePictures, Pictures};
 pub use population::{closed_loop_in_one_process, Population};
 pub use prepare::Prepared;
 pub use sweep::SweepArgs;
 pub use values::*;
 
-use crate::fleet::Placement;
 use crate::lab::Action;
-use crate::session::{NodeControls, Setup};
+use crate::session::Setup;
 use crate::theme::Theme;
 use crate::topology::{PolicyFields, Topology};
 
@@ -126,6 +127,9 @@ pub struct RunArgs {
     /// Write a JUnit XML report here.
     #[arg(long)]
     pub junit: Option<PathBuf>,
+    /// `--html` and `--series`.
+    #[command(flatten)]
+    pub pictures: Pictures,
     /// Dashboard frames per second.
     #[arg(long, default_value_t = 10, value_parser = parse_fps, allow_hyphen_values = true)]
     pub fps: u32,
@@ -197,6 +201,7 @@ impl RunArgs {
         ]
         .into_iter()
         .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+        .chain(self.pictures.outputs())
         .collect()
     }
 
@@ -273,48 +278,6 @@ impl RunArgs {
     }
 }
 
-impl RunArgs {
-    /// With `--remote`, where the entry runs and where each node answers
-    /// its control API.
-    fn remote_nodes(
-        &self,
-        t: &Topology,
-    ) -> Result<(Option<Placement>, Option<NodeControls>), UsageError> {
-        let peers_given = !self.peers.peer.is_empty() || self.peers.peers.is_some();
-        if self.remote.is_empty() {
-            if peers_given {
-                return Err(UsageError(
-                    "--peer and --peers say where the entry of a --remote run answers: give --remote with each node's control API too".into(),
-                ));
-            }
-            return Ok((None, None));
-        }
-        if self.processes {
-            return Err(UsageError(
-                "--remote drives nodes already running and --processes starts its own: give one of them".into(),
-            ));
-        }
-        let controls = peers::read_remote(&self.remote, t)?;
-        let peers = self.peers.read(t)?;
-        let mut c = vec![None; t.services.len()];
-        for (id, s) in t.services.iter().enumerate() {
-            if s.url.is_none() {
-                let why = format!("--remote: `{}` runs as a node", s.name);
-                c[id] = Some(controls.url(t, id, &why)?);
-            }
-        }
-        // The load goes to every root where the peers say it runs.
-        let placed = peers.roots(t)?;
-        let placement = Placement {
-            local: None,
-            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-            replica: None,
-            peers: placed,
-        };
-        Ok((Some(placement), Some(NodeControls(c))))
-    }
-}
-
 /// A flag that does not make sense, in words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -355,6 +318,9 @@ pub struct CompareArgs {
     /// Write the comparison as JSON here.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// `--html`.
+    #[command(flatten)]
+    pub pictures: ComparePictures,
     /// Serve Prometheus metrics of the policy running now on this address
     /// (as `run --metrics`; the counters start again with each policy,
     /// labelled `policy`).

@@ -7,8 +7,10 @@
 
 pub mod endpoints;
 pub mod expect;
+pub mod html;
 pub mod junit;
 pub mod phases;
+pub mod samples;
 pub mod series;
 pub mod table;
 

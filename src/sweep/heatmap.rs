@@ -172,10 +172,7 @@ pub fn csv(s: &Sweep) -> String {
         let _ = write!(out, ",{}", a.name);
     }
     out.push_str(",trigger_end_s,recovered,recovered_after_s,model_after_s,model_recovers,threshold_rps,agrees,near_boundary,availability_after,saturated\n");
-    let num = |v: Option<f64>| {
-        v.filter(|x| x.is_finite())
-            .map_or(String::new(), |x| show(x))
-    };
+    let num = |v: Option<f64>| v.filter(|x| x.is_finite()).map_or(String::new(), show);
     let flag = |v: Option<bool>| v.map_or(String::new(), |b| b.to_string());
     for c in &s.cells {
         out.push_str(&c.policy);
@@ -200,20 +197,160 @@ pub fn csv(s: &Sweep) -> String {
     out
 }
 
-/// The heatmaps as one self-contained HTML page.
+/// The heatmaps as one self-contained HTML page: per policy, the time to
+/// recover, the availability after the trigger and the model's drain
+/// time, each with the model's boundary drawn between the cells and the
+/// cells it gets wrong outlined; then every cell as a table.
 pub fn html(s: &Sweep) -> String {
-    // Drawn by the report's HTML module once it is in.
-    let mut out = String::from("<!doctype html><meta charset=utf-8><pre>");
-    for ch in text(s).chars() {
-        match ch {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            c => out.push(c),
+    use crate::report::html::{heatmap_svg, page, table, Marks, Section};
+    let xs = &s.vary[0];
+    let (y_name, ys): (&str, Vec<f64>) = match s.vary.get(1) {
+        Some(a) => (a.name.as_str(), a.values.clone()),
+        None => ("", vec![0.0]),
+    };
+    let mut sections = vec![Section {
+        title: "The sweep".into(),
+        text: format!(
+            "{} on {}: {} of {} cells, each a fresh fleet for {}s after its warm-up{}. A cell recovered when goodput came back to 95% of the offered rate and stayed there to the run's end. The orange line is the model's boundary: the fluid queue of the bottleneck drains in time on one side and not on the other; an outlined cell is one where the measurement disagrees with the model.",
+            s.scenario,
+            s.topology,
+            s.cells.len(),
+            s.planned,
+            show(s.duration_s),
+            if s.interrupted { " (interrupted: the cells done)" } else { "" },
+        ),
+        ..Section::default()
+    }];
+    // Every policy's time to recover first, then the availabilities,
+    // then the model's drain times: the heatmaps to compare side by side.
+    let (mut times, mut avail, mut model) = (vec![], vec![], vec![]);
+    for p in &s.policies {
+        if !s.cells.iter().any(|c| &c.policy == p) {
+            times.push(Section {
+                title: format!("{p}: not run"),
+                text: "The sweep was stopped before its first cell.".into(),
+                ..Section::default()
+            });
+            continue;
+        }
+        let at = |i: usize, j: usize| s.cell(p, i, j);
+        let grid = |f: &dyn Fn(&Cell) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
+            (0..ys.len())
+                .map(|j| (0..xs.values.len()).map(|i| at(i, j).and_then(f)).collect())
+                .collect()
+        };
+        let verdicts: Vec<Vec<Option<bool>>> = (0..ys.len())
+            .map(|j| {
+                (0..xs.values.len())
+                    .map(|i| at(i, j).and_then(|c| c.model_recovers))
+                    .collect()
+            })
+            .collect();
+        let wrong: Vec<(usize, usize)> = (0..ys.len())
+            .flat_map(|j| (0..xs.values.len()).map(move |i| (i, j)))
+            .filter(|&(i, j)| at(i, j).is_some_and(|c| c.agrees == Some(false)))
+            .collect();
+        let y = (y_name, ys.as_slice());
+        let x = (xs.name.as_str(), xs.values.as_slice());
+        let threshold = s
+            .cells
+            .iter()
+            .find(|c| &c.policy == p)
+            .and_then(|c| c.threshold_rps)
+            .map_or(String::new(), |t| {
+                format!(
+                    " The model's recovery threshold under {p}: {} rps.",
+                    show(t)
+                )
+            });
+        times.push(Section::chart(
+            format!("{p}: time to recover"),
+            format!("Seconds from the trigger's end until goodput stayed at 95% of the offered rate; a cell that stayed down to the run's end is drawn as down.{threshold}"),
+            heatmap_svg(
+                &format!("{p}: seconds to recover"),
+                x,
+                y,
+                &grid(&|c| c.recovered_after_s),
+                "seconds",
+                Marks {
+                    outlined: &wrong,
+                    boundary: &verdicts,
+                },
+            ),
+        ));
+        avail.push(Section::chart(
+            format!("{p}: availability after the trigger"),
+            "The share of root requests answered with success from the trigger's end to the run's end.",
+            heatmap_svg(
+                &format!("{p}: availability after the trigger, %"),
+                x,
+                y,
+                &grid(&|c| {
+                    (!c.availability_after.is_nan()).then_some(c.availability_after * 100.0)
+                }),
+                "%",
+                Marks {
+                    outlined: &wrong,
+                    boundary: &verdicts,
+                },
+            ),
+        ));
+        if verdicts.iter().flatten().any(Option::is_some) {
+            model.push(Section::chart(
+                format!("{p}: the model's drain time"),
+                "The model's fluid queue: seconds for the bottleneck's queue to drain below the level at which its callers' attempts time out (down: it never does).",
+                heatmap_svg(
+                    &format!("{p}: the model's seconds to drain"),
+                    x,
+                    y,
+                    &grid(&|c| c.model_after_s),
+                    "seconds",
+                    Marks {
+                        outlined: &[],
+                        boundary: &verdicts,
+                    },
+                ),
+            ));
         }
     }
-    out.push_str("</pre>\n");
-    out
+    sections.extend(times.into_iter().chain(avail).chain(model));
+    let mut head: Vec<&str> = vec!["policy"];
+    head.extend(s.vary.iter().map(|a| a.name.as_str()));
+    head.extend([
+        "recovered after",
+        "model",
+        "agrees",
+        "availability after",
+        "saturated",
+    ]);
+    let secs = |v: Option<f64>| v.map_or_else(|| "down".into(), |t| format!("{t:.1} s"));
+    let rows: Vec<Vec<String>> = s
+        .cells
+        .iter()
+        .map(|c| {
+            let mut r = vec![c.policy.clone()];
+            r.extend(c.at.iter().map(|v| show(*v)));
+            r.extend([
+                secs(c.recovered_after_s),
+                match c.model_recovers {
+                    None => "-".into(),
+                    Some(_) => secs(c.model_after_s),
+                },
+                c.agrees
+                    .map_or("-".into(), |a| if a { "yes" } else { "no" }.into()),
+                format!("{:.1}%", c.availability_after * 100.0),
+                if c.saturated { "SATURATED" } else { "" }.into(),
+            ]);
+            r
+        })
+        .collect();
+    sections.push(Section {
+        title: "Every cell".into(),
+        text: "As the CSV has them.".into(),
+        html: table(&head, &rows),
+        ..Section::default()
+    });
+    page(&format!("chaoslab sweep · {}", s.topology), &sections)
 }
 
 #[cfg(test)]
@@ -281,6 +418,18 @@ mod tests {
             t.contains("5 of 6 cells agree with the model; 1 disagree, all next to its boundary")
         );
         assert!(t.contains("budget: not run"), "{t}");
+    }
+
+    #[test]
+    fn the_page_has_a_heatmap_per_figure_and_policy_that_ran_and_fetches_nothing() {
+        let page = html(&sweep());
+        // retry: time, availability, the model; budget did not run.
+        assert_eq!(page.matches("<svg").count(), 3, "{page}");
+        assert!(page.contains("retry: time to recover"));
+        assert!(!page.contains("<script") && !page.contains("https://"));
+        // The boundary (orange) and the one cell the model gets wrong.
+        assert!(page.contains("stroke-width=\"5\""));
+        assert!(page.contains("stroke-width=\"3\""));
     }
 
     #[test]

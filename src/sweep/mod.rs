@@ -18,7 +18,9 @@ pub mod grid;
 pub mod heatmap;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde::Serialize;
 
@@ -39,7 +41,7 @@ pub const MAX_CELLS: usize = 400;
 pub const SWEEP_DURATION: Duration = Duration::from_secs(20);
 
 /// One cell: a point of the grid under one policy, as it ran.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Cell {
     /// The policy.
     pub policy: String,
@@ -75,7 +77,7 @@ pub struct Cell {
 }
 
 /// A swept name and its values.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Axis {
     /// The name.
     pub name: String,
@@ -84,7 +86,7 @@ pub struct Axis {
 }
 
 /// A whole sweep, or the part of it that ran.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Sweep {
     /// The topology's name.
     pub topology: String,
@@ -232,6 +234,11 @@ fn prepare(args: &SweepArgs, grid: &Grid) -> Result<Vec<Prepared>, RunError> {
         .collect()
 }
 
+/// Seconds to a tenth: a sample's time is a tick's, not a millisecond's.
+fn tenths(s: f64) -> f64 {
+    (s * 10.0).round() / 10.0
+}
+
 /// A cell's outcome from its run.
 fn cell(choice: Choice, p: &Prepared, run: &crate::compare::CompareRun, record: &Record) -> Cell {
     let r = run
@@ -253,8 +260,8 @@ fn cell(choice: Choice, p: &Prepared, run: &crate::compare::CompareRun, record: 
         at: p.point.0.iter().map(|(_, v)| *v).collect(),
         trigger_end_s: r.trigger_end_s,
         recovered,
-        recovered_after_s: r.recovered_after_s,
-        model_after_s: r.model_after_s,
+        recovered_after_s: r.recovered_after_s.map(tenths),
+        model_after_s: r.model_after_s.map(tenths),
         model_recovers,
         agrees: model_recovers.map(|m| m == recovered),
         near_boundary: false,

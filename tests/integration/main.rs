@@ -12,6 +12,7 @@ mod docs;
 mod endpoints;
 mod generate;
 mod hostile;
+mod html;
 mod import;
 mod incident;
 mod industry;

@@ -3,7 +3,9 @@
 //! region measured against the model's boundary.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde_json::Value;
 

@@ -1,0 +1,287 @@
+//! A heatmap as SVG: a grid of cells coloured by value, for a front end
+//! that runs a grid of values (a sweep) and wants one picture of it.
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::chart::SIZE;
+
+/// The colour of a cell with no value: the run never recovered (it
+/// "stayed down"). A red-brown no step of the scale comes near.
+pub const NO_VALUE: RGBColor = RGBColor(120, 28, 28);
+
+/// What is drawn over a heatmap's cells: the cells outlined, and a
+/// verdict per cell whose changes draw a boundary (`[]` for none).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Marks<'a> {
+    /// `(i, j)` of each cell to outline.
+    pub outlined: &'a [(usize, usize)],
+    /// `boundary[j][i]`: the cell's verdict, `None` without one.
+    pub boundary: &'a [Vec<Option<bool>>],
+}
+
+/// Draws a heatmap: `cells[j][i]` is the value at `x.1[i]` (columns,
+/// left to right) and `y.1[j]` (rows, bottom to top); `x.0` and `y.0`
+/// name the axes. Values run from pale yellow (the lowest) to dark blue
+/// (the highest) on a scale shown at the right with `legend` as its title;
+/// `None` is [`NO_VALUE`] ("stayed down"). Each `(i, j)` in `marks.outlined`
+/// is outlined in black (a cell the model gets wrong). `marks.boundary`,
+/// when given, is a verdict per cell (the model's: the fleet recovers or
+/// not; `None` where there is none): a thick line is drawn between every
+/// two neighbouring cells whose verdicts differ. Every label is escaped.
+/// Returns one `<svg>` element for a [`Section`](super::Section).
+pub fn heatmap_svg(
+    title: &str,
+    x: (&str, &[f64]),
+    y: (&str, &[f64]),
+    cells: &[Vec<Option<f64>>],
+    legend: &str,
+    marks: Marks<'_>,
+) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let _ = draw(&root, title, x, y, cells, legend, marks);
+        let _ = root.present();
+    }
+    svg
+}
+
+/// A value's colour on the scale, `f` in 0..=1.
+pub fn scale(f: f64) -> RGBColor {
+    const STOPS: [(f64, f64, f64); 5] = [
+        (255.0, 255.0, 204.0),
+        (161.0, 218.0, 180.0),
+        (65.0, 182.0, 196.0),
+        (44.0, 127.0, 184.0),
+        (37.0, 52.0, 148.0),
+    ];
+    let f = if f.is_finite() {
+        f.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let p = f * (STOPS.len() - 1) as f64;
+    let i = (p.floor() as usize).min(STOPS.len() - 2);
+    let t = p - i as f64;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let mix = |u: f64, v: f64| (u + (v - u) * t).round() as u8;
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// A value for a label: short, without trailing zeros.
+fn short(v: f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+fn draw(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    title: &str,
+    (x_desc, xs): (&str, &[f64]),
+    (y_desc, ys): (&str, &[f64]),
+    cells: &[Vec<Option<f64>>],
+    legend: &str,
+    Marks {
+        outlined: marked,
+        boundary,
+    }: Marks<'_>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    root.fill(&WHITE)?;
+    let (nx, ny) = (xs.len().max(1), ys.len().max(1));
+    let values = cells
+        .iter()
+        .flatten()
+        .filter_map(|v| *v)
+        .filter(|v| v.is_finite());
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+    let at = |v: f64| if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+    let (main, side) = root.split_horizontally(SIZE.0 - 150);
+    let mut chart = ChartBuilder::on(&main)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(-0.5..nx as f64 - 0.5, -0.5..ny as f64 - 0.5)?;
+    let label = |values: &[f64], v: &f64| {
+        let i = v.round();
+        if (v - i).abs() < 1e-6 && i >= 0.0 {
+            values
+                .get(i as usize)
+                .map(|&x| short(x))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let (fx, fy) = (|v: &f64| label(xs, v), |v: &f64| label(ys, v));
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_labels(nx.min(12))
+        .y_labels(ny.min(12))
+        .x_label_formatter(&fx)
+        .y_label_formatter(&fy)
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .label_style(("sans-serif", 13))
+        .draw()?;
+    let few = nx * ny <= 200;
+    for (j, row) in cells.iter().enumerate().take(ny) {
+        for (i, v) in row.iter().enumerate().take(nx) {
+            let (i, j) = (i as f64, j as f64);
+            let c = v
+                .filter(|v| v.is_finite())
+                .map_or(NO_VALUE, |v| scale(at(v)));
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(i - 0.5, j - 0.5), (i + 0.5, j + 0.5)],
+                c.filled(),
+            )))?;
+            if few {
+                let text = v.map_or_else(|| "down".to_string(), short);
+                let ink = match v {
+                    Some(v) if at(*v) < 0.55 => BLACK,
+                    _ => WHITE,
+                };
+                let style = TextStyle::from(("sans-serif", 12).into_font())
+                    .color(&ink)
+                    .pos(Pos::new(HPos::Center, VPos::Center));
+                chart.draw_series(std::iter::once(Text::new(text, (i, j), style)))?;
+            }
+        }
+    }
+    // An outline as a closed path: the SVG backend gives a rectangle's
+    // border no width.
+    chart.draw_series(
+        marked
+            .iter()
+            .filter(|(i, j)| *i < nx && *j < ny)
+            .map(|&(i, j)| {
+                let (i, j, h) = (i as f64, j as f64, 0.46);
+                PathElement::new(
+                    vec![
+                        (i - h, j - h),
+                        (i + h, j - h),
+                        (i + h, j + h),
+                        (i - h, j + h),
+                        (i - h, j - h),
+                    ],
+                    BLACK.stroke_width(3),
+                )
+            }),
+    )?;
+    // The boundary: a segment between two neighbours of other verdicts.
+    let verdict = |i: usize, j: usize| boundary.get(j).and_then(|r| r.get(i)).copied().flatten();
+    let mut segments = vec![];
+    for j in 0..ny {
+        for i in 0..nx {
+            let Some(here) = verdict(i, j) else { continue };
+            let (x, y) = (i as f64, j as f64);
+            if verdict(i + 1, j).is_some_and(|v| v != here) {
+                segments.push(vec![(x + 0.5, y - 0.5), (x + 0.5, y + 0.5)]);
+            }
+            if verdict(i, j + 1).is_some_and(|v| v != here) {
+                segments.push(vec![(x - 0.5, y + 0.5), (x + 0.5, y + 0.5)]);
+            }
+        }
+    }
+    chart.draw_series(
+        segments
+            .into_iter()
+            .map(|s| PathElement::new(s, RGBColor(230, 85, 13).stroke_width(5))),
+    )?;
+    // The scale: a column of steps from the highest (top) to the lowest.
+    let font = ("sans-serif", 13).into_font();
+    side.draw(&Text::new(legend.to_string(), (10, 40), font.clone()))?;
+    let steps = 20;
+    for k in 0..steps {
+        let f = 1.0 - k as f64 / (steps - 1) as f64;
+        let top = 64 + k * 12;
+        side.draw(&Rectangle::new(
+            [(14, top), (40, top + 12)],
+            scale(f).filled(),
+        ))?;
+    }
+    side.draw(&Text::new(short(hi), (46, 62), font.clone()))?;
+    side.draw(&Text::new(
+        short(lo),
+        (46, 64 + steps * 12 - 14),
+        font.clone(),
+    ))?;
+    let down = 64 + steps * 12 + 20;
+    side.draw(&Rectangle::new(
+        [(14, down), (40, down + 14)],
+        NO_VALUE.filled(),
+    ))?;
+    side.draw(&Text::new("stayed down".to_string(), (46, down), font))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the SVG has a `<text>` saying exactly `t`.
+    fn has(svg: &str, t: &str) -> bool {
+        svg.contains(&format!(">\n{t}\n</text>"))
+    }
+
+    #[test]
+    fn a_heatmap_colours_cells_outlines_the_marked_and_names_the_down() {
+        let svg = heatmap_svg(
+            "recovery <s>",
+            ("spike rps", &[400.0, 600.0, 800.0]),
+            ("seconds", &[2.0, 4.0]),
+            &[
+                vec![Some(1.0), Some(3.5), None],
+                vec![Some(2.0), None, None],
+            ],
+            "time to recover, s",
+            Marks {
+                outlined: &[(1, 0)],
+                boundary: &[
+                    vec![Some(true), Some(true), Some(false)],
+                    vec![Some(true), Some(false), Some(false)],
+                ],
+            },
+        );
+        assert_eq!(svg.matches("<svg").count(), 1);
+        assert!(svg.contains("recovery &lt;s&gt;"));
+        for t in ["400", "800", "spike rps", "stayed down", "down", "3.5"] {
+            assert!(has(&svg, t), "{t} missing");
+        }
+        let down = format!(
+            "fill=\"#{:02X}{:02X}{:02X}\"",
+            NO_VALUE.0, NO_VALUE.1, NO_VALUE.2
+        );
+        assert!(
+            svg.to_ascii_uppercase()
+                .matches(&down.to_ascii_uppercase())
+                .count()
+                >= 3,
+            "three cells stayed down"
+        );
+        // The marked cell's outline: a rectangle with no fill.
+        assert!(svg.contains("stroke-width=\"3\""));
+        // The boundary: three segments between cells of other verdicts.
+        assert_eq!(svg.matches("stroke-width=\"5\"").count(), 3, "{svg}");
+    }
+
+    #[test]
+    fn the_scale_runs_from_pale_to_dark() {
+        let (a, b) = (scale(0.0), scale(1.0));
+        assert!(
+            u32::from(a.0) + u32::from(a.1) + u32::from(a.2)
+                > u32::from(b.0) + u32::from(b.1) + u32::from(b.2)
+        );
+        assert_eq!(scale(f64::NAN), scale(0.0));
+    }
+}
