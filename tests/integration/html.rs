@@ -220,6 +220,61 @@ fn ink(png_path: &Path) -> (usize, usize) {
     (differ, (info.width * info.height) as usize)
 }
 
+/// Opens `page` in headless Chromium, writes a screenshot to `shot`,
+/// and returns the URLs the page itself asked for, as Chromium's network
+/// log has them: every request whose initiator is the page (a `file://`
+/// page's origin is `null`), not the browser's own (`not an origin`:
+/// its time and account look-ups, which the flags cannot all silence).
+fn open_in_chromium(page: &Path, shot: &Path, profile: &Path) -> Vec<String> {
+    let chromium = "/usr/bin/chromium";
+    assert!(
+        Path::new(chromium).exists(),
+        "{chromium} is missing: scripts/test installs it (apt-get install chromium)"
+    );
+    let netlog = shot.with_extension("netlog.json");
+    let url = format!("file://{}", page.display())
+        .replace(' ', "%20")
+        .replace('<', "%3C")
+        .replace('>', "%3E")
+        .replace('&', "%26");
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            &format!("--user-data-dir={}", profile.display()),
+            &format!("--log-net-log={}", netlog.display()),
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,3000",
+            &url,
+        ])
+        .output()
+        .expect("start chromium");
+    assert!(
+        shot.exists() && netlog.exists(),
+        "chromium wrote no screenshot or network log: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log: Value = serde_json::from_str(&std::fs::read_to_string(&netlog).unwrap())
+        .expect("chromium's network log is JSON");
+    let start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"].clone();
+    assert!(start.is_number(), "the log names its request events");
+    log["events"]
+        .as_array()
+        .expect("the log has events")
+        .iter()
+        .filter(|e| e["type"] == start)
+        .filter(|e| e["params"]["url"].is_string())
+        .filter(|e| e["params"]["initiator"] != "not an origin")
+        .map(|e| e["params"]["url"].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[test]
 fn the_html_page_renders_in_headless_chromium_and_fetches_nothing() {
     let _fleet = fleet_lock();
@@ -258,39 +313,26 @@ fn the_html_page_renders_in_headless_chromium_and_fetches_nothing() {
     }
     assert!(html.contains("<table>"), "the headline table");
 
-    let chromium = "/usr/bin/chromium";
-    assert!(
-        Path::new(chromium).exists(),
-        "{chromium} is missing: scripts/test installs it (apt-get install chromium)"
-    );
     let shot = dir.join("shot.png");
-    let profile = dir.join("profile");
-    let url = format!("file://{}", page.display()).replace(' ', "%20");
-    let url = url
-        .replace('<', "%3C")
-        .replace('>', "%3E")
-        .replace('&', "%26");
-    let out = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            &format!("--user-data-dir={}", profile.display()),
-            &format!("--screenshot={}", shot.display()),
-            "--window-size=1200,3000",
-            &url,
-        ])
-        .output()
-        .expect("start chromium");
-    assert!(
-        shot.exists(),
-        "chromium wrote no screenshot: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let requested = open_in_chromium(&page, &shot, &dir.join("profile"));
+    assert_eq!(
+        requested,
+        Vec::<String>::new(),
+        "the page made the browser fetch"
+    );
+    // The network log can fail: a page that loads an image from loopback
+    // shows in it.
+    let bad = dir.join("bad.html");
+    std::fs::write(
+        &bad,
+        "<!doctype html><p>x<img src=\"http://127.0.0.1:9/x.png\">",
+    )
+    .unwrap();
+    let seen = open_in_chromium(&bad, &dir.join("bad.png"), &dir.join("profile-bad"));
+    assert_eq!(
+        seen,
+        ["http://127.0.0.1:9/x.png"],
+        "the network log sees a page's fetch"
     );
     let (differ, all) = ink(&shot);
     eprintln!(

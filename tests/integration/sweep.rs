@@ -84,7 +84,7 @@ fn a_sweep_stopped_by_sigint_writes_the_cells_done_and_exits_130() {
         "duration: 1s\nwarmup: 200ms\nsteps:\n  - at: 500ms\n    rps: ${LOAD}\n",
     )
     .unwrap();
-    let (csv, json) = (temp("cells.csv"), temp("cells.json"));
+    let (csv, json, html) = (temp("cells.csv"), temp("cells.json"), temp("cells.html"));
     let (mut child, lines) = start(&[
         "sweep",
         "topologies/metastable.yaml",
@@ -98,6 +98,8 @@ fn a_sweep_stopped_by_sigint_writes_the_cells_done_and_exits_130() {
         csv.to_str().unwrap(),
         "--report",
         json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
     ]);
     let mut out = vec![];
     // The sixth cell has started: five are done.
@@ -125,7 +127,14 @@ fn a_sweep_stopped_by_sigint_writes_the_cells_done_and_exits_130() {
     assert_eq!(r["cells"].as_array().unwrap().len(), 5);
     let shown = out.join("\n");
     assert!(shown.contains("5 of 20 cells (interrupted)"), "{shown}");
-    for p in [scenario, csv, json] {
+    // The page: one heatmap of the time to recover and one of the
+    // availability (`none` has no model of a trigger that is not a spike),
+    // and the five cells in its table.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("<svg").count(), 2, "{page}");
+    assert!(page.contains("5 of 20 cells"), "{page}");
+    assert_eq!(page.matches("<tr><td>none</td>").count(), 5, "{page}");
+    for p in [scenario, csv, json, html] {
         let _ = std::fs::remove_file(p);
     }
 }
