@@ -239,6 +239,30 @@ fn tenths(s: f64) -> f64 {
     (s * 10.0).round() / 10.0
 }
 
+/// Refuses a swept name whose values change nothing a cell runs: its
+/// `${NAME}` is only in a policy step, which every cell leaves out (each
+/// runs a policy of `--policies`), or in a comment.
+fn same_cells(grid: &Grid, cells: &[Prepared]) -> Result<(), RunError> {
+    let mut stride = 1;
+    for v in &grid.vary {
+        let (a, b) = (&cells[0], cells.get(stride));
+        stride *= v.values.len();
+        let Some(b) = b.filter(|_| v.values.len() > 1) else {
+            continue;
+        };
+        if a.topology == b.topology
+            && a.steps == b.steps
+            && (a.warmup, a.duration) == (b.warmup, b.duration)
+        {
+            return Err(RunError::Usage(format!(
+                "--vary {}: its values change nothing a cell runs: `${{{}}}` is only where a sweep does not look (a comment, or a policy step, which every cell leaves out to run the policies of --policies; write the policy's numbers in the topology instead)",
+                v.name, v.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A cell's outcome from its run.
 fn cell(choice: Choice, p: &Prepared, run: &crate::compare::CompareRun, record: &Record) -> Cell {
     let r = run
@@ -295,6 +319,7 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
         )));
     }
     let cells = prepare(&args, &grid)?;
+    same_cells(&grid, &cells)?;
     if cells.iter().any(|p| p.steps.is_empty()) {
         return Err(RunError::Usage(format!(
             "--scenario {}: it has no steps once its policy steps are left out: a sweep measures how each cell comes through a trigger",

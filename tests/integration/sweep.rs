@@ -69,6 +69,30 @@ fn bad_sweeps_exit_2_before_any_fleet_starts() {
         assert!(!err.contains("cell 1 of"), "a fleet started: {err}");
         assert!(started.elapsed() < Duration::from_secs(5), "{args:?}");
     }
+    // A name only a policy step uses: every cell would run the same.
+    let policy_step = temp("policy-step.yaml");
+    std::fs::write(
+        &policy_step,
+        "duration: 5s\nsteps:\n  - at: 1s\n    rps: 300\n  - at: 2s\n    rps: 120\n  - at: 3s\n    policy: { budget: ${B} }\n",
+    )
+    .unwrap();
+    let o = chaoslab(&[
+        "sweep",
+        topology,
+        "--scenario",
+        policy_step.to_str().unwrap(),
+        "--vary",
+        "B=0.1..0.3:0.1",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .contains("--vary B: its values change nothing a cell runs"),
+        "{}",
+        text(&o).1
+    );
+    let _ = std::fs::remove_file(policy_step);
     // No scenario at all.
     let o = chaoslab(&["sweep", topology, "--vary", "LOAD=1..2:1"]);
     assert_eq!(o.status.code(), Some(2));
