@@ -23,7 +23,9 @@
 //! `cargo bench --bench soak` runs 5 minutes; `-- --minutes 30` runs the
 //! half hour `docs/performance.md` quotes. Under `cargo test` it runs 25
 //! seconds, so a leak of more than about 180 bytes per root request fails
-//! it.
+//! it. `-- --http2` runs the same chain with `transport: http2`: every hop
+//! a stream on one multiplexed connection per callee, accepted by the
+//! fleet's own HTTP/2 accept loop, as the meshes of thousands run.
 
 use std::time::Duration;
 
@@ -116,7 +118,18 @@ fn main() {
             Duration::from_secs(5),
         )
     };
-    let topology = concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/uber-chain.yaml");
+    let chain = concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/uber-chain.yaml");
+    let http2 = args.iter().any(|a| a == "--http2");
+    let topology = if http2 {
+        let text = std::fs::read_to_string(chain).expect("the chain's topology");
+        let path =
+            std::env::temp_dir().join(format!("chaoslab-soak-http2-{}.yaml", std::process::id()));
+        std::fs::write(&path, format!("{text}\ntransport: http2\n")).expect("a temp file");
+        path.display().to_string()
+    } else {
+        chain.to_string()
+    };
+    let topology = topology.as_str();
     let duration = format!("{}s", total.as_secs());
     let opts = <chaoslab::cli::Opts as clap::Parser>::try_parse_from([
         "chaoslab",
@@ -132,8 +145,9 @@ fn main() {
     ])
     .expect("valid arguments");
     println!(
-        "soak: {topology} at 500 rps for {} s, sampling every {:?}",
+        "soak: {topology} at 500 rps for {} s over {}, sampling every {:?}",
         total.as_secs(),
+        if http2 { "HTTP/2" } else { "HTTP/1.1" },
         every
     );
     let run = std::thread::spawn(move || chaoslab::run(opts));
@@ -166,6 +180,9 @@ fn main() {
     run.join()
         .expect("the run does not panic")
         .expect("the run succeeds");
+    if http2 {
+        let _ = std::fs::remove_file(topology);
+    }
 
     let in_window = |from: Duration, to: Duration| -> Vec<&Point> {
         points.iter().filter(|p| p.t >= from && p.t < to).collect()

@@ -32,7 +32,6 @@ pub mod scenario;
 pub mod serve;
 pub mod session;
 pub mod signals;
-pub mod sweep;
 pub mod tap;
 pub mod theme;
 pub mod topology;
@@ -54,7 +53,7 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Run(args) if args.headless => headless::run(args),
         Command::Run(args) => dashboard::run(args),
         Command::Compare(args) => compare::run(args),
-        Command::Sweep(args) => sweep::run(args),
+        Command::Sweep(args) => compare::sweep::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Node(args) => node::serve(args),
         Command::Load(args) => node::load(args),

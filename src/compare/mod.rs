@@ -8,7 +8,11 @@
 //! (from the last step, the first second from which goodput stays at 95%
 //! of the offered rate or more), what the model's fluid queue predicts,
 //! and the availability after the trigger.
+//!
+//! [`sweep`] is the same comparison over a grid of values: every cell a
+//! [`Plan`] run of one policy, drawn as heatmaps (`chaoslab sweep`).
 
+pub mod sweep;
 mod table;
 
 use std::sync::Arc;
@@ -287,19 +291,8 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         Some(p) => Scenario::load(p, &base).map_err(RunError::input)?,
         None => Scenario::default(),
     };
-    let duration = args
-        .clock
-        .duration
-        .or(scenario.duration)
-        .unwrap_or(COMPARE_DURATION);
-    let warmup = args
-        .clock
-        .warmup
-        .or(scenario.warmup)
-        .unwrap_or(COMPARE_WARMUP);
-    scenario
-        .check_duration(duration, args.clock.duration.is_some())
-        .map_err(RunError::input)?;
+    let (warmup, duration) =
+        clock(&args.clock, &scenario, COMPARE_DURATION).map_err(RunError::input)?;
     let steps = kept_steps(&scenario, warmup);
     if steps.len() < scenario.steps.len() {
         eprintln!("compare: the scenario's policy steps are left out: each run keeps its policy");
@@ -361,6 +354,20 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         write_output(p, &html_page(&cmp), "HTML report")?;
     }
     interrupts.outcome().map_err(RunError::from)
+}
+
+/// Each run's warm-up and measured time: the flags', else the
+/// scenario's, else the comparison's warm-up and `duration`; checked
+/// against the scenario's steps and windows.
+pub fn clock(
+    flags: &crate::cli::Clock,
+    scenario: &Scenario,
+    duration: Duration,
+) -> Result<(Duration, Duration), crate::scenario::ScenarioError> {
+    let duration = flags.duration.or(scenario.duration).unwrap_or(duration);
+    let warmup = flags.warmup.or(scenario.warmup).unwrap_or(COMPARE_WARMUP);
+    scenario.check_duration(duration, flags.duration.is_some())?;
+    Ok((warmup, duration))
 }
 
 /// The scenario's steps on the lab's clock, but its policy steps: each

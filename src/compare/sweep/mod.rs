@@ -5,8 +5,8 @@
 //! over the measured cells, as the OSDI '22 metastability paper draws
 //! trigger size against load.
 //!
-//! A cell is one run of [`crate::compare::Plan`]; its outcome is the
-//! comparison's [`Recovery`](crate::compare::Recovery): recovered or not
+//! A cell is one run of [`super::Plan`]; its outcome is the
+//! comparison's [`Recovery`](super::Recovery): recovered or not
 //! by the run's end, how long after the trigger, and the availability
 //! after it. The model's verdict for a cell is the fluid queue's
 //! ([`crate::topology::model::capacity::recovery_after`]): it recovers
@@ -24,8 +24,8 @@ use tokio::time::Instant;
 
 use serde::Serialize;
 
+use super::{clock, kept_steps, spike, Choice, Plan};
 use crate::cli::SweepArgs;
-use crate::compare::{kept_steps, spike, Choice, Plan, COMPARE_WARMUP};
 use crate::error::{write_output, RunError};
 use crate::lab::{Action, Record};
 use crate::scenario::Scenario;
@@ -208,19 +208,8 @@ fn prepare(args: &SweepArgs, grid: &Grid) -> Result<Vec<Prepared>, RunError> {
             let s = grid::substitute(&s_text, &s_origin, &point).map_err(cell)?;
             let scenario =
                 Scenario::from_yaml(&s, &s_origin, &topology).map_err(|e| cell(e.to_string()))?;
-            let duration = args
-                .clock
-                .duration
-                .or(scenario.duration)
-                .unwrap_or(SWEEP_DURATION);
-            let warmup = args
-                .clock
-                .warmup
-                .or(scenario.warmup)
-                .unwrap_or(COMPARE_WARMUP);
-            scenario
-                .check_duration(duration, args.clock.duration.is_some())
-                .map_err(|e| cell(e.to_string()))?;
+            let (warmup, duration) =
+                clock(&args.clock, &scenario, SWEEP_DURATION).map_err(|e| cell(e.to_string()))?;
             crate::cli::fail_actions(&topology, &args.fail).map_err(|e| cell(e.to_string()))?;
             let steps = kept_steps(&scenario, warmup);
             Ok(Prepared {
@@ -264,11 +253,11 @@ fn same_cells(grid: &Grid, cells: &[Prepared]) -> Result<(), RunError> {
 }
 
 /// A cell's outcome from its run.
-fn cell(choice: Choice, p: &Prepared, run: &crate::compare::CompareRun, record: &Record) -> Cell {
+fn cell(choice: Choice, p: &Prepared, run: &super::CompareRun, record: &Record) -> Cell {
     let r = run
         .recovery
         .clone()
-        .unwrap_or_else(|| crate::compare::recovery(record));
+        .unwrap_or_else(|| super::recovery(record));
     let horizon = p.duration.as_secs_f64() - r.trigger_end_s;
     // Measured, a second counts once it has ended: the model's drain time
     // must leave one whole second before the run's end to be seen.
