@@ -155,6 +155,7 @@ fn three_node_retries_once_and_unclaims() {
 fn compare_reproduces_the_three_tables() {
     let _fleet = fleet_lock();
     let path = std::env::temp_dir().join(format!("chaoslab-{}-compare.json", std::process::id()));
+    let page = path.with_extension("html");
     let out = chaoslab(&[
         "compare",
         "topologies/uber-chain.yaml",
@@ -163,6 +164,8 @@ fn compare_reproduces_the_three_tables() {
         "--model",
         "--report",
         path.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
     ]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
@@ -183,4 +186,12 @@ fn compare_reproduces_the_three_tables() {
         stdout.lines().filter(|l| l.starts_with("  model")).count(),
         3
     );
+    // The page: the policies side by side (amplification per service and
+    // policy, availability per policy), each policy named in it.
+    let html = std::fs::read_to_string(&page).unwrap();
+    let _ = std::fs::remove_file(&page);
+    assert_eq!(html.matches("<svg").count(), 2, "{html}");
+    for policy in ["retry", "budget", "ownership"] {
+        assert!(html.contains(policy), "{policy} is on the page");
+    }
 }
