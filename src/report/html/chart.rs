@@ -278,12 +278,8 @@ fn draw_bars(
 
 #[cfg(test)]
 mod tests {
+    use super::super::has_text as has;
     use super::*;
-
-    /// Whether the SVG has a `<text>` saying exactly `t`.
-    fn has(svg: &str, t: &str) -> bool {
-        svg.contains(&format!(">\n{t}\n</text>"))
-    }
 
     #[test]
     fn a_line_chart_has_its_axes_labels_legend_and_marks_as_text() {

@@ -227,12 +227,8 @@ fn draw(
 
 #[cfg(test)]
 mod tests {
+    use super::super::has_text as has;
     use super::*;
-
-    /// Whether the SVG has a `<text>` saying exactly `t`.
-    fn has(svg: &str, t: &str) -> bool {
-        svg.contains(&format!(">\n{t}\n</text>"))
-    }
 
     #[test]
     fn a_heatmap_colours_cells_outlines_the_marked_and_names_the_down() {

@@ -101,21 +101,10 @@ pub fn page(title: &str, sections: &[Section]) -> String {
     out
 }
 
-/// `s` with `&`, `<`, `>`, `"` and `'` escaped, for text and attributes.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// `s` with `&`, `<`, `>`, `"` and `'` escaped, for text and attributes
+/// (the same escape as JUnit's XML: control characters HTML cannot show
+/// become U+FFFD).
+pub use super::junit::escape;
 
 /// An HTML table: a heading row and rows of plain-text cells (escaped).
 pub fn table(head: &[&str], rows: &[Vec<String>]) -> String {
@@ -153,6 +142,13 @@ pub fn percent(v: f64) -> String {
     }
 }
 
+/// Whether an SVG has a `<text>` saying exactly `t`: what plotters
+/// writes for a label (the charts' tests).
+#[cfg(test)]
+fn has_text(svg: &str, t: &str) -> bool {
+    svg.contains(&format!(">\n{t}\n</text>"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,7 +168,7 @@ mod tests {
         );
         assert!(p.contains("<title>&lt;b&gt;chain &amp; co&lt;/b&gt;</title>"));
         assert!(p.contains("<h2>amp &lt;1&gt;</h2>"));
-        assert!(p.contains("<p>it&#39;s &quot;big&quot;</p>"));
+        assert!(p.contains("<p>it&apos;s &quot;big&quot;</p>"));
         assert!(p.contains("<td>&lt;script&gt;</td>"));
         assert!(!p.contains("<script"));
         assert_eq!(p.matches("<svg").count(), 1);

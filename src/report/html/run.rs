@@ -34,69 +34,54 @@ pub fn sections(r: &Record, report: &Report, samples: &Samples) -> Vec<Section> 
         ys: fleet(f),
     };
     let help = |f: Figure| format!("{}: {}", f.path(), f.help());
+    // A chart of fleet figures over time: its heading, what it shows (each
+    // figure's meaning from the catalogue in between), and its lines.
+    let over_time = |title: &str,
+                     (before, after): (&str, &str),
+                     (chart_title, unit): (&str, &str),
+                     figures: &[(&str, Figure)]| {
+        let meaning: Vec<String> = figures.iter().map(|(_, f)| help(*f)).collect();
+        let lines: Vec<Line> = figures.iter().map(|(n, f)| line(n, *f)).collect();
+        Section::chart(
+            title,
+            format!("{before} {} {after}", meaning.join(" ")).trim_end(),
+            chart::lines(chart_title, x, unit, xs, &lines, &marks),
+        )
+    };
     let mut out = vec![
         headline(report),
         amplification(r, samples, &marks),
-        Section::chart(
+        over_time(
             "Goodput against offered load",
-            format!(
-                "What the end users got against what they asked for, each second. {} {} {} Where goodput falls below the offered rate, root requests failed; where the rate sent falls below it, the load generator could not keep up.",
-                help(Figure::GoodputRps),
-                help(Figure::OfferedRps),
-                help(Figure::RootRps)
+            (
+                "What the end users got against what they asked for, each second.",
+                "Where goodput falls below the offered rate, root requests failed; where the rate sent falls below it, the load generator could not keep up.",
             ),
-            chart::lines(
-                "goodput and offered load",
-                x,
-                "root requests per second",
-                xs,
-                &[
-                    line("offered", Figure::OfferedRps),
-                    line("sent", Figure::RootRps),
-                    line("goodput", Figure::GoodputRps),
-                ],
-                &marks,
-            ),
+            ("goodput and offered load", "root requests per second"),
+            &[
+                ("offered", Figure::OfferedRps),
+                ("sent", Figure::RootRps),
+                ("goodput", Figure::GoodputRps),
+            ],
         ),
-        Section::chart(
+        over_time(
             "Root latency",
-            format!(
-                "How long the end users waited, each second (over the root requests that ended in it). {} {}",
-                help(Figure::LatencyP50),
-                help(Figure::LatencyP99)
+            (
+                "How long the end users waited, each second (over the root requests that ended in it).",
+                "",
             ),
-            chart::lines(
-                "root latency",
-                x,
-                "ms",
-                xs,
-                &[
-                    line("p50", Figure::LatencyP50),
-                    line("p99", Figure::LatencyP99),
-                ],
-                &marks,
-            ),
+            ("root latency", "ms"),
+            &[("p50", Figure::LatencyP50), ("p99", Figure::LatencyP99)],
         ),
-        Section::chart(
+        over_time(
             "Storm radius",
-            format!(
-                "How far the storm spread, each second. {} {} {}",
-                help(Figure::StormRadius),
-                help(Figure::StormRadiusMean),
-                help(Figure::StormRadiusModel)
-            ),
-            chart::lines(
-                "storm radius",
-                x,
-                "hops",
-                xs,
-                &[
-                    line("max", Figure::StormRadius),
-                    line("mean", Figure::StormRadiusMean),
-                    line("model", Figure::StormRadiusModel),
-                ],
-                &marks,
-            ),
+            ("How far the storm spread, each second.", ""),
+            ("storm radius", "hops"),
+            &[
+                ("max", Figure::StormRadius),
+                ("mean", Figure::StormRadiusMean),
+                ("model", Figure::StormRadiusModel),
+            ],
         ),
     ];
     if report.phases.len() > 1 {
