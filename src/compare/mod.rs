@@ -291,8 +291,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         Some(p) => Scenario::load(p, &base).map_err(RunError::input)?,
         None => Scenario::default(),
     };
-    let (warmup, duration) =
-        clock(&args.clock, &scenario, COMPARE_DURATION).map_err(RunError::input)?;
+    let (warmup, duration) = clock(&args.clock, &scenario, COMPARE_DURATION)?;
     let steps = kept_steps(&scenario, warmup);
     if steps.len() < scenario.steps.len() {
         eprintln!("compare: the scenario's policy steps are left out: each run keeps its policy");
@@ -356,17 +355,31 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
     interrupts.outcome().map_err(RunError::from)
 }
 
+/// The longest a run of a comparison or a sweep may last, its warm-up
+/// included: a week.
+pub const MAX_RUN: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// Each run's warm-up and measured time: the flags', else the
 /// scenario's, else the comparison's warm-up and `duration`; checked
-/// against the scenario's steps and windows.
+/// against the scenario's steps and windows, and together at most
+/// [`MAX_RUN`].
 pub fn clock(
     flags: &crate::cli::Clock,
     scenario: &Scenario,
     duration: Duration,
-) -> Result<(Duration, Duration), crate::scenario::ScenarioError> {
+) -> Result<(Duration, Duration), RunError> {
     let duration = flags.duration.or(scenario.duration).unwrap_or(duration);
     let warmup = flags.warmup.or(scenario.warmup).unwrap_or(COMPARE_WARMUP);
-    scenario.check_duration(duration, flags.duration.is_some())?;
+    if warmup.checked_add(duration).is_none_or(|t| t > MAX_RUN) {
+        return Err(RunError::Usage(format!(
+            "a warm-up of {} and a duration of {} make a run longer than a week: each run is a fleet on this machine",
+            crate::format::fmt_duration(warmup),
+            crate::format::fmt_duration(duration)
+        )));
+    }
+    scenario
+        .check_duration(duration, flags.duration.is_some())
+        .map_err(RunError::input)?;
     Ok((warmup, duration))
 }
 

@@ -144,7 +144,9 @@ impl Samples {
         let span = samples.last().map_or(from, |s| s.t).saturating_sub(from);
         let per_row = columns.len() + 1;
         let mut period = 1u64;
-        while period < span.as_secs().max(1)
+        // At least one row: a table wider than the bound (a mesh of
+        // thousands) keeps its first and last samples.
+        while period * 2 <= span.as_secs()
             && (span.as_secs() / period + 1) as usize * per_row > Self::MAX_VALUES
         {
             period *= 2;

@@ -58,6 +58,14 @@ fn bad_sweeps_exit_2_before_any_fleet_starts() {
             [&both[..], &["--policies", "retry,sideways"]].concat(),
             "sideways",
         ),
+        (
+            [&both[..], &["--policies", "retry,budget,retry"]].concat(),
+            "`retry` is named twice",
+        ),
+        (
+            [&both[..], &["--warmup", "200000h"]].concat(),
+            "longer than a week",
+        ),
     ] {
         let mut args = vec!["sweep", topology, "--scenario", scenario];
         args.extend(extra.iter().copied());

@@ -10,6 +10,10 @@ use std::fmt;
 /// The most values one swept name may take.
 pub const MAX_VALUES: usize = 1_000;
 
+/// Values, steps and offsets are smaller than this: a value is written
+/// into YAML as a plain number.
+pub const MAX_ABS: f64 = 1e15;
+
 /// The most names a sweep varies: a line or a grid.
 pub const MAX_NAMES: usize = 2;
 
@@ -54,6 +58,11 @@ impl Vary {
             number("TO", to)?,
             number("STEP", step)?,
         );
+        if [from, to, step].iter().any(|x| x.abs() >= MAX_ABS) {
+            return Err(format!(
+                "--vary {s}: values and steps are below {MAX_ABS:e} in size"
+            ));
+        }
         if to < from {
             return Err(format!(
                 "--vary {s}: the range is inverted ({to} is below {from}); write the smaller end first"
@@ -70,9 +79,14 @@ impl Vary {
                 "--vary {s}: {n} values; at most {MAX_VALUES} (a larger step)"
             ));
         }
-        let values = (0..n as usize)
+        let values: Vec<f64> = (0..n as usize)
             .map(|i| round(from + step * i as f64))
             .collect();
+        if values.windows(2).any(|w| w[0] == w[1]) {
+            return Err(format!(
+                "--vary {s}: the step is below the values' precision (a billionth)"
+            ));
+        }
         Ok(Vary {
             name: name.to_string(),
             values,
@@ -216,12 +230,17 @@ fn slots(text: &str, origin: &str) -> Result<Vec<Slot>, String> {
         let (name, op) = match op_at {
             None => (inner, None),
             Some(k) => {
-                let n: f64 = inner[k + 1..].trim().parse().map_err(|_| {
-                    format!(
-                        "{at}: `${{{inner}}}`: after `{}` a number is wanted (`${{NAME + 3}}`)",
-                        &inner[k..=k]
-                    )
-                })?;
+                let n: f64 = inner[k + 1..]
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n: &f64| n.abs() < MAX_ABS)
+                    .ok_or_else(|| {
+                        format!(
+                            "{at}: `${{{inner}}}`: after `{}` a number is wanted (`${{NAME + 3}}`)",
+                            &inner[k..=k]
+                        )
+                    })?;
                 (inner[..k].trim(), Some((inner.as_bytes()[k] as char, n)))
             }
         };
@@ -315,6 +334,11 @@ mod tests {
             ("X=5..1:1", "inverted"),
             ("X=1..nan:1", "TO `nan` is not a number"),
             ("X=0..5000:1", "at most 1000"),
+            ("X=1e300..1e300:1", "below 1e15 in size"),
+            (
+                "X=0.1..0.1000000015:0.0000000005",
+                "below the values' precision",
+            ),
         ] {
             let e = Vary::parse(flag).unwrap_err();
             assert!(e.contains(says), "{flag}: {e}");
@@ -357,6 +381,8 @@ mod tests {
         for (bad, says) in [
             ("a: ${X\n", "1:4: `${` is not closed"),
             ("a: ${X + y}\n", "a number is wanted"),
+            ("a: ${X * inf}\n", "a number is wanted"),
+            ("a: ${X + NaN}\n", "a number is wanted"),
             ("a: ${1X}\n", "is not `${NAME}`"),
         ] {
             let e = names_used(bad, "s.yaml").unwrap_err();

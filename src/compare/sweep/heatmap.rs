@@ -41,12 +41,7 @@ pub fn text(s: &Sweep) -> String {
                 " · the model does not cover this policy or trigger: no boundary"
             }
         );
-        let mut thresholds: Vec<String> = mine
-            .iter()
-            .filter_map(|c| c.threshold_rps)
-            .map(show)
-            .collect();
-        thresholds.dedup();
+        let thresholds = thresholds(&mine);
         if !thresholds.is_empty() {
             let _ = writeln!(
                 out,
@@ -111,6 +106,14 @@ pub fn text(s: &Sweep) -> String {
         }
     }
     out
+}
+
+/// The model's recovery thresholds of `cells`, each once, lowest first.
+fn thresholds(cells: &[&Cell]) -> Vec<String> {
+    let mut t: Vec<f64> = cells.iter().filter_map(|c| c.threshold_rps).collect();
+    t.sort_by(f64::total_cmp);
+    t.dedup();
+    t.into_iter().map(show).collect()
 }
 
 /// One heatmap: the first name across, the second (if any) down.
@@ -206,7 +209,7 @@ pub fn html(s: &Sweep) -> String {
     let xs = &s.vary[0];
     let (y_name, ys): (&str, Vec<f64>) = match s.vary.get(1) {
         Some(a) => (a.name.as_str(), a.values.clone()),
-        None => ("", vec![0.0]),
+        None => ("", vec![f64::NAN]),
     };
     let mut sections = vec![Section {
         title: "The sweep".into(),
@@ -234,9 +237,14 @@ pub fn html(s: &Sweep) -> String {
             continue;
         }
         let at = |i: usize, j: usize| s.cell(p, i, j);
+        // A cell not run is NaN (not measured), not None (stayed down).
         let grid = |f: &dyn Fn(&Cell) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
             (0..ys.len())
-                .map(|j| (0..xs.values.len()).map(|i| at(i, j).and_then(f)).collect())
+                .map(|j| {
+                    (0..xs.values.len())
+                        .map(|i| at(i, j).map_or(Some(f64::NAN), f))
+                        .collect()
+                })
                 .collect()
         };
         let verdicts: Vec<Vec<Option<bool>>> = (0..ys.len())
@@ -252,17 +260,14 @@ pub fn html(s: &Sweep) -> String {
             .collect();
         let y = (y_name, ys.as_slice());
         let x = (xs.name.as_str(), xs.values.as_slice());
-        let threshold = s
-            .cells
-            .iter()
-            .find(|c| &c.policy == p)
-            .and_then(|c| c.threshold_rps)
-            .map_or(String::new(), |t| {
-                format!(
-                    " The model's recovery threshold under {p}: {} rps.",
-                    show(t)
-                )
-            });
+        let mine: Vec<&Cell> = s.cells.iter().filter(|c| &c.policy == p).collect();
+        let threshold = match thresholds(&mine)[..] {
+            [] => String::new(),
+            ref t => format!(
+                " The model's recovery threshold under {p}: {} rps.",
+                t.join(", ")
+            ),
+        };
         times.push(Section::chart(
             format!("{p}: time to recover"),
             format!("Seconds from the trigger's end until goodput stayed at 95% of the offered rate; a cell that stayed down to the run's end is drawn as down.{threshold}"),
@@ -285,9 +290,7 @@ pub fn html(s: &Sweep) -> String {
                 &format!("{p}: availability after the trigger, %"),
                 x,
                 y,
-                &grid(&|c| {
-                    (!c.availability_after.is_nan()).then_some(c.availability_after * 100.0)
-                }),
+                &grid(&|c| Some(c.availability_after * 100.0)),
                 "%",
                 Marks {
                     outlined: &wrong,
@@ -338,7 +341,11 @@ pub fn html(s: &Sweep) -> String {
                 },
                 c.agrees
                     .map_or("-".into(), |a| if a { "yes" } else { "no" }.into()),
-                format!("{:.1}%", c.availability_after * 100.0),
+                if c.availability_after.is_nan() {
+                    "–".into()
+                } else {
+                    format!("{:.1}%", c.availability_after * 100.0)
+                },
                 if c.saturated { "SATURATED" } else { "" }.into(),
             ]);
             r

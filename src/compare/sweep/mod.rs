@@ -36,6 +36,10 @@ use grid::{Grid, Point};
 /// The most cells a sweep runs without `--yes`.
 pub const MAX_CELLS: usize = 400;
 
+/// The most cells a sweep runs at all: its cells, tables and heatmaps
+/// stay a few megabytes.
+pub const MAX_CELLS_EVER: usize = 10_000;
+
 /// Default measured time of a cell: long enough after a few seconds'
 /// trigger to see a drained queue.
 pub const SWEEP_DURATION: Duration = Duration::from_secs(20);
@@ -161,13 +165,30 @@ impl Sweep {
     }
 }
 
-/// One point's files, its values put in, parsed and checked.
+/// One point, its files checked with its values put in. Its topology is
+/// parsed again when its cells run, so that a grid of a large mesh never
+/// holds more than one topology at a time.
 struct Prepared {
     point: Point,
-    topology: Topology,
     steps: Vec<(Duration, Action)>,
     warmup: Duration,
     duration: Duration,
+}
+
+/// The topology's text, and where it comes from.
+struct Texts {
+    topology: (String, String),
+}
+
+impl Texts {
+    /// The topology with `point`'s values put in, parsed and validated;
+    /// errors say at which point.
+    fn topology(&self, point: &Point) -> Result<Topology, RunError> {
+        let (text, origin) = &self.topology;
+        let cell = |e: String| RunError::Usage(format!("at {point}: {e}"));
+        let t = grid::substitute(text, origin, point).map_err(cell)?;
+        Topology::from_yaml(&t, origin).map_err(|e| cell(e.to_string()))
+    }
 }
 
 fn read(p: &Path, what: &str) -> Result<String, RunError> {
@@ -177,13 +198,13 @@ fn read(p: &Path, what: &str) -> Result<String, RunError> {
 
 /// Puts every point of `grid` into the topology's and the scenario's
 /// text and checks what comes out, before any fleet starts.
-fn prepare(args: &SweepArgs, grid: &Grid) -> Result<Vec<Prepared>, RunError> {
+fn prepare(args: &SweepArgs, grid: &Grid) -> Result<(Texts, Vec<Prepared>), RunError> {
     let scenario_path = args.scenario.as_deref().ok_or_else(|| {
         RunError::Usage(
             "no --scenario: a sweep plays a scenario in every cell, with the swept values written `${NAME}` in it".into(),
         )
     })?;
-    let (t_origin, s_origin) = (
+    let (t_origin, s_origin): (String, String) = (
         args.topology.display().to_string(),
         scenario_path.display().to_string(),
     );
@@ -199,12 +220,15 @@ fn prepare(args: &SweepArgs, grid: &Grid) -> Result<Vec<Prepared>, RunError> {
             )));
         }
     }
-    grid.points()
+    let texts = Texts {
+        topology: (t_text, t_origin),
+    };
+    let prepared = grid
+        .points()
         .into_iter()
         .map(|point| {
             let cell = |e: String| RunError::Usage(format!("at {point}: {e}"));
-            let t = grid::substitute(&t_text, &t_origin, &point).map_err(cell)?;
-            let topology = Topology::from_yaml(&t, &t_origin).map_err(|e| cell(e.to_string()))?;
+            let topology = texts.topology(&point)?;
             let s = grid::substitute(&s_text, &s_origin, &point).map_err(cell)?;
             let scenario =
                 Scenario::from_yaml(&s, &s_origin, &topology).map_err(|e| cell(e.to_string()))?;
@@ -214,13 +238,13 @@ fn prepare(args: &SweepArgs, grid: &Grid) -> Result<Vec<Prepared>, RunError> {
             let steps = kept_steps(&scenario, warmup);
             Ok(Prepared {
                 point,
-                topology,
                 steps,
                 warmup,
                 duration,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, RunError>>()?;
+    Ok((texts, prepared))
 }
 
 /// Seconds to a tenth: a sample's time is a tick's, not a millisecond's.
@@ -231,7 +255,14 @@ fn tenths(s: f64) -> f64 {
 /// Refuses a swept name whose values change nothing a cell runs: its
 /// `${NAME}` is only in a policy step, which every cell leaves out (each
 /// runs a policy of `--policies`), or in a comment.
-fn same_cells(grid: &Grid, cells: &[Prepared]) -> Result<(), RunError> {
+fn same_cells(grid: &Grid, texts: &Texts, cells: &[Prepared]) -> Result<(), RunError> {
+    // What a run does not read: its words.
+    let runs = |p: &Prepared| -> Result<Topology, RunError> {
+        let mut t = texts.topology(&p.point)?;
+        t.description = None;
+        t.scenario = None;
+        Ok(t)
+    };
     let mut stride = 1;
     for v in &grid.vary {
         let (a, b) = (&cells[0], cells.get(stride));
@@ -239,12 +270,12 @@ fn same_cells(grid: &Grid, cells: &[Prepared]) -> Result<(), RunError> {
         let Some(b) = b.filter(|_| v.values.len() > 1) else {
             continue;
         };
-        if a.topology == b.topology
+        if runs(a)? == runs(b)?
             && a.steps == b.steps
             && (a.warmup, a.duration) == (b.warmup, b.duration)
         {
             return Err(RunError::Usage(format!(
-                "--vary {}: its values change nothing a cell runs: `${{{}}}` is only where a sweep does not look (a comment, or a policy step, which every cell leaves out to run the policies of --policies; write the policy's numbers in the topology instead)",
+                "--vary {}: its values change nothing a cell runs: `${{{}}}` is only where a sweep does not look (a comment, a description, or a policy step, which every cell leaves out to run the policies of --policies; write the policy's numbers in the topology instead)",
                 v.name, v.name
             )));
         }
@@ -261,14 +292,17 @@ fn cell(choice: Choice, p: &Prepared, run: &super::CompareRun, record: &Record) 
     let horizon = p.duration.as_secs_f64() - r.trigger_end_s;
     // Measured, a second counts once it has ended: the model's drain time
     // must leave one whole second before the run's end to be seen.
-    let model_recovers = (r.modelled && spike(&p.steps).is_some())
-        .then(|| r.model_after_s.is_some_and(|m| m + 1.0 <= horizon));
-    let recovered = r.recovered_after_s.is_some();
+    // The fluid queue models a load spike into a bottleneck: only the rate
+    // may change in the steps, and a service must have finite workers.
     let t = record.start.applied_to(&record.topology);
+    let threshold = crate::topology::model::capacity::capacity(&t, &t.policy).recovery_threshold;
+    let only_rates = p.steps.iter().all(|(_, a)| matches!(a, Action::SetRps(_)));
+    let model_recovers =
+        (r.modelled && only_rates && threshold.is_some() && spike(&p.steps).is_some())
+            .then(|| r.model_after_s.is_some_and(|m| m + 1.0 <= horizon));
+    let recovered = r.recovered_after_s.is_some();
     Cell {
-        threshold_rps: crate::topology::model::capacity::capacity(&t, &t.policy)
-            .recovery_threshold
-            .map(|x| (x * 10.0).round() / 10.0),
+        threshold_rps: threshold.map(tenths),
         policy: choice.name(),
         at: p.point.0.iter().map(|(_, v)| *v).collect(),
         trigger_end_s: r.trigger_end_s,
@@ -299,7 +333,24 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
     crate::error::check_outputs(&args.outputs(), &inputs)?;
     let grid = Grid::parse(&args.vary).map_err(RunError::Usage)?;
     let choices = Choice::parse_list(&args.policies)?;
+    let names: Vec<String> = choices.iter().map(|c| c.name()).collect();
+    if let Some(twice) = names
+        .iter()
+        .find(|n| names.iter().filter(|m| m == n).count() > 1)
+    {
+        return Err(RunError::Usage(format!(
+            "--policies {}: `{twice}` is named twice: a heatmap each",
+            args.policies
+        )));
+    }
     let planned = grid.len() * choices.len();
+    if planned > MAX_CELLS_EVER {
+        return Err(RunError::Usage(format!(
+            "{} points × {} policies = {planned} cells: a sweep runs at most {MAX_CELLS_EVER}, --yes or not (larger steps)",
+            grid.len(),
+            choices.len()
+        )));
+    }
     if planned > MAX_CELLS && !args.yes {
         return Err(RunError::Usage(format!(
             "{} points × {} policies = {planned} cells, each a fleet of its own: more than {MAX_CELLS} asks for --yes (or larger steps)",
@@ -307,8 +358,8 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
             choices.len()
         )));
     }
-    let cells = prepare(&args, &grid)?;
-    same_cells(&grid, &cells)?;
+    let (texts, cells) = prepare(&args, &grid)?;
+    same_cells(&grid, &texts, &cells)?;
     if cells.iter().any(|p| p.steps.is_empty()) {
         return Err(RunError::Usage(format!(
             "--scenario {}: it has no steps once its policy steps are left out: a sweep measures how each cell comes through a trigger",
@@ -316,7 +367,7 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
         )));
     }
     let mut sweep = Sweep {
-        topology: cells[0].topology.name.clone(),
+        topology: texts.topology(&cells[0].point)?.name,
         scenario: args
             .scenario
             .as_deref()
@@ -339,6 +390,9 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
     };
     let interrupts = Interrupts::watch();
     let started = Instant::now();
+    // A cell that cannot run ends the sweep, after the cells done are
+    // printed and written.
+    let mut failed = None;
     'all: for choice in &choices {
         for p in &cells {
             if interrupts.interrupted() {
@@ -356,8 +410,9 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
                 p.point,
                 minutes(left),
             );
+            let topology = texts.topology(&p.point)?;
             let plan = Plan {
-                base: &p.topology,
+                base: &topology,
                 population: &args.population,
                 fail: &args.fail,
                 load: &args.load,
@@ -366,15 +421,23 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
                 steps: p.steps.clone(),
                 processes: None,
             };
-            let (run, record) = plan.run(*choice, &interrupts, None)?;
-            if interrupts.interrupted() {
+            let (run, record) = match plan.run(*choice, &interrupts, None) {
+                Ok(done) => done,
+                Err(e) => {
+                    failed = Some(e);
+                    break 'all;
+                }
+            };
+            if run.report.interrupted {
                 // Cut short: its figures would not be the cell's.
                 break 'all;
             }
             sweep.cells.push(cell(*choice, p, &run, &record));
         }
     }
-    sweep.interrupted = interrupts.interrupted();
+    // Read once: a signal after this is not in the files, nor in the exit.
+    let outcome = interrupts.outcome();
+    sweep.interrupted = outcome.is_err();
     sweep.mark_boundary();
     print!("{}", heatmap::text(&sweep));
     if let Some(p) = &args.csv {
@@ -387,5 +450,8 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
     if let Some(p) = &args.html {
         write_output(p, &heatmap::html(&sweep), "HTML report")?;
     }
-    interrupts.outcome().map_err(RunError::from)
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    outcome.map_err(RunError::from)
 }

@@ -10,6 +10,10 @@ use super::chart::SIZE;
 /// "stayed down"). A red-brown no step of the scale comes near.
 pub const NO_VALUE: RGBColor = RGBColor(120, 28, 28);
 
+/// The colour of a cell whose value is NaN: not run, or nothing measured
+/// in it (a light grey, drawn with `–`).
+pub const NOT_MEASURED: RGBColor = RGBColor(225, 225, 225);
+
 /// What is drawn over a heatmap's cells: the cells outlined, and a
 /// verdict per cell whose changes draw a boundary (`[]` for none).
 #[derive(Debug, Clone, Copy, Default)]
@@ -24,7 +28,9 @@ pub struct Marks<'a> {
 /// left to right) and `y.1[j]` (rows, bottom to top); `x.0` and `y.0`
 /// name the axes. Values run from pale yellow (the lowest) to dark blue
 /// (the highest) on a scale shown at the right with `legend` as its title;
-/// `None` is [`NO_VALUE`] ("stayed down"). Each `(i, j)` in `marks.outlined`
+/// `None` is [`NO_VALUE`] ("stayed down"), `Some(NaN)` [`NOT_MEASURED`]
+/// (a cell not run, or with nothing measured; a NaN axis value has no
+/// label). Each `(i, j)` in `marks.outlined`
 /// is outlined in black (a cell the model gets wrong). `marks.boundary`,
 /// when given, is a verdict per cell (the model's: the fleet recovers or
 /// not; `None` where there is none): a thick line is drawn between every
@@ -116,6 +122,7 @@ fn draw(
         if (v - i).abs() < 1e-6 && i >= 0.0 {
             values
                 .get(i as usize)
+                .filter(|x| x.is_finite())
                 .map(|&x| short(x))
                 .unwrap_or_default()
         } else {
@@ -138,17 +145,23 @@ fn draw(
     for (j, row) in cells.iter().enumerate().take(ny) {
         for (i, v) in row.iter().enumerate().take(nx) {
             let (i, j) = (i as f64, j as f64);
-            let c = v
-                .filter(|v| v.is_finite())
-                .map_or(NO_VALUE, |v| scale(at(v)));
+            let c = match v {
+                None => NO_VALUE,
+                Some(v) if !v.is_finite() => NOT_MEASURED,
+                Some(v) => scale(at(*v)),
+            };
             chart.draw_series(std::iter::once(Rectangle::new(
                 [(i - 0.5, j - 0.5), (i + 0.5, j + 0.5)],
                 c.filled(),
             )))?;
             if few {
-                let text = v.map_or_else(|| "down".to_string(), short);
+                let text = match v {
+                    None => "down".to_string(),
+                    Some(v) if !v.is_finite() => "–".to_string(),
+                    Some(v) => short(*v),
+                };
                 let ink = match v {
-                    Some(v) if at(*v) < 0.55 => BLACK,
+                    Some(v) if !v.is_finite() || at(*v) < 0.55 => BLACK,
                     _ => WHITE,
                 };
                 let style = TextStyle::from(("sans-serif", 12).into_font())
@@ -221,7 +234,17 @@ fn draw(
         [(14, down), (40, down + 14)],
         NO_VALUE.filled(),
     ))?;
-    side.draw(&Text::new("stayed down".to_string(), (46, down), font))?;
+    side.draw(&Text::new(
+        "stayed down".to_string(),
+        (46, down),
+        font.clone(),
+    ))?;
+    let not = down + 22;
+    side.draw(&Rectangle::new(
+        [(14, not), (40, not + 14)],
+        NOT_MEASURED.filled(),
+    ))?;
+    side.draw(&Text::new("not measured".to_string(), (46, not), font))?;
     Ok(())
 }
 
