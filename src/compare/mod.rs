@@ -54,25 +54,7 @@ pub struct CompareRun {
     pub recovery: Option<Recovery>,
 }
 
-/// How a run came through a trigger.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Recovery {
-    /// When the trigger ended (the last step), seconds after the warm-up.
-    pub trigger_end_s: f64,
-    /// Seconds from then until goodput stays ≥ 95% of the offered rate;
-    /// `null` when it never did before the run ended.
-    pub recovered_after_s: Option<f64>,
-    /// What the model's fluid queue predicts (`null`: never recovers, the
-    /// steps are not a load spike, or deadlines propagate, which it does
-    /// not model).
-    pub model_after_s: Option<f64>,
-    /// Root availability from the trigger's end to the run's end.
-    pub availability_after: f64,
-    /// Whether the fluid queue models the run at all (not with deadlines,
-    /// breakers, throttles or adaptive concurrency limits): when it does
-    /// not, `model_after_s` is `null` for that reason.
-    pub modelled: bool,
-}
+pub use crate::report::Recovery;
 
 /// A policy to compare: a preset, whether deadlines propagate, whether
 /// every edge runs a circuit breaker, and whether every service runs an
@@ -474,13 +456,7 @@ fn html_page(c: &Comparison) -> String {
         .map(|r| compare::PolicyRun {
             policy: &r.policy,
             report: &r.report,
-            recovery: r.recovery.as_ref().map(|v| compare::Recovery {
-                trigger_end_s: v.trigger_end_s,
-                recovered_after_s: v.recovered_after_s,
-                model_after_s: v.model_after_s,
-                modelled: v.modelled,
-                availability_after: v.availability_after,
-            }),
+            recovery: r.recovery,
         })
         .collect();
     compare::page(&c.topology, &runs, c.interrupted)

@@ -190,6 +190,27 @@ pub struct EventReport {
     pub origin: &'static str,
 }
 
+/// How a run came through a trigger (`compare --scenario`, a sweep's
+/// cells, the comparison's page).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Recovery {
+    /// When the trigger ended (the last step), seconds after the warm-up.
+    pub trigger_end_s: f64,
+    /// Seconds from then until goodput stays ≥ 95% of the offered rate;
+    /// `null` when it never did before the run ended.
+    pub recovered_after_s: Option<f64>,
+    /// What the model's fluid queue predicts (`null`: never recovers, the
+    /// steps are not a load spike, or deadlines propagate, which it does
+    /// not model).
+    pub model_after_s: Option<f64>,
+    /// Root availability from the trigger's end to the run's end.
+    pub availability_after: f64,
+    /// Whether the fluid queue models the run at all (not with deadlines,
+    /// breakers, throttles or adaptive concurrency limits): when it does
+    /// not, `model_after_s` is `null` for that reason.
+    pub modelled: bool,
+}
+
 /// The whole report (SPEC section 6, extended).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Report {

@@ -115,11 +115,16 @@ impl Sweep {
     /// The cell of `policy` at the grid's `x`-th value of the first name
     /// and `y`-th of the second, if it ran.
     pub fn cell(&self, policy: &str, x: usize, y: usize) -> Option<&Cell> {
+        self.position(policy, x, y).map(|i| &self.cells[i])
+    }
+
+    /// Where in `cells` that cell is.
+    fn position(&self, policy: &str, x: usize, y: usize) -> Option<usize> {
         let at = |i: usize, k: usize| self.vary.get(i).and_then(|a| a.values.get(k)).copied();
         let (vx, vy) = (at(0, x)?, at(1, y));
-        self.cells
-            .iter()
-            .find(|c| c.policy == policy && c.at.first() == Some(&vx) && c.at.get(1).copied() == vy)
+        self.cells.iter().position(|c| {
+            c.policy == policy && c.at.first() == Some(&vx) && c.at.get(1).copied() == vy
+        })
     }
 
     /// Sets each cell's `near_boundary`: a neighbour one step along a
@@ -145,22 +150,12 @@ impl Sweep {
                                     .and_then(|c| c.model_recovers)
                                     .is_some_and(|m| m != here)
                         });
-                    marks.push((p.clone(), x, y, near));
+                    marks.extend(self.position(p, x, y).map(|i| (i, near)));
                 }
             }
         }
-        for (p, x, y, near) in marks {
-            let (vx, vy) = (
-                self.vary[0].values[x],
-                self.vary.get(1).map(|a| a.values[y]),
-            );
-            if let Some(c) = self
-                .cells
-                .iter_mut()
-                .find(|c| c.policy == p && c.at.first() == Some(&vx) && c.at.get(1).copied() == vy)
-            {
-                c.near_boundary = near;
-            }
+        for (i, near) in marks {
+            self.cells[i].near_boundary = near;
         }
     }
 }
@@ -285,15 +280,12 @@ fn same_cells(grid: &Grid, texts: &Texts, cells: &[Prepared]) -> Result<(), RunE
 
 /// A cell's outcome from its run.
 fn cell(choice: Choice, p: &Prepared, run: &super::CompareRun, record: &Record) -> Cell {
-    let r = run
-        .recovery
-        .clone()
-        .unwrap_or_else(|| super::recovery(record));
+    let r = run.recovery.unwrap_or_else(|| super::recovery(record));
     let horizon = p.duration.as_secs_f64() - r.trigger_end_s;
-    // Measured, a second counts once it has ended: the model's drain time
-    // must leave one whole second before the run's end to be seen.
     // The fluid queue models a load spike into a bottleneck: only the rate
     // may change in the steps, and a service must have finite workers.
+    // Measured, a second counts once it has ended: the model's drain time
+    // must leave one whole second before the run's end to be seen.
     let t = record.start.applied_to(&record.topology);
     let threshold = crate::topology::model::capacity::capacity(&t, &t.policy).recovery_threshold;
     let only_rates = p.steps.iter().all(|(_, a)| matches!(a, Action::SetRps(_)));

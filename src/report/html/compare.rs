@@ -4,7 +4,7 @@
 use super::chart;
 use super::{cell, percent, table, Section};
 use crate::lab::figures::Figure;
-use crate::report::Report;
+use crate::report::{Recovery, Report};
 
 /// The most services the grouped bars draw: on a larger fleet, those
 /// whose amplification was highest under any policy.
@@ -20,22 +20,6 @@ pub struct PolicyRun<'a> {
     /// How it came through the trigger, when the comparison played a
     /// scenario.
     pub recovery: Option<Recovery>,
-}
-
-/// How a run came through a trigger (as `compare`'s recovery table).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Recovery {
-    /// When the trigger ended, seconds after the warm-up.
-    pub trigger_end_s: f64,
-    /// Seconds from then until goodput stayed at the offered rate; `None`
-    /// when it never did.
-    pub recovered_after_s: Option<f64>,
-    /// What the model's fluid queue predicts; `None` when never.
-    pub model_after_s: Option<f64>,
-    /// Whether the fluid queue models the run at all.
-    pub modelled: bool,
-    /// Root availability from the trigger's end to the run's end.
-    pub availability_after: f64,
 }
 
 /// The page of a comparison of `runs` on topology `topology`.
