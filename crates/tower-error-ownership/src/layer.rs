@@ -2,14 +2,18 @@
 //!
 //! [`OwnershipLayer`] wraps any service of `http::Request`s (an axum
 //! `Router`, a hyper service, a tonic server). For every request it opens a
-//! [`RequestRecord`] and runs the inner service inside it; when the answer
+//! [`record`] and runs the inner service inside it (the
+//! record kept in place, in the request's own future: no allocation, no
+//! lock, until a call leaves the task); when the answer
 //! is an error it decides the claim from what the request's outbound calls
 //! recorded ([`error_ownership::claim::decide`]) and writes it:
 //!
 //! * on an HTTP answer (an error is a 5xx or a 429), in the claim header;
-//! * on a gRPC answer (`content-type: application/grpc…`; an error is a
-//!   `grpc-status` other than 0), beside `grpc-status`: in the headers of
-//!   a *Trailers-Only* answer, in the trailers of an answer with a body.
+//! * on a gRPC answer (`content-type: application/grpc…` to a request
+//!   over HTTP/2, which gRPC requires; an error is a `grpc-status` other
+//!   than 0), beside `grpc-status`: in the headers of a *Trailers-Only*
+//!   answer, in the trailers of an answer with a body. gRPC-Web, over
+//!   HTTP/1.1 with its trailers in the body, is answered as HTTP.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,13 +24,13 @@ use std::task::{ready, Context, Poll};
 use error_ownership::claim::{self, ClaimDecision};
 use error_ownership::learn::Learner;
 use error_ownership::{is_error_status, Attribution, Claim};
-use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, Version};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use tokio::task::futures::TaskLocalFuture;
 use tower::{Layer, Service};
 
-use crate::record::{self, Record, RequestRecord};
+use crate::record::{self, Record, Slot, Taken};
 use crate::{NoObserver, Observer};
 
 /// Uber's name for the claim header, for a service that talks to theirs:
@@ -314,22 +318,22 @@ impl<S: std::fmt::Debug, O> std::fmt::Debug for Ownership<S, O> {
 }
 
 impl<S, O: Observer> Ownership<S, O> {
-    fn open<B>(
-        &mut self,
-        mut req: Request<B>,
-    ) -> (TaskLocalFuture<Arc<RequestRecord>, S::Future>, Pending<O>)
+    /// The request's future, built in place: it is moved no further
+    /// than into the caller's.
+    fn open<B>(&mut self, mut req: Request<B>) -> ResponseFuture<S::Future, O>
     where
         S: Service<Request<B>>,
     {
         let tag = self.shared.observer.opened(&mut req);
-        let rec = Arc::new(RequestRecord::new());
-        let inner = record::scope(rec.clone(), self.inner.call(req));
-        let pending = Pending {
-            rec,
-            shared: self.shared.clone(),
-            tag,
-        };
-        (inner, pending)
+        let http2 = req.version() == Version::HTTP_2;
+        ResponseFuture {
+            pending: Some(Pending {
+                shared: self.shared.clone(),
+                tag,
+                http2,
+            }),
+            inner: record::scope_in_place(self.inner.call(req)),
+        }
     }
 }
 
@@ -347,11 +351,7 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let (inner, pending) = self.open(req);
-        ResponseFuture {
-            inner,
-            pending: Some(pending),
-        }
+        self.open(req)
     }
 }
 
@@ -396,32 +396,31 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let (inner, pending) = self.0.open(req);
         GrpcResponseFuture {
-            inner: ResponseFuture {
-                inner,
-                pending: Some(pending),
-            },
+            inner: self.0.open(req),
         }
     }
 }
 
 /// What is left to do for one request once its answer is known.
 struct Pending<O: Observer> {
-    rec: Arc<RequestRecord>,
     shared: Arc<Shared<O>>,
     tag: O::Tag,
+    /// Whether the request came over HTTP/2: only then may the answer be
+    /// gRPC (and its content type is looked at).
+    http2: bool,
 }
 
 impl<O: Observer> Pending<O> {
     /// Decides and writes the claim into `headers`, and reports.
     fn finish(
         self,
+        taken: Taken,
         status: Option<u16>,
         grpc_status: Option<u32>,
         headers: Option<&mut HeaderMap>,
     ) {
-        let record = self.rec.take();
+        let record = taken.into_record();
         let error = match grpc_status {
             Some(code) => code != 0,
             None => status.is_some_and(is_error_status),
@@ -448,7 +447,7 @@ pin_project! {
         O: Observer,
     {
         #[pin]
-        inner: TaskLocalFuture<Arc<RequestRecord>, F>,
+        inner: TaskLocalFuture<Slot, F>,
         pending: Option<Pending<O>>,
     }
 
@@ -458,50 +457,57 @@ pin_project! {
     {
         fn drop(this: Pin<&mut Self>) {
             // Dropped before the answer: the caller went away.
-            if let Some(p) = this.project().pending.take() {
-                p.finish(None, None, None);
+            let this = this.project();
+            if let Some(p) = this.pending.take() {
+                p.finish(taken(this.inner), None, None, None);
             }
         }
     }
 }
 
-/// An answer whose claim waits for its trailers: the work left, and the
-/// answer's HTTP status.
-type Deferred<O> = Option<(Pending<O>, u16)>;
+/// The record out of a finished (or abandoned) handler's future.
+fn taken<F>(inner: Pin<&mut TaskLocalFuture<Slot, F>>) -> Taken {
+    inner.take_value().unwrap_or_default().into_taken()
+}
+
+/// An answer whose claim waits for its trailers: the work left, the
+/// record, and the answer's HTTP status.
+type Deferred<O> = Option<(Pending<O>, Taken, u16)>;
 
 /// An answer, and its claim's work if it waits for the trailers.
-type Settled<R, O, E> = Result<(Response<R>, Deferred<O>), E>;
+type Settled<R, O, E> = (Result<Response<R>, E>, Deferred<O>);
 
 impl<F, O, R, E> ResponseFuture<F, O>
 where
     F: Future<Output = Result<Response<R>, E>>,
     O: Observer,
 {
-    /// The answer, its claim written when its headers tell its status.
+    /// The answer, its claim written into it when its headers tell its
+    /// status; the work left when the claim waits for the trailers. The
+    /// answer stays where it is: an axum response is some 100 bytes, and
+    /// every move through the layers is a copy.
     fn poll_settled(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Settled<R, O, E>> {
-        let this = self.project();
-        let res = ready!(this.inner.poll(cx));
+        let mut this = self.project();
+        let mut res = ready!(this.inner.as_mut().poll(cx));
         let Some(p) = this.pending.take() else {
-            return Poll::Ready(res.map(|r| (r, None)));
+            return Poll::Ready((res, None));
         };
-        let mut res = match res {
-            Ok(res) => res,
-            Err(e) => {
-                p.finish(None, None, None);
-                return Poll::Ready(Err(e));
-            }
+        let taken = taken(this.inner);
+        let Ok(answer) = res.as_mut() else {
+            p.finish(taken, None, None, None);
+            return Poll::Ready((res, None));
         };
-        let status = res.status().as_u16();
-        if !is_grpc(res.headers()) {
-            p.finish(Some(status), None, Some(res.headers_mut()));
-            return Poll::Ready(Ok((res, None)));
+        let status = answer.status().as_u16();
+        if !p.http2 || !is_grpc(answer.headers()) {
+            p.finish(taken, Some(status), None, Some(answer.headers_mut()));
+            return Poll::Ready((res, None));
         }
-        if let Some(code) = grpc_status(res.headers()) {
+        if let Some(code) = grpc_status(answer.headers()) {
             // Trailers-Only: the status, and so the claim, in the headers.
-            p.finish(Some(status), Some(code), Some(res.headers_mut()));
-            return Poll::Ready(Ok((res, None)));
+            p.finish(taken, Some(status), Some(code), Some(answer.headers_mut()));
+            return Poll::Ready((res, None));
         }
-        Poll::Ready(Ok((res, Some((p, status)))))
+        Poll::Ready((res, Some((p, taken, status))))
     }
 }
 
@@ -513,13 +519,13 @@ where
     type Output = Result<Response<R>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let (res, deferred) = ready!(self.poll_settled(cx))?;
+        let (res, deferred) = ready!(self.poll_settled(cx));
         // A gRPC answer with a body, through the HTTP layer: its status
         // comes in trailers this layer does not read (see `grpc`).
-        if let Some((p, status)) = deferred {
-            p.finish(Some(status), None, None);
+        if let Some((p, taken, status)) = deferred {
+            p.finish(taken, Some(status), None, None);
         }
-        Poll::Ready(Ok(res))
+        Poll::Ready(res)
     }
 }
 
@@ -542,11 +548,13 @@ where
     type Output = Result<Response<ClaimBody<R, O>>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let (res, deferred) = ready!(self.project().inner.poll_settled(cx))?;
-        Poll::Ready(Ok(res.map(|inner| ClaimBody {
-            inner,
-            grpc: deferred.map(Box::new),
-        })))
+        let (res, deferred) = ready!(self.project().inner.poll_settled(cx));
+        Poll::Ready(res.map(|res| {
+            res.map(|inner| ClaimBody {
+                inner,
+                grpc: deferred.map(Box::new),
+            })
+        }))
     }
 }
 
@@ -578,7 +586,7 @@ pin_project! {
     {
         #[pin]
         inner: B,
-        grpc: Option<Box<(Pending<O>, u16)>>,
+        grpc: Option<Box<(Pending<O>, Taken, u16)>>,
     }
 
     impl<B, O> PinnedDrop for ClaimBody<B, O>
@@ -588,7 +596,8 @@ pin_project! {
         fn drop(this: Pin<&mut Self>) {
             // A gRPC body dropped before its trailers: abandoned.
             if let Some(p) = this.project().grpc.take() {
-                p.0.finish(None, None, None);
+                let (p, taken, _) = *p;
+                p.finish(taken, None, None, None);
             }
         }
     }
@@ -608,15 +617,15 @@ impl<B: Body, O: Observer> Body for ClaimBody<B, O> {
             match frame.as_mut() {
                 Some(Ok(f)) => {
                     if let Some(trailers) = f.trailers_mut() {
-                        let (p, status) = *this.grpc.take().expect("checked above");
+                        let (p, taken, status) = *this.grpc.take().expect("checked above");
                         let code = grpc_status(trailers);
-                        p.finish(Some(status), code, Some(trailers));
+                        p.finish(taken, Some(status), code, Some(trailers));
                     }
                 }
                 // The end without trailers: a gRPC answer with no status.
                 None => {
-                    let (p, status) = *this.grpc.take().expect("checked above");
-                    p.finish(Some(status), None, None);
+                    let (p, taken, status) = *this.grpc.take().expect("checked above");
+                    p.finish(taken, Some(status), None, None);
                 }
                 Some(Err(_)) => {}
             }

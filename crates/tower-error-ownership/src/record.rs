@@ -50,6 +50,7 @@
 //! # }
 //! ```
 
+use std::cell::{OnceCell, RefCell};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -73,6 +74,14 @@ pub struct Record {
     pub outbound: SmallVec<[Outbound; INLINE_CALLS]>,
     /// The service said the error is its own ([`RequestRecord::mark_own_fault`]).
     pub own_fault: bool,
+}
+
+impl Record {
+    fn push(&mut self, o: Outbound) {
+        if self.outbound.len() < MAX_RECORDED_CALLS {
+            self.outbound.push(o);
+        }
+    }
 }
 
 /// The record of one inbound request, shared by its handler and every
@@ -107,10 +116,7 @@ impl RequestRecord {
 
     /// Records one outbound call's outcome (all its attempts).
     pub fn record(&self, o: Outbound) {
-        let mut r = self.lock();
-        if r.outbound.len() < MAX_RECORDED_CALLS {
-            r.outbound.push(o);
-        }
+        self.lock().push(o);
     }
 
     /// Marks the answer's error as the service's own, whatever its calls
@@ -136,30 +142,101 @@ impl RequestRecord {
     }
 }
 
-tokio::task_local! {
-    static CURRENT: Arc<RequestRecord>;
+/// The task-local value a request runs inside.
+///
+/// A request's calls are made on the task that polls its handler, so the
+/// record lives in place, inside the layer's future: no allocation, no
+/// lock. Only when a call leaves the task ([`current`], for a spawn) is a
+/// shared [`RequestRecord`] made, and from then on every call of the
+/// request goes there.
+#[derive(Debug, Default)]
+pub struct Slot {
+    local: RefCell<Record>,
+    shared: OnceCell<Arc<RequestRecord>>,
 }
 
-/// The current task's request record, if it runs inside one.
+impl Slot {
+    fn of(rec: Arc<RequestRecord>) -> Slot {
+        Slot {
+            local: RefCell::default(),
+            shared: OnceCell::from(rec),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Record) -> R) -> R {
+        match self.shared.get() {
+            Some(shared) => f(&mut shared.lock()),
+            None => f(&mut self.local.borrow_mut()),
+        }
+    }
+
+    /// The shared record, made on first use with what was recorded here.
+    fn share(&self) -> Arc<RequestRecord> {
+        self.shared
+            .get_or_init(|| {
+                let rec = RequestRecord::new();
+                *rec.lock() = self.local.take();
+                Arc::new(rec)
+            })
+            .clone()
+    }
+
+    /// What the request's calls recorded: read in place, or the shared
+    /// record when a call left the task (then read when the answer is
+    /// written, so a spawned call that ended by then is in it).
+    pub(crate) fn into_taken(self) -> Taken {
+        match self.shared.into_inner() {
+            Some(shared) => Taken::Shared(shared),
+            None => Taken::Local(self.local.into_inner()),
+        }
+    }
+}
+
+/// A request's record once its handler's future is done.
+pub(crate) enum Taken {
+    Local(Record),
+    Shared(Arc<RequestRecord>),
+}
+
+impl Taken {
+    pub(crate) fn into_record(self) -> Record {
+        match self {
+            Taken::Local(r) => r,
+            Taken::Shared(r) => r.take(),
+        }
+    }
+}
+
+tokio::task_local! {
+    static CURRENT: Slot;
+}
+
+/// The current task's request record, if it runs inside one: a handle to
+/// give a call made elsewhere (another task, another runtime).
 pub fn current() -> Option<Arc<RequestRecord>> {
-    CURRENT.try_with(Arc::clone).ok()
+    CURRENT.try_with(Slot::share).ok()
 }
 
 /// Records an outbound call into the current task's request record.
-/// Returns whether there was one (no reference count is taken).
+/// Returns whether there was one.
 pub fn record(o: Outbound) -> bool {
-    CURRENT.try_with(|r| r.record(o)).is_ok()
+    CURRENT.try_with(|s| s.with(|r| r.push(o))).is_ok()
 }
 
 /// Marks the current request's error as the service's own; see
 /// [`RequestRecord::mark_own_fault`]. Returns whether there was a record.
 pub fn mark_own_fault() -> bool {
-    CURRENT.try_with(|r| r.mark_own_fault()).is_ok()
+    CURRENT.try_with(|s| s.with(|r| r.own_fault = true)).is_ok()
 }
 
 /// Runs `fut` with `rec` as the current request record.
-pub fn scope<F: Future>(rec: Arc<RequestRecord>, fut: F) -> TaskLocalFuture<Arc<RequestRecord>, F> {
-    CURRENT.scope(rec, fut)
+pub fn scope<F: Future>(rec: Arc<RequestRecord>, fut: F) -> TaskLocalFuture<Slot, F> {
+    CURRENT.scope(Slot::of(rec), fut)
+}
+
+/// Runs `fut` inside a new record kept in place (the layer's).
+pub(crate) fn scope_in_place<F: Future>(fut: F) -> TaskLocalFuture<Slot, F> {
+    CURRENT.scope(Slot::default(), fut)
 }
 
 /// Keeps a future inside the current request's record wherever it runs.
@@ -187,7 +264,7 @@ pin_project_lite::pin_project! {
 pin_project_lite::pin_project! {
     #[project = InnerProj]
     enum Inner<F> {
-        Kept { #[pin] fut: TaskLocalFuture<Arc<RequestRecord>, F> },
+        Kept { #[pin] fut: TaskLocalFuture<Slot, F> },
         Bare { #[pin] fut: F },
     }
 }
@@ -196,7 +273,7 @@ impl<F: Future> Carried<F> {
     fn new(rec: Option<Arc<RequestRecord>>, fut: F) -> Carried<F> {
         let inner = match rec {
             Some(rec) => Inner::Kept {
-                fut: CURRENT.scope(rec, fut),
+                fut: scope(rec, fut),
             },
             None => Inner::Bare { fut },
         };
@@ -270,12 +347,47 @@ mod tests {
         assert!(tokio::spawn(fut).await.unwrap());
     }
 
+    #[tokio::test]
+    async fn a_record_kept_in_place_moves_to_a_shared_one_when_a_call_leaves_the_task() {
+        let mut fut = std::pin::pin!(scope_in_place(async {
+            assert!(record(call(false)));
+            // A spawn takes the record with it: from then on, every call
+            // of the request lands in the shared record, the first too.
+            let kept = spawn(async { record(call(true)) }).await.unwrap();
+            assert!(kept);
+            assert!(record(call(false)));
+        }));
+        fut.as_mut().await;
+        let r = fut.take_value().unwrap().into_taken().into_record();
+        assert_eq!(
+            r.outbound.as_slice(),
+            &[call(false), call(true), call(false)]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_record_kept_in_place_is_read_without_a_shared_one() {
+        let mut fut = std::pin::pin!(scope_in_place(async {
+            assert!(record(call(true)));
+            assert!(mark_own_fault());
+        }));
+        fut.as_mut().await;
+        let taken = fut.take_value().unwrap().into_taken();
+        assert!(matches!(taken, Taken::Local(_)), "no call left the task");
+        let r = taken.into_record();
+        assert_eq!(r.outbound.as_slice(), &[call(true)]);
+        assert!(r.own_fault);
+    }
+
     #[test]
     fn a_record_holds_a_bounded_number_of_calls() {
         let rec = RequestRecord::new();
+        let mut local = Record::default();
         for _ in 0..MAX_RECORDED_CALLS + 10 {
             rec.record(call(true));
+            local.push(call(true));
         }
         assert_eq!(rec.calls().len(), MAX_RECORDED_CALLS);
+        assert_eq!(local.outbound.len(), MAX_RECORDED_CALLS);
     }
 }
