@@ -38,7 +38,9 @@ const TOKEN: i64 = 1000;
 pub struct RetryBudget {
     ratio: f64,
     deposit_milli: i64,
-    slot_len: Duration,
+    /// A slot's length in nanoseconds (u64 arithmetic: a division of
+    /// u128s is a call to a software routine on every deposit).
+    slot_nanos: u64,
     /// `(slot number, milli-tokens)`; a slot number is `now / slot_len`.
     slots: [(u64, i64); SLOTS],
     min_per_sec: f64,
@@ -65,7 +67,9 @@ impl RetryBudget {
         RetryBudget {
             ratio,
             deposit_milli: (ratio * TOKEN as f64).round() as i64,
-            slot_len: ttl / SLOTS as u32,
+            slot_nanos: u64::try_from((ttl / SLOTS as u32).as_nanos())
+                .unwrap_or(u64::MAX)
+                .max(1),
             slots: [(0, 0); SLOTS],
             min_per_sec,
             reserve: 0.0,
@@ -80,7 +84,11 @@ impl RetryBudget {
     }
 
     fn slot_of(&self, now: Duration) -> u64 {
-        (now.as_nanos() / self.slot_len.as_nanos().max(1)) as u64
+        let nanos = now
+            .as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(now.subsec_nanos()));
+        nanos / self.slot_nanos
     }
 
     fn slot_mut(&mut self, now: Duration) -> &mut i64 {
@@ -111,8 +119,24 @@ impl RetryBudget {
 
     /// Records a first attempt.
     pub fn deposit(&mut self, now: Duration) {
-        let d = self.deposit_milli;
-        *self.slot_mut(now) += d;
+        self.deposit_many(now, 1);
+    }
+
+    /// Records `n` first attempts at once (a caller that dates its calls
+    /// in batches, to read its clock once per batch).
+    ///
+    /// ```
+    /// use error_ownership::budget::RetryBudget;
+    /// use std::time::Duration;
+    ///
+    /// let mut b = RetryBudget::new(0.1, Duration::from_secs(10), 0.0);
+    /// b.deposit_many(Duration::ZERO, 20);
+    /// assert_eq!(b.available(Duration::ZERO), 2.0);
+    /// ```
+    pub fn deposit_many(&mut self, now: Duration, n: u32) {
+        let d = self.deposit_milli.saturating_mul(i64::from(n));
+        let slot = self.slot_mut(now);
+        *slot = slot.saturating_add(d);
     }
 
     /// Asks for one retry; `true` withdraws a token, `false` means the
