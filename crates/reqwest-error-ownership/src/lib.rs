@@ -45,6 +45,9 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -83,10 +86,58 @@ pub struct OwnershipRetry {
     ownership: bool,
     backoff: Duration,
     max_retry_after: Duration,
-    budget: Option<Mutex<RetryBudget>>,
+    budget: Option<Budget>,
+}
+
+/// How many first attempts are dated at once: the budget's clock is read
+/// once per this many calls (and on every retry asked for), not per call.
+const DATED_TOGETHER: u32 = 16;
+
+/// The retry budget every call through one middleware shares.
+#[derive(Debug)]
+struct Budget {
+    bucket: Mutex<RetryBudget>,
+    /// First attempts made since the budget was last dated. At most
+    /// [`DATED_TOGETHER`] − 1 of them wait, so a quiet client's budget
+    /// counts at most that many calls as made later than they were.
+    undated: AtomicU32,
     /// The budget's clock starts a second before the middleware, so that a
     /// new client has its floor of retries at once.
     epoch: Instant,
+}
+
+impl Budget {
+    fn new(ratio: f64, ttl: Duration, min_per_sec: f64) -> Budget {
+        let now = Instant::now();
+        Budget {
+            bucket: Mutex::new(RetryBudget::new(ratio, ttl, min_per_sec)),
+            undated: AtomicU32::new(0),
+            epoch: now.checked_sub(Duration::from_secs(1)).unwrap_or(now),
+        }
+    }
+
+    /// A first attempt.
+    fn deposit(&self) {
+        if self.undated.fetch_add(1, Ordering::Relaxed) + 1 >= DATED_TOGETHER {
+            self.with(|_| {});
+        }
+    }
+
+    /// A retry, if the budget has one.
+    fn try_withdraw(&self) -> bool {
+        self.with(|(b, now)| b.try_withdraw(now))
+    }
+
+    /// `f` on the bucket, dated now, with every first attempt in it.
+    fn with<R>(&self, f: impl FnOnce((&mut RetryBudget, Duration)) -> R) -> R {
+        let now = self.epoch.elapsed();
+        let mut bucket = self.bucket.lock().unwrap_or_else(|e| e.into_inner());
+        let undated = self.undated.swap(0, Ordering::Relaxed);
+        if undated > 0 {
+            bucket.deposit_many(now, undated);
+        }
+        f((&mut bucket, now))
+    }
 }
 
 impl Default for OwnershipRetry {
@@ -101,19 +152,13 @@ impl OwnershipRetry {
     /// claims honoured on `x-error-claim`; exponential backoff with full
     /// jitter from 10 ms; a `Retry-After` honoured up to 10 s.
     pub fn new() -> OwnershipRetry {
-        let now = Instant::now();
         OwnershipRetry {
             header: CLAIM_HEADER.clone(),
             attempts: 2,
             ownership: true,
             backoff: Duration::from_millis(10),
             max_retry_after: Duration::from_secs(10),
-            budget: Some(Mutex::new(RetryBudget::new(
-                0.1,
-                Duration::from_secs(10),
-                10.0,
-            ))),
-            epoch: now.checked_sub(Duration::from_secs(1)).unwrap_or(now),
+            budget: Some(Budget::new(0.1, Duration::from_secs(10), 10.0)),
         }
     }
 
@@ -151,7 +196,7 @@ impl OwnershipRetry {
     /// retries a second.
     pub fn budget(self, ratio: f64, ttl: Duration, min_per_sec: f64) -> OwnershipRetry {
         OwnershipRetry {
-            budget: Some(Mutex::new(RetryBudget::new(ratio, ttl, min_per_sec))),
+            budget: Some(Budget::new(ratio, ttl, min_per_sec)),
             ..self
         }
     }
@@ -169,16 +214,6 @@ impl OwnershipRetry {
         OwnershipRetry {
             max_retry_after: max,
             ..self
-        }
-    }
-
-    fn with_budget(&self, f: impl FnOnce(&mut RetryBudget, Duration) -> bool) -> bool {
-        match &self.budget {
-            None => true,
-            Some(b) => {
-                let now = self.epoch.elapsed();
-                f(&mut b.lock().unwrap_or_else(|e| e.into_inner()), now)
-            }
         }
     }
 
@@ -213,14 +248,46 @@ fn not_sent(res: &Result<Response>) -> bool {
     }
 }
 
-#[async_trait::async_trait]
+/// A copy of `req` for another attempt; `None` when its body is a stream.
+///
+/// `Request::try_clone` first stores an empty timeout in the copy's
+/// extensions (a map and a box, made and thrown away) before it copies
+/// the original's; a bodiless request, every GET, is copied here without
+/// that. reqwest keeps a request's extensions private, and the timeout is
+/// the only one its API sets, so it is the one carried over.
+fn copy(req: &Request) -> Option<Request> {
+    if req.body().is_some() {
+        return req.try_clone();
+    }
+    let mut r = Request::new(req.method().clone(), req.url().clone());
+    if let Some(t) = req.timeout() {
+        *r.timeout_mut() = Some(*t);
+    }
+    *r.headers_mut() = req.headers().clone();
+    *r.version_mut() = req.version();
+    Some(r)
+}
+
+/// The future of one call, all its attempts.
+type CallFuture<'a> = Pin<Box<dyn Future<Output = Result<Response>> + Send + 'a>>;
+
+// Written out rather than through `#[async_trait]`, whose `async fn` keeps
+// a copy of every argument beside the body's own variables: the request
+// twice over, which took the boxed future past the size an allocator's
+// per-thread cache serves (1,192 bytes; glibc caches up to 1,032).
 impl Middleware for OwnershipRetry {
-    async fn handle(
-        &self,
+    fn handle<'a, 'b, 'c, 'f>(
+        &'a self,
         req: Request,
-        extensions: &mut Extensions,
-        next: Next<'_>,
-    ) -> Result<Response> {
+        extensions: &'b mut Extensions,
+        next: Next<'c>,
+    ) -> CallFuture<'f>
+    where
+        'a: 'f,
+        'b: 'f,
+        'c: 'f,
+        Self: 'f,
+    {
         // reqwest keeps a request's own extensions private: the call's
         // marks travel in reqwest-middleware's (`with_extension`).
         let mode = if extensions.get::<FailOpen>().is_some() {
@@ -234,34 +301,75 @@ impl Middleware for OwnershipRetry {
         let clonable = req.body().is_none_or(|b| b.as_bytes().is_some());
         let attempts = if clonable { self.attempts } else { 1 };
         let mut machine = AttemptMachine::new(attempts, self.ownership, self.backoff);
-        self.with_budget(|b, now| {
-            b.deposit(now);
-            true
-        });
+        if let Some(b) = &self.budget {
+            b.deposit();
+        }
         let mut original = Some(req);
-        loop {
-            let attempt = match original.as_ref().and_then(Request::try_clone) {
-                Some(r) if machine.attempt() + 1 < attempts => r,
-                _ => original.take().expect("one request per attempt left"),
-            };
-            let res = next.clone().run(attempt, extensions).await;
-            if not_sent(&res) {
-                return res;
-            }
-            let (answer, advice) = self.classify(&res);
-            let (advice, too_long) = match advice {
-                Advice::RetryAfter(d) if d > self.max_retry_after => (Advice::Silent, true),
-                a => (a, false),
-            };
-            let budget = || self.with_budget(|b, now| b.try_withdraw(now));
-            match machine.on_advised_answer(answer, advice, too_long, budget, fastrand::f64) {
-                Decision::RetryNow => {}
-                Decision::RetryAfter(d) => tokio::time::sleep(d).await,
-                Decision::Stop(outcome) => {
-                    tower_error_ownership::record::record(outcome.outbound(dependency, mode));
+        Box::pin(async move {
+            loop {
+                let attempt = match original.as_ref().and_then(copy) {
+                    Some(r) if machine.attempt() + 1 < attempts => r,
+                    _ => original.take().expect("one request per attempt left"),
+                };
+                let res = next.clone().run(attempt, extensions).await;
+                if not_sent(&res) {
                     return res;
                 }
+                let (answer, advice) = self.classify(&res);
+                let (advice, too_long) = match advice {
+                    Advice::RetryAfter(d) if d > self.max_retry_after => (Advice::Silent, true),
+                    a => (a, false),
+                };
+                let budget = || self.budget.as_ref().is_none_or(Budget::try_withdraw);
+                match machine.on_advised_answer(answer, advice, too_long, budget, fastrand::f64) {
+                    Decision::RetryNow => {}
+                    Decision::RetryAfter(d) => {
+                        drop(res);
+                        tokio::time::sleep(d).await;
+                    }
+                    Decision::Stop(outcome) => {
+                        tower_error_ownership::record::record(outcome.outbound(dependency, mode));
+                        return res;
+                    }
+                }
             }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_dated_in_batches_are_all_in_the_budget_when_a_retry_is_asked() {
+        let b = Budget::new(0.1, Duration::from_secs(10), 0.0);
+        // 25 calls: one batch of 16 dated, 9 waiting.
+        for _ in 0..25 {
+            b.deposit();
         }
+        assert_eq!(b.undated.load(Ordering::Relaxed), 9);
+        // Asking for a retry dates the 9: 2.5 tokens, two retries.
+        assert!(b.try_withdraw());
+        assert_eq!(b.undated.load(Ordering::Relaxed), 0);
+        assert!(b.try_withdraw());
+        assert!(!b.try_withdraw());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_batch_dated_late_expires_with_the_window() {
+        let b = Budget::new(0.1, Duration::from_secs(10), 0.0);
+        for _ in 0..DATED_TOGETHER {
+            b.deposit();
+        }
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert!(!b.try_withdraw(), "deposits older than the window expired");
+        // At most 15 calls wait undated: 1.5 tokens, one retry, late.
+        for _ in 0..DATED_TOGETHER - 1 {
+            b.deposit();
+        }
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert!(b.try_withdraw());
+        assert!(!b.try_withdraw());
     }
 }
