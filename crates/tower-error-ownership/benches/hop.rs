@@ -61,8 +61,11 @@ async fn serve(app: Router, ownership: bool) -> String {
     let url = format!("http://{}/", listener.local_addr().unwrap());
     if ownership {
         // Around the whole router, as a service that cares for its cost
-        // wraps it (`Router::layer` boxes the layer into each route).
-        let app = OwnershipLayer::new().layer(app);
+        // wraps it (`Router::layer` boxes the layer into each route), with
+        // its handlers made routes once, as `axum::serve` makes them for a
+        // bare router (without `with_state`, every request clones its
+        // handler into a route).
+        let app = OwnershipLayer::new().layer(app.with_state(()));
         let make = axum::ServiceExt::<axum::extract::Request>::into_make_service(app);
         tokio::spawn(axum::serve(listener, make).into_future());
     } else {
@@ -83,12 +86,16 @@ async fn pair(side: Side) -> String {
             Caller::Ownership(ClientBuilder::new(http).with(OwnershipRetry::new()).build())
         }
     };
+    // One shared client per service, as a service keeps it (a
+    // `reqwest-middleware` client's clone copies its middleware list).
+    let to_back = Arc::new((caller, back));
     let front = Router::new().route(
         "/",
         get(move || {
-            let (caller, back) = (caller.clone(), back.clone());
+            let to_back = to_back.clone();
             async move {
-                if caller.call(&back).await {
+                let (caller, back) = &*to_back;
+                if caller.call(back).await {
                     StatusCode::OK
                 } else {
                     StatusCode::BAD_GATEWAY
@@ -147,13 +154,21 @@ async fn rate(url: &str, secs: f64) -> f64 {
     done.load(Ordering::Relaxed) as f64 / secs
 }
 
-fn main() {
+pub fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    if let Some(i) = args.iter().position(|a| a == "--fixed") {
+    let fixed_mode = args.iter().position(|a| a == "--fixed");
+    // Counted on one thread: under valgrind, which runs one thread at a
+    // time, a multi-threaded runtime's order of wake-ups (and so its pool
+    // look-ups and parks) changes from run to run, and moved a side's
+    // count per request by up to 1.4% between two runs of the same build.
+    let rt = match fixed_mode {
+        Some(_) => tokio::runtime::Builder::new_current_thread(),
+        None => tokio::runtime::Builder::new_multi_thread(),
+    }
+    .enable_all()
+    .build()
+    .unwrap();
+    if let Some(i) = fixed_mode {
         let usage = "--fixed plain|wrapped|ownership N";
         let side = args.get(i + 1).expect(usage);
         let n: u64 = args.get(i + 2).and_then(|n| n.parse().ok()).expect(usage);
