@@ -7,7 +7,7 @@
 //! pairs, 5 rounds of 3 s each of a closed loop of 16 callers, and prints
 //! each round's requests a second and the median ratio (wall clock, which
 //! the machine's other load moves). For instruction counts, which it does
-//! not: `--fixed plain|wrapped|ownership N` sends 2,000 requests to warm up then
+//! not: `--fixed plain|wrapped|noop|ownership N` sends 2,000 requests to warm up then
 //! exactly N more, to run under `valgrind --tool=callgrind`; the cost of
 //! one request is the difference of two such runs over the difference of
 //! their N.
@@ -29,14 +29,42 @@ enum Caller {
     Plain(reqwest::Client),
     /// reqwest-middleware with no middleware: what the wrapper alone costs.
     Wrapped(ClientWithMiddleware),
+    /// reqwest-middleware with one middleware that only passes the
+    /// request on: what any middleware costs (the list copied into each
+    /// request, the boxed future), before it does anything.
+    Noop(ClientWithMiddleware),
     Ownership(ClientWithMiddleware),
 }
 
-/// The three pairs compared.
+/// A middleware that passes every request on, as the simplest one would.
+struct PassOn;
+
+impl reqwest_middleware::Middleware for PassOn {
+    fn handle<'a, 'b, 'c, 'f>(
+        &'a self,
+        req: reqwest::Request,
+        extensions: &'b mut http::Extensions,
+        next: reqwest_middleware::Next<'c>,
+    ) -> std::pin::Pin<
+        Box<dyn Future<Output = reqwest_middleware::Result<reqwest::Response>> + Send + 'f>,
+    >
+    where
+        'a: 'f,
+        'b: 'f,
+        'c: 'f,
+        Self: 'f,
+    {
+        // Its own future, boxed, as every middleware's is (`async_trait`).
+        Box::pin(async move { next.run(req, extensions).await })
+    }
+}
+
+/// The pairs compared.
 #[derive(Clone, Copy, PartialEq)]
 enum Side {
     Plain,
     Wrapped,
+    Noop,
     Ownership,
 }
 
@@ -44,7 +72,9 @@ impl Caller {
     async fn call(&self, url: &str) -> bool {
         let r = match self {
             Caller::Plain(c) => c.get(url).send().await.map_err(drop),
-            Caller::Wrapped(c) | Caller::Ownership(c) => c.get(url).send().await.map_err(drop),
+            Caller::Wrapped(c) | Caller::Noop(c) | Caller::Ownership(c) => {
+                c.get(url).send().await.map_err(drop)
+            }
         };
         match r {
             Ok(r) => {
@@ -82,6 +112,7 @@ async fn pair(side: Side) -> String {
     let caller = match side {
         Side::Plain => Caller::Plain(http),
         Side::Wrapped => Caller::Wrapped(ClientBuilder::new(http).build()),
+        Side::Noop => Caller::Noop(ClientBuilder::new(http).with(PassOn).build()),
         Side::Ownership => {
             Caller::Ownership(ClientBuilder::new(http).with(OwnershipRetry::new()).build())
         }
@@ -169,12 +200,13 @@ pub fn main() {
     .build()
     .unwrap();
     if let Some(i) = fixed_mode {
-        let usage = "--fixed plain|wrapped|ownership N";
+        let usage = "--fixed plain|wrapped|noop|ownership N";
         let side = args.get(i + 1).expect(usage);
         let n: u64 = args.get(i + 2).and_then(|n| n.parse().ok()).expect(usage);
         let pick = match side.as_str() {
             "plain" => Side::Plain,
             "wrapped" => Side::Wrapped,
+            "noop" => Side::Noop,
             "ownership" => Side::Ownership,
             _ => panic!("{usage}"),
         };
