@@ -4,7 +4,8 @@
 //! client. No faults: the cost every request pays.
 //!
 //! `cargo bench -p tower-error-ownership --bench hop` alternates the two
-//! pairs, 5 rounds of 3 s each of a closed loop of 16 callers, and prints
+//! pairs, 5 rounds of 3 s each (`-- --rounds N`: N rounds of 1 s) of a
+//! closed loop of 16 callers, and prints
 //! each round's requests a second and the median ratio (wall clock, which
 //! the machine's other load moves). For instruction counts, which it does
 //! not: `--fixed plain|wrapped|noop|ownership N` sends 2,000 requests to warm up then
@@ -219,10 +220,17 @@ pub fn main() {
         return;
     }
     // Under `cargo test` (`--bench` absent): one short round, a smoke test.
-    let (rounds, secs) = if args.iter().any(|a| a == "--bench") {
-        (5, 3.0)
-    } else {
-        (1, 0.3)
+    // `--rounds N`: more, shorter rounds, for a machine whose speed moves
+    // from one second to the next.
+    let rounds_flag = args.iter().position(|a| a == "--rounds").map(|i| {
+        args.get(i + 1)
+            .and_then(|n| n.parse().ok())
+            .expect("--rounds N")
+    });
+    let (rounds, secs) = match (args.iter().any(|a| a == "--bench"), rounds_flag) {
+        (_, Some(n)) => (n, 1.0),
+        (true, None) => (5, 3.0),
+        (false, None) => (1, 0.3),
     };
     let mut ratios = vec![];
     rt.block_on(async {
@@ -247,8 +255,12 @@ pub fn main() {
         }
     });
     ratios.sort_by(f64::total_cmp);
+    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
     println!(
-        "median ratio (ownership / plain): {:.3}",
-        ratios[ratios.len() / 2]
+        "median ratio (ownership / plain): {:.3} (quartiles {:.3} to {:.3}, {} rounds)",
+        at(0.5),
+        at(0.25),
+        at(0.75),
+        ratios.len()
     );
 }
