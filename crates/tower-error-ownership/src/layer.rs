@@ -12,8 +12,9 @@
 //! * on a gRPC answer (`content-type: application/grpc…` to a request
 //!   over HTTP/2, which gRPC requires; an error is a `grpc-status` other
 //!   than 0), beside `grpc-status`: in the headers of a *Trailers-Only*
-//!   answer, in the trailers of an answer with a body. gRPC-Web, over
-//!   HTTP/1.1 with its trailers in the body, is answered as HTTP.
+//!   answer, in the trailers of an answer with a body. gRPC-Web
+//!   (`application/grpc-web…`, its trailers in the body) is answered as
+//!   HTTP.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -558,10 +559,15 @@ where
     }
 }
 
+/// Whether the answer is gRPC's: `application/grpc`, alone or with a
+/// `+format` or parameters; not gRPC-Web (`application/grpc-web…`), whose
+/// trailers come in the body, so that it is answered as HTTP.
 fn is_grpc(headers: &HeaderMap) -> bool {
-    headers
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
+    headers.get(http::header::CONTENT_TYPE).is_some_and(|v| {
+        v.as_bytes()
+            .strip_prefix(b"application/grpc")
+            .is_some_and(|rest| matches!(rest.first(), None | Some(b'+' | b';')))
+    })
 }
 
 /// A `grpc-status` value; one that is not a number reads as 2 (UNKNOWN),
@@ -639,5 +645,27 @@ impl<B: Body, O: Observer> Body for ClaimBody<B, O> {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_is_its_content_type_and_its_variants_but_not_grpc_web() {
+        let is = |ct: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(http::header::CONTENT_TYPE, HeaderValue::from_static(ct));
+            is_grpc(&h)
+        };
+        assert!(is("application/grpc"));
+        assert!(is("application/grpc+proto"));
+        assert!(is("application/grpc;charset=utf-8"));
+        assert!(!is("application/grpc-web"));
+        assert!(!is("application/grpc-web+proto"));
+        assert!(!is("application/grpcx"));
+        assert!(!is("application/json"));
+        assert!(!is_grpc(&HeaderMap::new()));
     }
 }

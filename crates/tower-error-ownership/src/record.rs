@@ -6,11 +6,13 @@
 //! own. It can only know from what its own outbound calls did *for this
 //! request*: if a fail-close dependency failed, the error came from below
 //! and it unclaims it; if none failed, it claims it. The
-//! [`OwnershipLayer`](crate::OwnershipLayer) opens a [`RequestRecord`] for
-//! every inbound request and makes it the task's current record while the
-//! handler runs; the retry client (`reqwest-error-ownership`, or
-//! [`OwnershipPolicy`](crate::OwnershipPolicy)) finds it with [`current`]
-//! and [`record`]s each call into it.
+//! [`OwnershipLayer`](crate::OwnershipLayer) opens a record for every
+//! inbound request, kept in its own future, and makes it the task's
+//! current record while the handler runs; the retry client
+//! (`reqwest-error-ownership`, or [`OwnershipPolicy`](crate::OwnershipPolicy))
+//! [`record`]s each call into it. [`current`] hands out the record as a
+//! shared [`RequestRecord`], for a call made on another task (it is only
+//! then that the record is allocated and locked).
 //!
 //! # Spawned tasks: the context drop
 //!
