@@ -1,14 +1,11 @@
-//! One service of the fleet: its runtime state, its handler, its server.
+//! One service of the fleet: its runtime state here, what it does with a
+//! request in `request`, its listener in `listen`.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Router;
 use futures_util::future::join_all;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
@@ -17,19 +14,16 @@ use tokio::time::Instant;
 
 use crate::metrics::Metrics;
 use crate::middleware::client::{EdgeState, RetryClient};
-use crate::middleware::context::{self, Trace};
+use crate::middleware::context::Trace;
 use crate::middleware::server::ServerConfig;
 use crate::ownership::retry_counter::{
-    read_attempt, Rejection, RetryHistogram, DEFAULT_RETRY_SHARE, RETRY_ATTEMPT_HEADER,
+    read_attempt, Rejection, RetryHistogram, DEFAULT_RETRY_SHARE,
 };
-use crate::ownership::signal::{
-    Refusal, Signal, REFUSAL_STATUS, SRE_DONT_RETRY, SRE_OVERLOAD_HEADER,
-};
+use crate::ownership::signal::{Refusal, Signal};
 use crate::ownership::DependencyMode;
-use crate::topology::{Fault, Phase, Service};
-use tower_error_ownership::record;
+use crate::topology::{Fault, Service};
 
-use super::workers::{QueueFull, Workers};
+use super::workers::Workers;
 
 /// One entry of a service's calls while the fleet runs.
 #[derive(Debug, Clone)]
@@ -440,264 +434,12 @@ impl ServiceRuntime {
     }
 }
 
-fn status(code: u16) -> StatusCode {
-    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-}
-
 /// How far back the `sre` dialect counts attempt numbers ("recent history").
 const ATTEMPTS_WINDOW: Duration = Duration::from_secs(10);
 
-/// What a service's work ended in.
-struct Answer {
-    status: u16,
-    /// Its own fault (not a dependency's) caused an error.
-    own: bool,
-    body: &'static str,
-    /// Under the `sre` dialect, a dependency's overload failed it:
-    /// "overloaded; don't retry", so only the layer right above the
-    /// overloaded one retries.
-    dont_retry: bool,
-}
-
-impl Answer {
-    fn own(status: u16, body: &'static str) -> Answer {
-        Answer {
-            status,
-            own: true,
-            body,
-            dont_retry: false,
-        }
-    }
-}
-
-/// Turns an answer into the response, marking an error the service caused
-/// as its own in the request's record (ground truth for the counters).
-fn respond(a: Answer) -> Response {
-    if a.own {
-        record::mark_own_fault();
-    }
-    let mut res = (status(a.status), a.body).into_response();
-    if a.dont_retry {
-        res.headers_mut().insert(
-            HeaderName::from_static(SRE_OVERLOAD_HEADER),
-            HeaderValue::from_static(SRE_DONT_RETRY),
-        );
-    }
-    res
-}
-
-/// A request refused without being served, in the dialect the service's
-/// callers read: Finagle's nack headers, `x-envoy-overloaded`, a gRPC
-/// pushback, `Retry-After`; with ownership, the claim the middleware
-/// writes on the service's own error is the whole signal.
-fn refuse(rt: &ServiceRuntime, refusal: Refusal, body: &'static str) -> Response {
-    let mut res = respond(Answer::own(REFUSAL_STATUS, body));
-    let dialect = rt.dialect();
-    let refusal = match dialect {
-        Some(Signal::Sre) => rt.sre_refusal(),
-        _ => refusal,
-    };
-    if let Some(signal) = dialect {
-        let headers = res.headers_mut();
-        for (name, value) in signal.refusal_headers(refusal, rt.drain_time()) {
-            if let Ok(v) = HeaderValue::from_str(&value) {
-                headers.insert(HeaderName::from_static(name), v);
-            }
-        }
-    }
-    res
-}
-
-async fn handle(State(rt): State<Arc<ServiceRuntime>>, mut req: Request) -> Response {
-    // The layer's observer opened the request's context (none in the
-    // plain baseline, which runs no layer): current while it is served.
-    let ctx = req
-        .extensions_mut()
-        .remove::<Arc<context::RequestContext>>();
-    if rt.counts_attempts.load(Ordering::Relaxed) {
-        rt.saw_attempt(
-            req.headers()
-                .get(RETRY_ATTEMPT_HEADER)
-                .map(HeaderValue::as_bytes),
-        );
-    }
-    drop(req);
-    match ctx {
-        Some(c) => context::scope(c, serve_replica(rt)).await,
-        None => serve_replica(rt).await,
-    }
-}
-
-async fn serve_replica(rt: Arc<ServiceRuntime>) -> Response {
-    if !rt.replicated {
-        return serve_request(rt).await;
-    }
-    let (id, replica, metrics) = (rt.id, rt.replica, rt.metrics.clone());
-    metrics.replica_request(id, replica);
-    let res = serve_request(rt).await;
-    if crate::ownership::is_error_status(res.status().as_u16()) {
-        metrics.replica_error(id, replica);
-    }
-    res
-}
-
-/// A request within the service's adaptive concurrency limit, if it has
-/// one: over it, shed at once; under it, it holds its place until its
-/// work ends (whether or not its caller still waits: a job queued for a
-/// caller that left still takes a worker), and how long that took moves
-/// the limit.
-async fn serve_request(rt: Arc<ServiceRuntime>) -> Response {
-    let admitted = match &rt.limit {
-        None => None,
-        Some(limit) => match limit.try_enter() {
-            Some(a) => Some(a),
-            None => {
-                rt.metrics.limited(rt.id);
-                return refuse(&rt, Refusal::Shed, "over the concurrency limit: shedding\n");
-            }
-        },
-    };
-    serve_admitted(rt, admitted).await
-}
-
-/// Whether an answer failed for want of capacity (a shed, a passed
-/// deadline): a drop, to the concurrency controllers.
-fn dropped(a: &Answer) -> bool {
-    matches!(a.status, 503 | 504)
-}
-
-async fn serve_admitted(rt: Arc<ServiceRuntime>, admitted: Option<Admitted>) -> Response {
-    let ctx = context::current();
-    let trace = ctx.as_ref().map(|c| c.trace);
-    if !rt.admit() {
-        if let Some(a) = admitted {
-            a.answered(true);
-        }
-        return refuse(&rt, Refusal::Overloaded, "over capacity: shedding\n");
-    }
-    let Some(pool) = rt.workers.clone() else {
-        let (answer, _) = work(rt, trace, Instant::now()).await;
-        if let Some(a) = admitted {
-            a.answered(dropped(&answer));
-        }
-        return respond(answer);
-    };
-    // The job runs on a task of its own, inside this request's context and
-    // record (the crate's explicit helper: a bare spawn would drop them), so
-    // it goes on when the caller leaves and this future is dropped.
-    let scope = ctx.clone();
-    let rec = record::current();
-    let me = rt.clone();
-    let job = move |start: Instant| async move {
-        let fut = async move {
-            match scope {
-                Some(c) => context::scope(c, work(rt, trace, start)).await,
-                None => work(rt, trace, start).await,
-            }
-        };
-        let out = match rec {
-            Some(r) => record::scope(r, fut).await,
-            None => fut.await,
-        };
-        if let Some(a) = admitted {
-            a.answered(dropped(&out.0));
-        }
-        out
-    };
-    // A deadline its caller propagated skips the job once passed.
-    let deadline = ctx.as_ref().and_then(|c| c.propagated_deadline());
-    match pool.submit(deadline, job) {
-        Err(QueueFull) => {
-            if let Some(l) = &me.limit {
-                l.dropped();
-            }
-            refuse(&me, Refusal::Shed, "queue full: shedding\n")
-        }
-        Ok(answer) => match answer.await {
-            Ok(a) => respond(a),
-            Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => {
-                respond(Answer::own(504, "deadline exceeded\n"))
-            }
-            Err(_) => respond(Answer::own(500, "the job was lost\n")),
-        },
-    }
-}
-
-/// The service's work for one request begun at `start`: its service time
-/// (until `start` + work + injected latency), its fault, its calls. Also
-/// when it ideally ended: at the end of its service time when it made no
-/// calls, else when its calls came back.
-async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> (Answer, Instant) {
-    let service_fault = rt.fault();
-    // The service's fault when it is on this endpoint, else the endpoint's
-    // own; a fault that names other replicas is none here.
-    let none = Fault::default();
-    let fault = service_fault.in_force(rt.endpoint.as_deref(), &rt.endpoint_fault);
-    let fault = if fault.on_replica(rt.replica) {
-        fault
-    } else {
-        &none
-    };
-    let time = fault.latency + rt.work();
-    let done = start + time;
-    if !time.is_zero() {
-        tokio::time::sleep_until(done).await;
-    }
-    if fault.phase == Phase::Before && rt.roll(fault.error_rate) {
-        return (Answer::own(fault.status, "injected fault\n"), done);
-    }
-    if rt.calls.is_empty() {
-        return (finish(&rt, fault), done);
-    }
-    let ok = if let Some(http) = &rt.plain {
-        // The baseline: the same service, its calls made with bare reqwest.
-        rt.run_calls_plain(http).await
-    } else if rt.context_dropped() {
-        // Lose the context the way real services do: do the outbound work
-        // on a task that does not carry it. The lab's trace still rides
-        // along explicitly, as a mesh sidecar's would.
-        let rt2 = rt.clone();
-        tokio::spawn(async move { rt2.run_calls(trace).await })
-            .await
-            .unwrap_or(false)
-    } else {
-        rt.run_calls(trace).await
-    };
-    let answer = if ok {
-        finish(&rt, fault)
-    } else {
-        let overloaded = rt.dialect() == Some(Signal::Sre)
-            && context::current().is_some_and(|c| c.overload_below());
-        Answer {
-            status: 500,
-            own: false,
-            body: "dependency failed\n",
-            dont_retry: overloaded,
-        }
-    };
-    (answer, Instant::now())
-}
-
-/// The answer of work whose calls (if any) succeeded: the fault after
-/// them, or success.
-fn finish(rt: &ServiceRuntime, fault: &Fault) -> Answer {
-    if fault.phase == Phase::After && rt.roll(fault.error_rate) {
-        return Answer::own(fault.status, "injected fault\n");
-    }
-    Answer {
-        status: 200,
-        own: false,
-        body: "ok\n",
-        dont_retry: false,
-    }
-}
-
-/// The service's router: any method, any path.
-pub fn router(rt: Arc<ServiceRuntime>) -> Router {
-    Router::new().fallback(handle).with_state(rt)
-}
-
 mod limit;
 mod listen;
+mod request;
 use limit::{AdaptiveLimit, Admitted};
 pub(super) use listen::serve;
+pub use request::router;
