@@ -101,6 +101,44 @@ fn bad_sweeps_exit_2_before_any_fleet_starts() {
         text(&o).1
     );
     let _ = std::fs::remove_file(policy_step);
+    // A name only the topology's rate uses, while --rps sets the rate of
+    // every cell; and a name only escaped in a comment (`$${Q}`), which is
+    // not a use.
+    let rate = temp("rate.yaml");
+    let t = std::fs::read_to_string(topology)
+        .unwrap()
+        .replace("load:\n  rps: 120", "load:\n  rps: ${R} # not $${Q}");
+    std::fs::write(&rate, t).unwrap();
+    let plain = temp("plain.yaml");
+    std::fs::write(&plain, "duration: 5s\nsteps:\n  - at: 1s\n    rps: 300\n").unwrap();
+    for (vary, rps, says) in [
+        (
+            "R=100..120:20",
+            Some("50"),
+            "--vary R: its values change nothing a cell runs",
+        ),
+        (
+            "Q=1..2:1",
+            None,
+            "uses `${Q}`, so every cell would be the same",
+        ),
+    ] {
+        let mut args = vec![
+            "sweep",
+            rate.to_str().unwrap(),
+            "--scenario",
+            plain.to_str().unwrap(),
+            "--vary",
+            vary,
+        ];
+        args.extend(rps.map(|r| ["--rps", r]).iter().flatten());
+        let o = chaoslab(&args);
+        let err = text(&o).1;
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: wanted `{says}` in\n{err}");
+    }
+    let _ = std::fs::remove_file(rate);
+    let _ = std::fs::remove_file(plain);
     // No scenario at all.
     let o = chaoslab(&["sweep", topology, "--vary", "LOAD=1..2:1"]);
     assert_eq!(o.status.code(), Some(2));

@@ -198,10 +198,13 @@ impl Grid {
 }
 
 /// A `${...}` the text holds: where, the name, and what is done to it.
+/// An escaped one, `$${`, stands for a plain `${` (in a comment, say).
 #[derive(Debug, Clone, PartialEq)]
 struct Slot {
     start: usize,
     end: usize,
+    /// `$${`: written as `${`, no name.
+    escaped: bool,
     name: String,
     op: Option<(char, f64)>,
     text: String,
@@ -210,7 +213,7 @@ struct Slot {
 }
 
 /// Every `${...}` in `text`, or the first that is not `${NAME}` nor
-/// `${NAME op NUMBER}` (`origin:line:col: ...`).
+/// `${NAME op NUMBER}` (`origin:line:col: ...`); `$${` is a plain `${`.
 fn slots(text: &str, origin: &str) -> Result<Vec<Slot>, String> {
     let mut out = vec![];
     let mut from = 0;
@@ -219,6 +222,20 @@ fn slots(text: &str, origin: &str) -> Result<Vec<Slot>, String> {
         let before = &text[..start];
         let line = before.matches('\n').count() + 1;
         let col = start - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+        if start > from && text.as_bytes()[start - 1] == b'$' {
+            out.push(Slot {
+                start: start - 1,
+                end: start + 2,
+                escaped: true,
+                name: String::new(),
+                op: None,
+                text: String::new(),
+                line,
+                col: col - 1,
+            });
+            from = start + 2;
+            continue;
+        }
         let at = format!("{origin}:{line}:{col}");
         let close = text[start..]
             .find('}')
@@ -252,6 +269,7 @@ fn slots(text: &str, origin: &str) -> Result<Vec<Slot>, String> {
         out.push(Slot {
             start,
             end,
+            escaped: false,
             name: name.to_string(),
             op,
             text: inner.to_string(),
@@ -267,7 +285,7 @@ fn slots(text: &str, origin: &str) -> Result<Vec<Slot>, String> {
 pub fn names_used(text: &str, origin: &str) -> Result<Vec<String>, String> {
     let mut names: Vec<String> = vec![];
     for s in slots(text, origin)? {
-        if !names.contains(&s.name) {
+        if !s.escaped && !names.contains(&s.name) {
             names.push(s.name);
         }
     }
@@ -280,6 +298,12 @@ pub fn substitute(text: &str, origin: &str, point: &Point) -> Result<String, Str
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     for s in slots(text, origin)? {
+        if s.escaped {
+            out.push_str(&text[last..s.start]);
+            out.push_str("${");
+            last = s.end;
+            continue;
+        }
         let Some((_, v)) = point.0.iter().find(|(n, _)| *n == s.name) else {
             return Err(format!(
                 "{origin}:{}:{}: `${{{}}}` uses `{}`, which is not swept: give --vary {}=FROM..TO:STEP",
@@ -390,5 +414,19 @@ mod tests {
         }
         assert_eq!(show(0.05), "0.05");
         assert_eq!(show(-2.0), "-2");
+    }
+
+    #[test]
+    fn an_escaped_slot_is_a_plain_dollar_brace() {
+        // `$${` is written as `${` and names nothing, even unclosed.
+        let text = "# $${LOAD} is swept; $${ not closed\nrps: ${LOAD}\n";
+        assert_eq!(names_used(text, "s.yaml").unwrap(), ["LOAD"]);
+        let p = Point(vec![("LOAD".into(), 40.0)]);
+        assert_eq!(
+            substitute(text, "s.yaml", &p).unwrap(),
+            "# ${LOAD} is swept; ${ not closed\nrps: 40\n"
+        );
+        // Alone in a file, an escape uses no name.
+        assert!(names_used("# $${X}\n", "s.yaml").unwrap().is_empty());
     }
 }

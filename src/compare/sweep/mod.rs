@@ -249,13 +249,22 @@ fn tenths(s: f64) -> f64 {
 
 /// Refuses a swept name whose values change nothing a cell runs: its
 /// `${NAME}` is only in a policy step, which every cell leaves out (each
-/// runs a policy of `--policies`), or in a comment.
-fn same_cells(grid: &Grid, texts: &Texts, cells: &[Prepared]) -> Result<(), RunError> {
-    // What a run does not read: its words.
+/// runs a policy of `--policies`), in a comment, or in the load's rate
+/// when `--rps` (`rps`) sets it for every cell.
+fn same_cells(
+    grid: &Grid,
+    texts: &Texts,
+    cells: &[Prepared],
+    rps: Option<f64>,
+) -> Result<(), RunError> {
+    // What a run does not read: its words, and a rate `--rps` replaces.
     let runs = |p: &Prepared| -> Result<Topology, RunError> {
         let mut t = texts.topology(&p.point)?;
         t.description = None;
         t.scenario = None;
+        if let Some(r) = rps {
+            t.load.set_rps(r);
+        }
         Ok(t)
     };
     let mut stride = 1;
@@ -270,7 +279,7 @@ fn same_cells(grid: &Grid, texts: &Texts, cells: &[Prepared]) -> Result<(), RunE
             && (a.warmup, a.duration) == (b.warmup, b.duration)
         {
             return Err(RunError::Usage(format!(
-                "--vary {}: its values change nothing a cell runs: `${{{}}}` is only where a sweep does not look (a comment, a description, or a policy step, which every cell leaves out to run the policies of --policies; write the policy's numbers in the topology instead)",
+                "--vary {}: its values change nothing a cell runs: `${{{}}}` is only where a sweep does not look (a comment, a description, or a policy step, which every cell leaves out to run the policies of --policies; write the policy's numbers in the topology instead; in a comment, `$${{` is a `${{` a sweep leaves alone)",
                 v.name, v.name
             )));
         }
@@ -351,7 +360,7 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
         )));
     }
     let (texts, cells) = prepare(&args, &grid)?;
-    same_cells(&grid, &texts, &cells)?;
+    same_cells(&grid, &texts, &cells, args.load.rps)?;
     if cells.iter().any(|p| p.steps.is_empty()) {
         return Err(RunError::Usage(format!(
             "--scenario {}: it has no steps once its policy steps are left out: a sweep measures how each cell comes through a trigger",
