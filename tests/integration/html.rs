@@ -188,7 +188,8 @@ fn fetches(html: &str) -> Vec<String> {
     let lower = html.to_ascii_lowercase();
     let mut found = vec![];
     for needle in [
-        "src=", "<script", "<link", "<img", "<iframe", "url(", "@import",
+        "src=", "srcset", "href=", "<script", "<link", "<img", "<iframe", "<object", "<embed",
+        "<video", "<audio", "<source", "poster=", "url(", "@import",
     ] {
         if lower.contains(needle) {
             found.push(needle.to_string());
