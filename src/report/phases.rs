@@ -371,6 +371,48 @@ mod tests {
     }
 
     #[test]
+    fn the_html_phase_table_of_a_large_fleet_keeps_the_services_that_peaked() {
+        let r = switched_run();
+        let mut report = Report::measure(&r, r.warmup, Duration::MAX);
+        // 30 services: S7 peaks in the first phase, S22 in the second,
+        // the rest stay at 1×.
+        let grow = |nodes: &mut Vec<crate::report::NodeReport>, peak: &str, amp: f64| {
+            let template = nodes[0].clone();
+            *nodes = (0..30)
+                .map(|i| {
+                    let mut n = template.clone();
+                    n.name = format!("S{i}");
+                    n.figures.set(
+                        Figure::Amplification,
+                        if n.name == peak { amp } else { 1.0 },
+                    );
+                    n
+                })
+                .collect();
+        };
+        grow(&mut report.nodes, "S7", 4.0);
+        grow(&mut report.phases[0].report.nodes, "S7", 9.0);
+        grow(&mut report.phases[1].report.nodes, "S22", 6.0);
+        let section = crate::report::html::run::phases(&report);
+        let header = section.html.split("</tr>").next().unwrap().to_string();
+        assert_eq!(
+            header.matches("<th>").count(),
+            3 + crate::report::html::run::MAX_LINES
+        );
+        assert!(header.contains("<th>S7</th>") && header.contains("<th>S22</th>"));
+        assert!(section.html.contains("9.00×") && section.html.contains("6.00×"));
+        assert!(
+            section.text.contains("The 10 services of 30"),
+            "{}",
+            section.text
+        );
+        // A small fleet keeps every service and says nothing of it.
+        let small = Report::measure(&r, r.warmup, Duration::MAX);
+        let section = crate::report::html::run::phases(&small);
+        assert!(!section.text.contains("services of"));
+    }
+
+    #[test]
     fn a_policy_switch_gives_two_phases_each_with_its_own_model() {
         let r = switched_run();
         let retry = model::predict(&chain(), &chain().policy);

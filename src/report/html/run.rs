@@ -2,12 +2,14 @@
 //! figures over time, each chart drawn from [`Samples`] and every action
 //! applied during the run marked where it happened.
 
+use std::collections::HashMap;
+
 use super::chart::{self, Line, Mark};
 use super::{cell, escape, percent, table, Section};
 use crate::lab::figures::Figure;
 use crate::lab::Record;
 use crate::report::samples::Samples;
-use crate::report::Report;
+use crate::report::{NodeReport, Report};
 
 /// The most services the amplification chart draws: on a larger fleet,
 /// those whose amplification peaked highest (the page says so).
@@ -187,15 +189,57 @@ fn headline(report: &Report) -> Section {
 
 /// A row per phase (the run cut at each change of policy or fault): its
 /// span, what opened it, and each service's amplification against the
-/// model of the state in force during it.
-fn phases(report: &Report) -> Section {
-    let names: Vec<&str> = report.nodes.iter().map(|n| n.name.as_str()).collect();
+/// model of the state in force during it; on a fleet of more than
+/// [`MAX_LINES`] services, those whose amplification peaked highest in
+/// any phase (the page says so).
+pub(crate) fn phases(report: &Report) -> Section {
+    // Each phase's services by name, looked up once each.
+    let by_name: Vec<HashMap<&str, &NodeReport>> = report
+        .phases
+        .iter()
+        .map(|p| {
+            p.report
+                .nodes
+                .iter()
+                .map(|n| (n.name.as_str(), n))
+                .collect()
+        })
+        .collect();
+    let amplification = |k: usize, name: &str| {
+        by_name[k].get(name).map(|m| {
+            (
+                m.figures[Figure::Amplification],
+                m.figures[Figure::ModelAmplification],
+            )
+        })
+    };
+    let mut peaks: Vec<(usize, f64)> = report
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let peak = (0..by_name.len())
+                .filter_map(|k| amplification(k, &n.name))
+                .map(|(a, _)| a)
+                .filter(|a| a.is_finite())
+                .fold(f64::NEG_INFINITY, f64::max);
+            (i, peak)
+        })
+        .collect();
+    peaks.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut shown: Vec<usize> = peaks.iter().take(MAX_LINES).map(|p| p.0).collect();
+    shown.sort_unstable();
+    let names: Vec<&str> = shown
+        .iter()
+        .map(|&i| report.nodes[i].name.as_str())
+        .collect();
     let mut head = vec!["phase (s)", "after", "availability"];
     head.extend(names.iter().copied());
     let rows: Vec<Vec<String>> = report
         .phases
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(k, p)| {
             let f = &p.report.fleet;
             let mut row = vec![
                 format!("{:.1}–{:.1}", p.from_s, p.to_s),
@@ -206,24 +250,26 @@ fn phases(report: &Report) -> Section {
                     percent(f[Figure::ModelAvailability])
                 ),
             ];
-            row.extend(report.nodes.iter().map(|n| {
-                p.report.node(&n.name).map_or_else(
+            row.extend(names.iter().map(|name| {
+                amplification(k, name).map_or_else(
                     || "–".to_string(),
-                    |m| {
-                        format!(
-                            "{}× ({}×)",
-                            cell(m.figures[Figure::Amplification], 2),
-                            cell(m.figures[Figure::ModelAmplification], 2)
-                        )
-                    },
+                    |(a, model)| format!("{}× ({}×)", cell(a, 2), cell(model, 2)),
                 )
             }));
             row
         })
         .collect();
+    let mut text = "The run cut at each change of policy, fault, context, at-least-once, attribution or resources, each phase measured on its own against the model of the state in force during it (the model in brackets): the whole run's figures above average phases no policy produces on its own.".to_string();
+    if shown.len() < report.nodes.len() {
+        text += &format!(
+            " The {} services of {} whose amplification peaked highest in any phase; the JSON report (--report) has every one.",
+            shown.len(),
+            report.nodes.len()
+        );
+    }
     Section {
         title: "Phase by phase".into(),
-        text: "The run cut at each change of policy, fault, context, at-least-once, attribution or resources, each phase measured on its own against the model of the state in force during it (the model in brackets): the whole run's figures above average phases no policy produces on its own.".into(),
+        text,
         svg: None,
         html: table(&head, &rows),
     }
