@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use super::grid::show;
 use super::{Cell, Sweep};
+use crate::report::html::heatmap::boundary_edges;
 
 /// A cell's width in the terminal.
 const W: usize = 7;
@@ -135,15 +136,13 @@ fn grid(out: &mut String, s: &Sweep, p: &str, title: &str, show_cell: impl Fn(&C
     }
     out.push('\n');
     let verdict = |x: usize, y: usize| s.cell(p, x, y).and_then(|c| c.model_recovers);
+    let edges = boundary_edges(verdict, xs.values.len(), ys.len());
     for (yi, y) in ys.iter().enumerate() {
         let _ = write!(out, "  {:>lw$} ", y.map(show).unwrap_or_default());
         for xi in 0..xs.values.len() {
             // The boundary between this cell and the one before it.
-            let sep = match (
-                xi.checked_sub(1).and_then(|b| verdict(b, yi)),
-                verdict(xi, yi),
-            ) {
-                (Some(a), Some(b)) if a != b => '┃',
+            let sep = match xi.checked_sub(1).map(|b| edges[yi][b].0) {
+                Some(true) => '┃',
                 _ => ' ',
             };
             let text = s
@@ -154,10 +153,11 @@ fn grid(out: &mut String, s: &Sweep, p: &str, title: &str, show_cell: impl Fn(&C
         out.push('\n');
         // The boundary between this row and the next.
         if yi + 1 < ys.len() {
-            let line: String = (0..xs.values.len())
-                .map(|xi| match (verdict(xi, yi), verdict(xi, yi + 1)) {
-                    (Some(a), Some(b)) if a != b => format!(" {}", "━".repeat(W)),
-                    _ => " ".repeat(W + 1),
+            let line: String = edges[yi]
+                .iter()
+                .map(|&(_, next)| match next {
+                    true => format!(" {}", "━".repeat(W)),
+                    false => " ".repeat(W + 1),
                 })
                 .collect();
             if line.trim().is_empty() {

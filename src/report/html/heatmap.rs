@@ -24,6 +24,31 @@ pub struct Marks<'a> {
     pub boundary: &'a [Vec<Option<bool>>],
 }
 
+/// Where a grid's verdicts change, for drawing a boundary between its
+/// cells: `edges[j][i]` says whether the cell `(i, j)` has another verdict
+/// than its neighbour to the right, and than its neighbour in the next
+/// row. A cell or neighbour without a verdict (`None`) draws no edge. The
+/// terminal's heatmap and the SVG one both draw from it.
+pub fn boundary_edges(
+    verdict: impl Fn(usize, usize) -> Option<bool>,
+    nx: usize,
+    ny: usize,
+) -> Vec<Vec<(bool, bool)>> {
+    let differs = |a: Option<bool>, b: Option<bool>| matches!((a, b), (Some(a), Some(b)) if a != b);
+    (0..ny)
+        .map(|j| {
+            (0..nx)
+                .map(|i| {
+                    let here = verdict(i, j);
+                    let right = i + 1 < nx && differs(here, verdict(i + 1, j));
+                    let next = j + 1 < ny && differs(here, verdict(i, j + 1));
+                    (right, next)
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// Draws a heatmap: `cells[j][i]` is the value at `x.1[i]` (columns,
 /// left to right) and `y.1[j]` (rows, bottom to top); `x.0` and `y.0`
 /// name the axes. Values run from pale yellow (the lowest) to dark blue
@@ -194,14 +219,13 @@ fn draw(
     // The boundary: a segment between two neighbours of other verdicts.
     let verdict = |i: usize, j: usize| boundary.get(j).and_then(|r| r.get(i)).copied().flatten();
     let mut segments = vec![];
-    for j in 0..ny {
-        for i in 0..nx {
-            let Some(here) = verdict(i, j) else { continue };
+    for (j, row) in boundary_edges(verdict, nx, ny).into_iter().enumerate() {
+        for (i, (right, next)) in row.into_iter().enumerate() {
             let (x, y) = (i as f64, j as f64);
-            if verdict(i + 1, j).is_some_and(|v| v != here) {
+            if right {
                 segments.push(vec![(x + 0.5, y - 0.5), (x + 0.5, y + 0.5)]);
             }
-            if verdict(i, j + 1).is_some_and(|v| v != here) {
+            if next {
                 segments.push(vec![(x - 0.5, y + 0.5), (x + 0.5, y + 0.5)]);
             }
         }
