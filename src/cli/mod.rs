@@ -283,12 +283,11 @@ impl RunArgs {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// `chaoslab compare`.
+/// What `compare` and `sweep` share: the policies that run in turn on
+/// the same fleet, and what every one of their runs keeps the same.
 #[derive(Debug, Args, Clone)]
-pub struct CompareArgs {
-    /// The topology file.
-    pub topology: PathBuf,
-    /// The service(s) to fail: `D` or `D=0.3`.
+pub struct Contenders {
+    /// The service(s) to fail in every run: `D` or `D=0.3`.
     #[arg(long = "fail", value_name = "SERVICE[=RATE]")]
     pub fail: Vec<String>,
     /// Policies to compare, comma-separated, or `all` for every preset and
@@ -302,12 +301,22 @@ pub struct CompareArgs {
     /// What `+closed` and `+backoff` mean.
     #[command(flatten)]
     pub population: Population,
-    /// How long each policy runs and how much of it to leave out.
+    /// How long each run lasts and how much of it to leave out.
     #[command(flatten)]
     pub clock: Clock,
     /// The rate and the seed.
     #[command(flatten)]
     pub load: Load,
+}
+
+/// `chaoslab compare`.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// The policies, and what each of their runs shares.
+    #[command(flatten)]
+    pub runs: Contenders,
     /// Show the model's prediction under each measured figure.
     #[arg(long)]
     pub model: bool,

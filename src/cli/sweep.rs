@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::{Clock, Load, Population};
+use super::Contenders;
 
 /// `chaoslab sweep`.
 #[derive(Debug, Args, Clone)]
@@ -19,22 +19,10 @@ pub struct SweepArgs {
     /// Once for a line of cells, twice for a grid.
     #[arg(long = "vary", value_name = "NAME=FROM..TO:STEP")]
     pub vary: Vec<String>,
-    /// The policies, comma-separated, as `compare --policies` (`all`,
-    /// `retry+backoff`, …): a heatmap each.
-    #[arg(long, default_value = "retry,budget,ownership")]
-    pub policies: String,
-    /// What `+closed` and `+backoff` mean.
+    /// The policies (a heatmap each), as `compare`'s, and what every
+    /// cell's runs share.
     #[command(flatten)]
-    pub population: Population,
-    /// How long each cell runs and how much of it to leave out.
-    #[command(flatten)]
-    pub clock: Clock,
-    /// The rate and the seed.
-    #[command(flatten)]
-    pub load: Load,
-    /// Make a service fail in every cell: `D` or `D=0.3`.
-    #[arg(long = "fail", value_name = "SERVICE[=RATE]")]
-    pub fail: Vec<String>,
+    pub runs: Contenders,
     /// Write every cell as CSV here.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,

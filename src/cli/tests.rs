@@ -79,8 +79,8 @@ fn the_shared_flags_mean_the_same_in_every_command() {
     ]);
     match o.unwrap().into_command() {
         Command::Compare(c) => {
-            assert_eq!(c.load.rps, Some(10.0));
-            assert_eq!(c.clock.warmup, Some(Duration::from_secs(1)));
+            assert_eq!(c.runs.load.rps, Some(10.0));
+            assert_eq!(c.runs.clock.warmup, Some(Duration::from_secs(1)));
         }
         other => panic!("{other:?}"),
     }

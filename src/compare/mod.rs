@@ -254,11 +254,11 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
     inputs.extend(args.scenario.as_deref());
     crate::error::check_outputs(&outputs, &inputs)?;
     let base = Topology::load(&args.topology)?;
-    let choices = Choice::parse_list(&args.policies)?;
-    let rps = args.load.rps.unwrap_or(base.load.rps);
+    let choices = Choice::parse_list(&args.runs.policies)?;
+    let rps = args.runs.load.rps.unwrap_or(base.load.rps);
     if args.processes {
         if let Some(c) = choices.iter().find(|c| c.closed) {
-            crate::cli::closed_loop_in_one_process(&c.topology(&base, &args.population, rps))
+            crate::cli::closed_loop_in_one_process(&c.topology(&base, &args.runs.population, rps))
                 .map_err(RunError::usage)?;
         }
         crate::cli::closed_loop_in_one_process(&base).map_err(RunError::usage)?;
@@ -273,7 +273,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         Some(p) => Scenario::load(p, &base).map_err(RunError::input)?,
         None => Scenario::default(),
     };
-    let (warmup, duration) = clock(&args.clock, &scenario, COMPARE_DURATION)?;
+    let (warmup, duration) = clock(&args.runs.clock, &scenario, COMPARE_DURATION)?;
     let steps = kept_steps(&scenario, warmup);
     if steps.len() < scenario.steps.len() {
         eprintln!("compare: the scenario's policy steps are left out: each run keeps its policy");
@@ -297,9 +297,9 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
     let interrupts = Interrupts::watch();
     let plan = Plan {
         base: &base,
-        population: &args.population,
-        fail: &args.fail,
-        load: &args.load,
+        population: &args.runs.population,
+        fail: &args.runs.fail,
+        load: &args.runs.load,
         warmup,
         duration,
         steps,

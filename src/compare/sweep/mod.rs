@@ -227,9 +227,10 @@ fn prepare(args: &SweepArgs, grid: &Grid) -> Result<(Texts, Vec<Prepared>), RunE
             let s = grid::substitute(&s_text, &s_origin, &point).map_err(cell)?;
             let scenario =
                 Scenario::from_yaml(&s, &s_origin, &topology).map_err(|e| cell(e.to_string()))?;
-            let (warmup, duration) =
-                clock(&args.clock, &scenario, SWEEP_DURATION).map_err(|e| cell(e.to_string()))?;
-            crate::cli::fail_actions(&topology, &args.fail).map_err(|e| cell(e.to_string()))?;
+            let (warmup, duration) = clock(&args.runs.clock, &scenario, SWEEP_DURATION)
+                .map_err(|e| cell(e.to_string()))?;
+            crate::cli::fail_actions(&topology, &args.runs.fail)
+                .map_err(|e| cell(e.to_string()))?;
             let steps = kept_steps(&scenario, warmup);
             Ok(Prepared {
                 point,
@@ -333,7 +334,7 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
     inputs.extend(args.scenario.as_deref());
     crate::error::check_outputs(&args.outputs(), &inputs)?;
     let grid = Grid::parse(&args.vary).map_err(RunError::Usage)?;
-    let choices = Choice::parse_list(&args.policies)?;
+    let choices = Choice::parse_list(&args.runs.policies)?;
     let names: Vec<String> = choices.iter().map(|c| c.name()).collect();
     if let Some(twice) = names
         .iter()
@@ -341,7 +342,7 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
     {
         return Err(RunError::Usage(format!(
             "--policies {}: `{twice}` is named twice: a heatmap each",
-            args.policies
+            args.runs.policies
         )));
     }
     let planned = grid.len() * choices.len();
@@ -360,7 +361,7 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
         )));
     }
     let (texts, cells) = prepare(&args, &grid)?;
-    same_cells(&grid, &texts, &cells, args.load.rps)?;
+    same_cells(&grid, &texts, &cells, args.runs.load.rps)?;
     if cells.iter().any(|p| p.steps.is_empty()) {
         return Err(RunError::Usage(format!(
             "--scenario {}: it has no steps once its policy steps are left out: a sweep measures how each cell comes through a trigger",
@@ -414,9 +415,9 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
             let topology = texts.topology(&p.point)?;
             let plan = Plan {
                 base: &topology,
-                population: &args.population,
-                fail: &args.fail,
-                load: &args.load,
+                population: &args.runs.population,
+                fail: &args.runs.fail,
+                load: &args.runs.load,
                 warmup: p.warmup,
                 duration: p.duration,
                 steps: p.steps.clone(),
