@@ -27,6 +27,19 @@ pub fn chaoslab(args: &[&str]) -> Output {
         .expect("run chaoslab")
 }
 
+/// Runs `chaoslab` with `args` (as [`chaoslab`]) and fails the test,
+/// showing both streams, unless it exits 0; returns stdout and stderr.
+pub fn succeed(args: &[&str]) -> (String, String) {
+    let out = chaoslab(args);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "chaoslab {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
 /// stdout and stderr of an output as text.
 pub fn text(o: &Output) -> (String, String) {
     (

@@ -8,7 +8,7 @@ use std::process::Command;
 use chaoslab::lab::figures::{Figure, Scope};
 use serde_json::Value;
 
-use crate::common::{chaoslab, fleet_lock, text};
+use crate::common::{chaoslab, fleet_lock, succeed, text};
 
 /// A fresh folder under the system's temporary one.
 fn folder(name: &str) -> PathBuf {
@@ -34,13 +34,7 @@ fn run(extra: &[&str]) {
         "retry",
     ];
     args.extend_from_slice(extra);
-    let out = chaoslab(&args);
-    let (stdout, stderr) = text(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "chaoslab {args:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    succeed(&args);
 }
 
 /// The columns the catalogue makes for uber-chain's seven services.
