@@ -127,12 +127,7 @@ fn draw_lines(
 ) -> Drawn {
     root.fill(&WHITE)?;
     let (ytop, ybottom, xmid) = (y.end, y.start, (x.start + x.end) / 2.0);
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x, y)?;
+    let mut chart = frame(root, title).build_cartesian_2d(x, y)?;
     chart
         .configure_mesh()
         .x_desc(x_desc)
@@ -183,6 +178,21 @@ fn draw_lines(
         legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     }
     Ok(())
+}
+
+/// The frame every chart of the page has: its title, margin and the
+/// room for its axes' labels.
+fn frame<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64);
+    builder
 }
 
 /// The legend every chart of the page draws, in the corner `at`.
@@ -236,12 +246,7 @@ fn draw_bars(
     series: &[(String, Vec<f64>)],
 ) -> Drawn {
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x, y)?;
+    let mut chart = frame(root, title).build_cartesian_2d(x, y)?;
     let name = |v: &f64| {
         let i = v.round();
         if (v - i).abs() < 1e-6 && i >= 0.0 {
