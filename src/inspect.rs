@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use crate::cli::{CheckArgs, ModelArgs};
 use crate::error::RunError;
 use crate::lab::{fold, LabState};
-use crate::ownership::edge_budget::BudgetModel;
 use crate::topology::{model, Topology};
+use error_ownership::edge_budget::BudgetModel;
 
 /// `chaoslab check`.
 pub fn check(args: CheckArgs) -> Result<(), RunError> {

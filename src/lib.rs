@@ -4,40 +4,34 @@
 //! YAML topology says, drives open-loop load into the entry, and measures
 //! what every service sees while faults and retry policies change. Every
 //! service runs the error-ownership middleware of [`middleware`], whose
-//! decisions live, free of I/O, in [`ownership`].
+//! decisions live, free of I/O, in [`error_ownership`]; what needs no
+//! runtime (the contract, the model, reports) is [`chaoslab_model`]'s.
 
 pub mod cli;
 pub mod compare;
 pub mod dashboard;
-#[cfg(test)]
-mod docs;
 pub mod endpoints;
-pub mod error;
 pub mod fleet;
-pub(crate) mod format;
 pub mod fuzzing;
 pub mod generate;
 pub mod headless;
 pub mod import;
 pub mod inspect;
 pub mod k8s;
-pub mod lab;
 pub mod load;
 pub mod metrics;
 pub mod middleware;
 pub mod node;
-pub mod ownership;
-pub mod report;
-pub mod scenario;
+pub mod observe;
 pub mod serve;
 pub mod session;
 pub mod signals;
 pub mod tap;
 pub mod theme;
-pub mod topology;
 pub mod tour;
 pub mod tui;
-pub mod yaml;
+
+pub use chaoslab_model::{docs, error, format, lab, report, scenario, topology, yaml};
 
 use cli::{Command, Opts};
 

@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use tokio::sync::watch;
 
+pub use crate::error::Interrupted;
+
 /// The process's interrupt state: which signal came first, if any, and
 /// the session it stops.
 #[derive(Debug, Clone)]
@@ -91,29 +93,5 @@ impl Interrupts {
             0 => Ok(()),
             code => Err(Interrupted::by_code(code)),
         }
-    }
-}
-
-/// A signal ended the run early; what ran is printed and written, marked
-/// interrupted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("interrupted by {signal}: the table and reports cover the part that ran")]
-pub struct Interrupted {
-    /// `SIGINT` or `SIGTERM` (`SIGHUP` when a dashboard's terminal hung up).
-    pub signal: &'static str,
-    /// The exit status: 128 + the signal's number (130, 143, 129).
-    pub code: u8,
-}
-
-impl Interrupted {
-    /// The signal whose exit status is `code` (130 SIGINT, 143 SIGTERM,
-    /// 129 SIGHUP).
-    pub fn by_code(code: u8) -> Interrupted {
-        let signal = match code {
-            143 => "SIGTERM",
-            129 => "SIGHUP",
-            _ => "SIGINT",
-        };
-        Interrupted { signal, code }
     }
 }

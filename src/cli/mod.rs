@@ -114,7 +114,7 @@ pub struct RunArgs {
     pub start: Start,
     /// Attribution mode: simple, declared, learned (overrides the topology).
     #[arg(long, value_parser = parse_attribution)]
-    pub attribution: Option<crate::ownership::Attribution>,
+    pub attribution: Option<error_ownership::Attribution>,
     /// Turn the at-least-once rule (rule 5) on or off.
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
     pub at_least_once: Option<bool>,

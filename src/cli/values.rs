@@ -70,8 +70,8 @@ pub fn parse_policy(s: &str) -> Result<Preset, UsageError> {
 }
 
 /// Parses an attribution mode.
-pub fn parse_attribution(s: &str) -> Result<crate::ownership::Attribution, String> {
-    use crate::ownership::Attribution;
+pub fn parse_attribution(s: &str) -> Result<error_ownership::Attribution, String> {
+    use error_ownership::Attribution;
     [
         Attribution::Simple,
         Attribution::Declared,

@@ -25,8 +25,6 @@ use crate::endpoints::metrics;
 use crate::error::{write_output, RunError};
 use crate::lab::figures::Figure;
 use crate::lab::{Action, Record};
-use crate::ownership::breaker::BreakerConfig;
-use crate::ownership::hedge::HedgeConfig;
 use crate::report::{Report, TimeSeries};
 use crate::scenario::Scenario;
 use crate::session::{Session, Setup};
@@ -35,6 +33,8 @@ use crate::topology::model::{self, capacity::Trigger};
 use crate::topology::{
     BreakerSetting, Closed, Concurrency, HedgeSetting, PolicyFields, Preset, Topology, MIN_THINK,
 };
+use error_ownership::breaker::BreakerConfig;
+use error_ownership::hedge::HedgeConfig;
 pub use table::{compare_table, recovery_table};
 
 /// Default measured time of each run.

@@ -29,8 +29,8 @@ use crate::middleware::client::{
 };
 use crate::middleware::server::{self, OwnershipControl, ServerConfig};
 use crate::middleware::Observer;
-use crate::ownership::Attribution;
 use crate::topology::{EdgePolicy, Fault, Policy, Service, ServiceId, Topology, Transport};
+use error_ownership::Attribution;
 
 pub use error::{FleetError, ResourceHint};
 use limits::{check_memory, raise_fd_limit, FD_RESERVE};

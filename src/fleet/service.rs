@@ -16,12 +16,12 @@ use crate::metrics::Metrics;
 use crate::middleware::client::{EdgeState, RetryClient};
 use crate::middleware::context::Trace;
 use crate::middleware::server::ServerConfig;
-use crate::ownership::retry_counter::{
+use crate::topology::{Fault, Service};
+use error_ownership::retry_counter::{
     read_attempt, Rejection, RetryHistogram, DEFAULT_RETRY_SHARE,
 };
-use crate::ownership::signal::{Refusal, Signal};
-use crate::ownership::DependencyMode;
-use crate::topology::{Fault, Service};
+use error_ownership::signal::{Refusal, Signal};
+use error_ownership::DependencyMode;
 
 use super::workers::Workers;
 

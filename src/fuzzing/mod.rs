@@ -27,10 +27,10 @@ use crate::lab::state::{apply, LabState};
 use crate::middleware::context::{
     deadline_from_headers, deadline_header_value, Trace, TraceHeader as _, DEADLINE, TRACE,
 };
-use crate::ownership::signal::{Advice, Signal};
-use crate::ownership::{one_value, Claim};
 use crate::scenario::{actions_from_json, Scenario};
 use crate::topology::{check::render_check, model, Topology, MAX_QUEUE, MAX_WORKERS};
+use error_ownership::signal::{Advice, Signal};
+use error_ownership::{one_value, Claim};
 
 #[cfg(test)]
 mod yaml_gen;

@@ -440,8 +440,8 @@ fn simulate(mesh: &Mesh, seed: u64) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::Like;
     use crate::generate::like::params;
+    use crate::generate::like::Like;
 
     #[test]
     fn the_fan_out_quantiles_are_the_published_ones() {

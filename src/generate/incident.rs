@@ -28,7 +28,8 @@ use std::fmt::Write as _;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use crate::cli::{GenerateArgs, Like};
+use super::like::Like;
+use crate::cli::GenerateArgs;
 use crate::error::RunError;
 
 use super::{draw, like, Extra};

@@ -16,6 +16,7 @@ use crate::error::RunError;
 use crate::topology::Topology;
 
 use draw::{quantile, Mesh, Role};
+pub use like::Like;
 
 /// Runs `chaoslab generate`.
 pub fn run(args: GenerateArgs) -> Result<(), RunError> {
@@ -26,7 +27,7 @@ pub fn run(args: GenerateArgs) -> Result<(), RunError> {
 /// The topology text `args` asks for, checked.
 pub fn generate(args: &GenerateArgs) -> Result<String, RunError> {
     let yaml = match args.like {
-        crate::cli::Like::UberIncident => incident::write(args)?,
+        Like::UberIncident => incident::write(args)?,
         like => {
             let params = like::params(like);
             let mesh = draw::mesh(args.services as usize, &params, args.seed);
@@ -236,7 +237,6 @@ fn write(mesh: &Mesh, args: &GenerateArgs, params: &like::Params, extra: &Extra)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::Like;
 
     fn args(services: u32, like: Like, seed: u64) -> GenerateArgs {
         GenerateArgs {
@@ -259,6 +259,24 @@ mod tests {
             assert!((t.load.rps - 100.0).abs() < 0.1, "{}", t.load.rps);
             assert!(a.contains("Huye") || a.contains("TPDS"));
             assert_eq!(t.transport, crate::topology::Transport::Http2);
+        }
+    }
+
+    #[test]
+    fn a_meshs_roots_searched_over_the_cores_give_each_roots_whole_view() {
+        use crate::topology::{model, Preset, Topology};
+        // A mesh of many roots, searched over the cores: each root's
+        // answer is its whole view's, in root order.
+        let y = generate(&args(400, Like::Meta, 3)).unwrap();
+        let mesh = Topology::from_yaml(&y, "mesh.yaml").unwrap();
+        assert_eq!(mesh.load.roots.len(), 52);
+        let mut retry = mesh.policy.clone();
+        retry.apply_preset(Preset::Retry);
+        for p in [mesh.policy.clone(), retry] {
+            let whole: Vec<_> = (0..mesh.load.roots.len())
+                .map(|k| model::worst_failure(&mesh.root_view(k), &p))
+                .collect();
+            assert_eq!(model::static_radius_per_root(&mesh, &p), whole);
         }
     }
 }

@@ -26,25 +26,14 @@ use tokio::time::Instant;
 
 use super::{count_sent, http_client, send_root, LoadControl, LoadError, Target};
 use crate::metrics::Metrics;
-use crate::topology::{Arrival, Closed, MAX_CLIENTS};
+pub use crate::topology::clients_at;
+use crate::topology::{Arrival, Closed};
 
 /// How often the clients in force and the nominal count are brought up
 /// to date.
 const TICK: Duration = Duration::from_millis(50);
 /// How often an idle client (over the number in force) looks again.
 const IDLE: Duration = Duration::from_millis(20);
-
-/// The clients in force at rate `rps` (this root's share of the rate
-/// knob): the rate keys and `--rps` change the population, each client
-/// keeping its think time.
-pub fn clients_at(rps: f64, think: Duration) -> usize {
-    let n = (rps.max(0.0) * think.as_secs_f64()).round();
-    if n.is_nan() {
-        0
-    } else {
-        n.min(f64::from(MAX_CLIENTS)) as usize
-    }
-}
 
 /// Starts the closed loop for `target` (the root service `entry`): its
 /// clients send until `stop` turns true; a client waiting on an answer
@@ -182,21 +171,5 @@ impl Client {
                 _ = stop.changed() => return,
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_rate_knob_sets_the_population_at_a_fixed_think_time() {
-        let think = Duration::from_millis(500);
-        assert_eq!(clients_at(100.0, think), 50);
-        assert_eq!(clients_at(0.0, think), 0);
-        assert_eq!(clients_at(-3.0, think), 0);
-        assert_eq!(clients_at(f64::INFINITY, think), MAX_CLIENTS as usize);
-        assert_eq!(clients_at(1e12, think), MAX_CLIENTS as usize);
-        assert_eq!(clients_at(f64::NAN, think), 0);
     }
 }

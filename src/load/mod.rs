@@ -146,11 +146,11 @@ pub(crate) async fn send_root(
     let t0 = Instant::now();
     let ok = match http.get(url).send().await {
         Ok(r) => {
-            let ok = !crate::ownership::is_error_status(r.status().as_u16());
+            let ok = !error_ownership::is_error_status(r.status().as_u16());
             r.bytes().await.is_ok() && ok
         }
         Err(e) => {
-            if crate::ownership::observe::is_out_of_files(&e) {
+            if crate::observe::is_out_of_files(&e) {
                 metrics.fd_error();
             }
             false

@@ -18,31 +18,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::ownership::observe::{Exchanged, Then, WireValue};
+use crate::observe::Exchanged;
+pub use chaoslab_model::metrics::tap::Tapped;
 
 /// Exchanges kept.
 pub const TAP_LINES: usize = 64;
 /// At most one sample per edge this often.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
-
-/// One sampled exchange.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Tapped {
-    /// Its number, counting from 1: a reader skips what it has shown.
-    pub seq: u64,
-    /// When, since the tap started.
-    pub t: Duration,
-    /// The edge it was on.
-    pub edge: usize,
-    /// 0 for the first attempt.
-    pub attempt: u32,
-    /// The answer's status (`None`: no answer).
-    pub status: Option<u16>,
-    /// The claim header's value as sent (`None`: not sent).
-    pub claim: Option<WireValue>,
-    /// What the caller did next.
-    pub then: Then,
-}
 
 /// The sampled exchanges of a fleet.
 #[derive(Debug)]
@@ -153,6 +135,8 @@ pub struct Page {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::observe::{Then, WireValue};
 
     fn ex(edge: usize, status: u16) -> Exchanged {
         Exchanged {

@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
-use crate::ownership::policy::Lb;
+use error_ownership::policy::Lb;
 
 /// Replicas a call remembers in a bit set; past these, in a list.
 const REMEMBERED: usize = 64;

@@ -31,15 +31,15 @@ use super::balance::Tried;
 use super::context::{self, Trace, TraceHeader as _, DEADLINE, TRACE};
 use super::server::BadHeaderName;
 use super::{Attempted, CallFailed, Observer, RetrySent};
-use crate::ownership::attempt::{attempt_timeout, AttemptMachine, Next};
-use crate::ownership::claim::Outbound;
-use crate::ownership::observe::{is_out_of_files, Exchanged, Then, WireValue};
-use crate::ownership::policy::EdgePolicy;
-use crate::ownership::quota::RetryKind;
-use crate::ownership::retry::StopReason;
-use crate::ownership::retry_counter::RETRY_ATTEMPT_HEADER;
-use crate::ownership::signal::{Advice, DontRetry, Signal};
-use crate::ownership::{
+use crate::observe::{is_out_of_files, Exchanged, Then, WireValue};
+use error_ownership::attempt::{attempt_timeout, AttemptMachine, Next};
+use error_ownership::claim::Outbound;
+use error_ownership::policy::EdgePolicy;
+use error_ownership::quota::RetryKind;
+use error_ownership::retry::StopReason;
+use error_ownership::retry_counter::RETRY_ATTEMPT_HEADER;
+use error_ownership::signal::{Advice, DontRetry, Signal};
+use error_ownership::{
     combined, is_error_status, one_value, Claim, Classified, DEFAULT_CLAIM_HEADER,
 };
 use tower_error_ownership::record;

@@ -31,7 +31,7 @@ pub const TRACE_HEADER: &str = "x-chaoslab-trace";
 /// [`TRACE_HEADER`] as a ready header name (no parsing per request).
 pub static TRACE: http::HeaderName = http::HeaderName::from_static(TRACE_HEADER);
 
-pub use crate::ownership::observe::Trace;
+pub use crate::observe::Trace;
 
 /// Header carrying a call's deadline under `deadline: propagate`: the time,
 /// in whole milliseconds, its caller will still wait for the answer, in the

@@ -11,12 +11,12 @@ use tokio::time::Instant;
 
 use super::balance::Balancer;
 use super::slots::Slots;
-use crate::ownership::breaker::{Breaker, BreakerState};
-use crate::ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
-use crate::ownership::policy::{EdgePolicy, Lb};
-use crate::ownership::quota::RetryKind;
-use crate::ownership::throttle::AdaptiveThrottle;
-use crate::ownership::{Classified, DependencyMode};
+use error_ownership::breaker::{Breaker, BreakerState};
+use error_ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
+use error_ownership::policy::{EdgePolicy, Lb};
+use error_ownership::quota::RetryKind;
+use error_ownership::throttle::AdaptiveThrottle;
+use error_ownership::{Classified, DependencyMode};
 
 /// One edge's runtime state: where it goes, its policy, its budget.
 #[derive(Debug)]

@@ -15,11 +15,11 @@ use super::client::{InFlight, Reply, RetryClient, FAR_FUTURE};
 use super::context::Trace;
 use super::edge::{Books, EdgeState};
 use super::{Attempted, CallFailed, RetrySent};
-use crate::ownership::claim::Outbound;
-use crate::ownership::hedge::{Answer, Hedge, HedgeConfig, Step};
-use crate::ownership::policy::EdgePolicy;
-use crate::ownership::retry::StopReason;
-use crate::ownership::Classified;
+use error_ownership::claim::Outbound;
+use error_ownership::hedge::{Answer, Hedge, HedgeConfig, Step};
+use error_ownership::policy::EdgePolicy;
+use error_ownership::retry::StopReason;
+use error_ownership::Classified;
 use tower_error_ownership::record;
 
 impl RetryClient {
@@ -134,7 +134,7 @@ impl RetryClient {
                 }
                 _ = tokio::time::sleep_until(next_hedge) => {
                     next_hedge = Instant::now() + FAR_FUTURE;
-                    step = hedge.on_delay(|| books.try_retry(crate::ownership::quota::RetryKind::Transient));
+                    step = hedge.on_delay(|| books.try_retry(error_ownership::quota::RetryKind::Transient));
                 }
             }
         };

@@ -21,6 +21,6 @@ mod hedged;
 pub mod server;
 mod slots;
 
-pub use crate::ownership::observe::{
+pub use crate::observe::{
     Attempted, CallFailed, NoopObserver, Observer, RetrySent, Served, Trace, ABANDONED,
 };

@@ -18,7 +18,7 @@ use tower_error_ownership::Settings;
 
 use super::context::{self, RequestContext, Trace, TraceHeader as _};
 use super::{Observer, Served, ABANDONED};
-use crate::ownership::Attribution;
+use error_ownership::Attribution;
 
 /// The layer every service of the fleet runs.
 pub type OwnershipLayer = tower_error_ownership::OwnershipLayer<LabObserver>;

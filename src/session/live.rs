@@ -455,7 +455,7 @@ impl Live {
         }
     }
 
-    fn learned(&self) -> Vec<Vec<crate::ownership::learn::Learned>> {
+    fn learned(&self) -> Vec<Vec<error_ownership::learn::Learned>> {
         (0..self.topology.services.len())
             .map(|i| self.fleet.server_config(i).learner().all())
             .collect()
@@ -550,8 +550,8 @@ mod tests {
 
     use super::*;
     use crate::lab::state::Resources;
-    use crate::ownership::Attribution;
     use crate::topology::{BudgetSetting, Fault, Phase, PolicyFields, Preset};
+    use error_ownership::Attribution;
 
     fn action() -> impl Strategy<Value = Action> {
         // Service 3 does not exist: those actions must be refused by both.

@@ -8,8 +8,8 @@ use crate::lab::figures::{Figure, Figures, Scope};
 use crate::lab::snapshot::{EdgeView, RootView, ServiceState, ServiceView};
 use crate::lab::state::Resources;
 use crate::lab::{Action, Event, LabState, Snapshot};
-use crate::ownership::Attribution;
 use crate::topology::{Fault, Policy, PolicyFields, Preset};
+use error_ownership::Attribution;
 
 /// A service at `depth`, healthy, seeing `rps` with amplification 1.
 fn svc(name: &str, depth: usize, rps: f64) -> ServiceView {

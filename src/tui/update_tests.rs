@@ -1,10 +1,10 @@
 //! `update`'s tests, key by key.
 
 use super::*;
-use crate::ownership::Attribution;
 use crate::topology::Phase;
 use crate::tui::fixtures;
 use crate::tui::state::{Focus, SortKey};
+use error_ownership::Attribution;
 
 fn d_selected() -> (State, Snapshot) {
     let snap = fixtures::uber_chain_retry();

@@ -7,8 +7,8 @@ use tokio::time::Instant;
 
 use chaoslab::middleware::client::{EdgeState, RetryClient, MAX_IN_FLIGHT_PER_EDGE};
 use chaoslab::middleware::NoopObserver;
-use chaoslab::ownership::DependencyMode;
 use chaoslab::topology::Policy;
+use error_ownership::DependencyMode;
 
 use crate::common::fleet_lock;
 

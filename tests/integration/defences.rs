@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use chaoslab::ownership::throttle::ThrottleConfig;
 use chaoslab::topology::model::throttle::recovery_s;
+use error_ownership::throttle::ThrottleConfig;
 use serde_json::Value;
 
 use crate::common::edge;

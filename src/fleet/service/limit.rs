@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::ownership::gradient::GradientLimit;
-use crate::ownership::limiter::{Aimd, Vegas};
 use crate::topology::Concurrency;
+use error_ownership::gradient::GradientLimit;
+use error_ownership::limiter::{Aimd, Vegas};
 
 /// The controller and its clock.
 #[derive(Debug)]
@@ -228,7 +228,7 @@ mod tests {
     #[test]
     fn the_gradient_limit_starts_pinned_while_min_rtt_is_measured() {
         let l = Arc::new(AdaptiveLimit::new(&Concurrency::Gradient(
-            crate::ownership::gradient::GradientConfig::ENVOY,
+            error_ownership::gradient::GradientConfig::ENVOY,
         )));
         // Envoy's min_concurrency: 3 while 50 requests are sampled.
         let held: Vec<_> = (0..3).map(|_| l.try_enter().expect("in")).collect();

@@ -23,7 +23,7 @@ use tower::Layer;
 use super::{router, ServiceRuntime};
 use crate::metrics::Metrics;
 use crate::middleware::server::OwnershipLayer;
-use crate::ownership::observe::is_out_of_files;
+use crate::observe::is_out_of_files;
 
 /// One endpoint a listener serves: its path, its runtime, its layer.
 pub(in crate::fleet) type Route = (String, Arc<ServiceRuntime>, OwnershipLayer);

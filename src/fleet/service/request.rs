@@ -12,11 +12,11 @@ use tokio::time::Instant;
 
 use crate::fleet::workers::QueueFull;
 use crate::middleware::context::{self, Trace};
-use crate::ownership::retry_counter::RETRY_ATTEMPT_HEADER;
-use crate::ownership::signal::{
+use crate::topology::{Fault, Phase};
+use error_ownership::retry_counter::RETRY_ATTEMPT_HEADER;
+use error_ownership::signal::{
     Refusal, Signal, REFUSAL_STATUS, SRE_DONT_RETRY, SRE_OVERLOAD_HEADER,
 };
-use crate::topology::{Fault, Phase};
 use tower_error_ownership::record;
 
 use super::{Admitted, ServiceRuntime};
@@ -113,7 +113,7 @@ async fn serve_replica(rt: Arc<ServiceRuntime>) -> Response {
     let (id, replica, metrics) = (rt.id, rt.replica, rt.metrics.clone());
     metrics.replica_request(id, replica);
     let res = serve_request(rt).await;
-    if crate::ownership::is_error_status(res.status().as_u16()) {
+    if error_ownership::is_error_status(res.status().as_u16()) {
         metrics.replica_error(id, replica);
     }
     res

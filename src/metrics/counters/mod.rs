@@ -17,14 +17,12 @@ use super::latency::{latency_bucket, LatencyCounters, LatencyCounts};
 use super::refusals::Refusals;
 use super::storm::StormTracker;
 use super::tap::Tap;
-use crate::ownership::breaker::BreakerState;
-use crate::ownership::claim::ClaimReason;
-use crate::ownership::edge_budget::Level;
-use crate::ownership::observe::{
-    Attempted, CallFailed, Exchanged, Observer, RetrySent, Served, ABANDONED,
-};
-use crate::ownership::retry::StopReason;
-use crate::ownership::{Claim, Classified};
+use crate::observe::{Attempted, CallFailed, Exchanged, Observer, RetrySent, Served, ABANDONED};
+use error_ownership::breaker::BreakerState;
+use error_ownership::claim::ClaimReason;
+use error_ownership::edge_budget::Level;
+use error_ownership::retry::StopReason;
+use error_ownership::{Claim, Classified};
 use meshes::RootCounters;
 
 /// A service's live counters ([`ServiceCounters`], atomics) and the
@@ -517,7 +515,7 @@ impl Observer for Metrics {
             bump(&s.timeouts);
             return;
         }
-        if !crate::ownership::is_error_status(e.status) {
+        if !error_ownership::is_error_status(e.status) {
             return;
         }
         bump(&s.errors);
@@ -684,7 +682,7 @@ mod tests {
         for ms in [1u64, 1, 1, 30] {
             m.served(&Served {
                 service: 1,
-                trace: crate::ownership::observe::Trace { root: 0, depth: 1 },
+                trace: crate::observe::Trace { root: 0, depth: 1 },
                 is_root: false,
                 status: 200,
                 claim: None,

@@ -9,7 +9,7 @@ use super::format;
 use super::theme;
 use crate::lab::LabState;
 use crate::lab::Snapshot;
-use crate::ownership::edge_budget::BudgetModel;
+use error_ownership::edge_budget::BudgetModel;
 
 /// One figure with its label, long and short.
 struct Chip {
@@ -383,7 +383,7 @@ mod tests {
         assert!(text(&s).contains("in flight 3/3"));
         s.state.policy.apply_preset(Preset::Finagle);
         assert!(text(&s).contains("0.2 +10/s"));
-        s.state.policy.breaker = Some(crate::ownership::breaker::BreakerConfig::DEFAULT);
+        s.state.policy.breaker = Some(error_ownership::breaker::BreakerConfig::DEFAULT);
         assert!(text(&s).contains(" FINAGLE+BREAKER "));
     }
 }

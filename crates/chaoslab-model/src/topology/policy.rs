@@ -1,0 +1,643 @@
+//! Retry policies as the topology file writes them: presets (SPEC sections
+//! 1 and 8), the fields a `policy:` map may set, and the fleet-wide policy
+//! in force, which [`Policy::for_edge`] resolves into the plain
+//! [`EdgePolicy`] the mechanism reads.
+//!
+//! A policy is made of orthogonal parts: whether retries happen at all
+//! (R attempts), which **budget model** caps them and with what numbers,
+//! and which **signal** forbids retrying an answer (ownership's claim
+//! header, or another stack's dialect). A preset sets the parts that make
+//! a stack's behaviour and keeps the rest: R, the backoff, the timeouts and
+//! the deadline rule are the experiment's, so every preset is compared at
+//! the same R.
+//!
+//! | preset      | budget model                                  | signal        |
+//! |-------------|-----------------------------------------------|---------------|
+//! | `none`      | (no retries)                                  |               |
+//! | `retry`     | none                                          |               |
+//! | `budget`    | `window` with the topology's B, `min_per_sec`, `ttl` |        |
+//! | `ownership` | `window` as `budget`                          | `ownership`   |
+//! | `finagle`   | `window` 20%, 10/s, 10 s (Finagle's defaults) | `nack`        |
+//! | `envoy`     | `concurrency` 20%, at least 3                 | `overloaded`  |
+//! | `grpc`      | `tokens` 10, 0.1 per success; R capped at 5   | `pushback`    |
+//! | `aws`       | `quota` 500, retry 5, timeout 10              | `retry-after` |
+//! | `aws-2026`  | `quota` 500, transient 14, throttling 5       | `retry-after` |
+//! | `sre`       | `window` 10%, 10 s; R capped at 3; adaptive throttling | `sre` |
+//!
+//! ```
+//! use chaoslab::topology::{Policy, Preset};
+//!
+//! let mut p = Policy::default();
+//! p.apply_preset(Preset::Grpc);
+//! p.attempts = 8;
+//! let e = p.for_edge(&Default::default());
+//! assert_eq!(e.attempts, 5); // gRPC clamps maxAttempts to 5
+//! assert_eq!(e.budget.unwrap().name(), "tokens");
+//! assert_eq!(p.mode_name(), "grpc");
+//! ```
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use error_ownership::breaker::BreakerConfig;
+use error_ownership::edge_budget::BudgetModel;
+use error_ownership::hedge::HedgeConfig;
+use error_ownership::policy::EdgePolicy;
+use error_ownership::policy::Lb;
+use error_ownership::quota::QuotaCosts;
+use error_ownership::signal::Signal;
+use error_ownership::throttle::ThrottleConfig;
+use error_ownership::tokens::MAX_ATTEMPTS_CAP;
+
+/// The SRE book's per-request retry budget: at most three attempts.
+pub const SRE_MAX_ATTEMPTS: u32 = 3;
+
+/// A policy preset: the *mode* of retrying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// No retries at all.
+    None,
+    /// Naive retries: `attempts`, no budget, no ownership.
+    Retry,
+    /// Retries within a budget.
+    Budget,
+    /// Retries within a budget, only of claimed or unmarked errors.
+    Ownership,
+    /// Finagle: a 20% window budget with 10 retries a second, nacks.
+    Finagle,
+    /// Envoy: a retry concurrency budget, `x-envoy-overloaded`.
+    Envoy,
+    /// gRPC: A6 retry throttling, `grpc-retry-pushback-ms`.
+    Grpc,
+    /// AWS SDK standard mode: a retry quota, `Retry-After`.
+    Aws,
+    /// AWS SDK defaults since November 2026: a dearer quota, `Retry-After`.
+    #[serde(rename = "aws-2026")]
+    Aws2026,
+    /// Google SRE: client-side adaptive throttling, a 10% per-client retry
+    /// budget, at most 3 attempts, the retry counter in the request.
+    Sre,
+}
+
+impl Preset {
+    /// All presets: the lab's four first (keys `1`-`4`), then the
+    /// industry's, in SPEC section 8's order.
+    pub const ALL: [Preset; 10] = [
+        Preset::None,
+        Preset::Retry,
+        Preset::Budget,
+        Preset::Ownership,
+        Preset::Finagle,
+        Preset::Envoy,
+        Preset::Grpc,
+        Preset::Aws,
+        Preset::Aws2026,
+        Preset::Sre,
+    ];
+
+    /// The name used in YAML, on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::None => "none",
+            Preset::Retry => "retry",
+            Preset::Budget => "budget",
+            Preset::Ownership => "ownership",
+            Preset::Finagle => "finagle",
+            Preset::Envoy => "envoy",
+            Preset::Grpc => "grpc",
+            Preset::Aws => "aws",
+            Preset::Aws2026 => "aws-2026",
+            Preset::Sre => "sre",
+        }
+    }
+
+    /// Parses a preset name.
+    pub fn parse(s: &str) -> Option<Preset> {
+        Preset::ALL.into_iter().find(|p| p.name() == s)
+    }
+
+    /// The parts of a policy this preset sets.
+    pub fn mode(self) -> Mode {
+        let lab = |retries, budget_on, ownership| Mode {
+            retries,
+            budget_on,
+            ownership,
+            model: BudgetKind::Window,
+            signal: None,
+            throttle: false,
+        };
+        let industry = |model, signal| Mode {
+            retries: true,
+            budget_on: true,
+            ownership: false,
+            model,
+            signal: Some(signal),
+            throttle: false,
+        };
+        match self {
+            Preset::None => lab(false, false, false),
+            Preset::Retry => lab(true, false, false),
+            Preset::Budget => lab(true, true, false),
+            Preset::Ownership => lab(true, true, true),
+            Preset::Finagle => industry(BudgetKind::Finagle, Signal::Nack),
+            Preset::Envoy => industry(BudgetKind::Concurrency, Signal::Overloaded),
+            Preset::Grpc => industry(BudgetKind::Tokens, Signal::Pushback),
+            Preset::Aws => industry(BudgetKind::Quota, Signal::RetryAfter),
+            Preset::Aws2026 => industry(BudgetKind::Aws2026, Signal::RetryAfter),
+            Preset::Sre => Mode {
+                throttle: true,
+                ..industry(BudgetKind::Sre, Signal::Sre)
+            },
+        }
+    }
+}
+
+/// The parts of a policy a preset sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mode {
+    /// Retries on.
+    pub retries: bool,
+    /// A budget caps them.
+    pub budget_on: bool,
+    /// Unclaimed errors are not retried.
+    pub ownership: bool,
+    /// Which budget.
+    pub model: BudgetKind,
+    /// Another stack's don't-retry dialect.
+    pub signal: Option<Signal>,
+    /// Client-side adaptive throttling on every edge.
+    pub throttle: bool,
+}
+
+/// Which budget model caps retries, and whose numbers it runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BudgetKind {
+    /// `window` with the policy's B, `min_per_sec` and `ttl`.
+    Window,
+    /// `window` with Finagle's defaults (the `finagle` preset).
+    Finagle,
+    /// `concurrency` with the policy's `budget_percent` and
+    /// `min_retry_concurrency`.
+    Concurrency,
+    /// `tokens` with the policy's `max_tokens` and `token_ratio`.
+    Tokens,
+    /// `quota` with the policy's `quota`, `retry_cost` and `timeout_cost`.
+    Quota,
+    /// `quota` with the November 2026 costs (the `aws-2026` preset).
+    Aws2026,
+    /// `window` with the SRE book's 10% (the `sre` preset).
+    Sre,
+}
+
+impl BudgetKind {
+    /// The kinds `budget_model:` may name, with their words.
+    pub const WRITTEN: [(&'static str, BudgetKind); 4] = [
+        ("window", BudgetKind::Window),
+        ("concurrency", BudgetKind::Concurrency),
+        ("tokens", BudgetKind::Tokens),
+        ("quota", BudgetKind::Quota),
+    ];
+
+    /// Parses a `budget_model:` word.
+    pub fn parse(word: &str) -> Option<BudgetKind> {
+        BudgetKind::WRITTEN
+            .into_iter()
+            .find(|(w, _)| *w == word)
+            .map(|(_, k)| k)
+    }
+}
+
+/// `budget:` is a ratio or `off`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BudgetSetting {
+    /// Retries may be this fraction of first attempts.
+    Ratio(f64),
+    /// No budget.
+    Off,
+}
+
+/// `breaker:` `on` (the defaults), `off`, or a map of its numbers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BreakerSetting {
+    /// A breaker with these numbers.
+    On(BreakerConfig),
+    /// No breaker.
+    Off,
+}
+
+/// `throttle:` `on` (the SRE book's numbers), `off`, or a map of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ThrottleSetting {
+    /// Adaptive throttling with these numbers.
+    On(ThrottleConfig),
+    /// No throttling.
+    Off,
+}
+
+/// `hedge:` a map of gRPC A6's hedging numbers, or `off`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HedgeSetting {
+    /// Hedge with these numbers.
+    On(HedgeConfig),
+    /// No hedging.
+    Off,
+}
+
+/// `signal:` one of [`Signal`]'s words, or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalSetting {
+    /// Read this dialect (`ownership` turns ownership on).
+    On(Signal),
+    /// Read no dialect: every error is retried.
+    None,
+}
+
+/// Policy fields as written: the fleet `policy:` or an edge's `policy:`
+/// override. Every field is optional; unset fields fall back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PolicyFields {
+    /// `preset:`.
+    pub preset: Option<Preset>,
+    /// `attempts:` (first attempt included; 1 means no retries).
+    pub attempts: Option<u32>,
+    /// `budget:`.
+    pub budget: Option<BudgetSetting>,
+    /// `min_per_sec:`.
+    pub min_per_sec: Option<f64>,
+    /// `ttl:`.
+    pub ttl: Option<Duration>,
+    /// `backoff:`.
+    pub backoff: Option<Duration>,
+    /// `timeout:`.
+    pub timeout: Option<Duration>,
+    /// `deadline:` `Some(true)` for `propagate`, `Some(false)` for `off`.
+    pub deadline: Option<bool>,
+    /// `budget_model:`.
+    pub budget_model: Option<BudgetKind>,
+    /// `signal:`.
+    pub signal: Option<SignalSetting>,
+    /// `budget_percent:` (concurrency), 0..=100.
+    pub budget_percent: Option<f64>,
+    /// `min_retry_concurrency:` (concurrency).
+    pub min_retry_concurrency: Option<u32>,
+    /// `max_tokens:` (tokens), 1..=1000.
+    pub max_tokens: Option<u32>,
+    /// `token_ratio:` (tokens), 0..=1.
+    pub token_ratio: Option<f64>,
+    /// `quota:` (quota): tokens at the start.
+    pub quota: Option<u32>,
+    /// `retry_cost:` (quota): a retry after an error.
+    pub retry_cost: Option<u32>,
+    /// `timeout_cost:` (quota): a retry after a timeout.
+    pub timeout_cost: Option<u32>,
+    /// `breaker:`.
+    pub breaker: Option<BreakerSetting>,
+    /// `throttle:`.
+    pub throttle: Option<ThrottleSetting>,
+    /// `hedge:`.
+    pub hedge: Option<HedgeSetting>,
+    /// `lb:` how an edge spreads its attempts over the callee's replicas.
+    pub lb: Option<Lb>,
+    /// `retry_other_host:` a retry goes to a replica this call has not
+    /// tried while one is left.
+    pub retry_other_host: Option<bool>,
+}
+
+impl PolicyFields {
+    /// Whether no field is set.
+    pub fn is_empty(&self) -> bool {
+        *self == PolicyFields::default()
+    }
+}
+
+/// The fleet-wide policy in force: the mode (which a preset sets) and the
+/// numbers the modes use (which a preset keeps).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Retries on (any preset but `none`).
+    pub retries: bool,
+    /// Budget on (every preset but `none` and `retry`).
+    pub budget_on: bool,
+    /// Ownership on (`ownership`).
+    pub ownership: bool,
+    /// Which budget model caps retries when `budget_on`.
+    pub model: BudgetKind,
+    /// Another stack's don't-retry dialect, if any.
+    pub signal: Option<Signal>,
+    /// Client-side adaptive throttling on (`sre`, or `throttle: on`).
+    pub throttle: bool,
+    /// The throttle's K and window, kept when the preset changes.
+    pub throttle_config: ThrottleConfig,
+    /// R: attempts per call, first included.
+    pub attempts: u32,
+    /// B: the budget ratio, `None` for `budget: off`.
+    pub budget: Option<f64>,
+    /// Retries per second always allowed.
+    pub min_per_sec: f64,
+    /// How long a budget deposit lives.
+    pub ttl: Duration,
+    /// The concurrency budget's percent of open requests.
+    pub budget_percent: f64,
+    /// The concurrency budget's floor.
+    pub min_retry_concurrency: u32,
+    /// The token bucket's size.
+    pub max_tokens: u32,
+    /// What a success earns the token bucket.
+    pub token_ratio: f64,
+    /// The quota's numbers (`quota` model).
+    pub quota: QuotaCosts,
+    /// Backoff base (full jitter when > 0).
+    pub backoff: Duration,
+    /// Per-attempt timeout.
+    pub timeout: Duration,
+    /// `deadline: propagate` (true) or `off` (false, the default): whether
+    /// each call carries the time its caller has left (SPEC section 7).
+    /// Independent of the preset: switching the mode keeps it.
+    pub deadline: bool,
+    /// A circuit breaker on every edge, if any. Independent of the
+    /// preset: switching the mode keeps it.
+    pub breaker: Option<BreakerConfig>,
+    /// gRPC A6 hedging on every edge, if any (SPEC section 15);
+    /// independent of the preset like the breaker.
+    pub hedge: Option<HedgeConfig>,
+    /// How edges spread attempts over a callee's replicas.
+    pub lb: Lb,
+    /// Whether a retry avoids the replicas its call already tried (Envoy's
+    /// `previous_hosts`); on by default.
+    pub retry_other_host: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        let mut p = Policy {
+            retries: false,
+            budget_on: false,
+            ownership: false,
+            model: BudgetKind::Window,
+            signal: None,
+            throttle: false,
+            throttle_config: ThrottleConfig::SRE,
+            attempts: 2,
+            budget: Some(0.1),
+            min_per_sec: 0.0,
+            ttl: Duration::from_secs(10),
+            budget_percent: 20.0,
+            min_retry_concurrency: 3,
+            max_tokens: 10,
+            token_ratio: 0.1,
+            quota: QuotaCosts::STANDARD,
+            backoff: Duration::ZERO,
+            timeout: Duration::from_secs(1),
+            deadline: false,
+            breaker: None,
+            hedge: None,
+            lb: Lb::RoundRobin,
+            retry_other_host: true,
+        };
+        p.apply_preset(Preset::Ownership);
+        p
+    }
+}
+
+impl Policy {
+    /// Switches the mode to a preset's, keeping R, B and the rest.
+    pub fn apply_preset(&mut self, preset: Preset) {
+        let m = preset.mode();
+        self.retries = m.retries;
+        self.budget_on = m.budget_on;
+        self.ownership = m.ownership;
+        self.model = m.model;
+        self.signal = m.signal;
+        self.throttle = m.throttle;
+    }
+
+    fn mode(&self) -> Mode {
+        Mode {
+            retries: self.retries,
+            budget_on: self.budget_on,
+            ownership: self.ownership,
+            model: self.model,
+            signal: self.signal,
+            throttle: self.throttle,
+        }
+    }
+
+    /// The preset whose mode is in force, or `None` for a mix that no
+    /// preset names (e.g. ownership without a budget).
+    pub fn preset(&self) -> Option<Preset> {
+        let now = self.mode();
+        Preset::ALL.into_iter().find(|p| {
+            let m = p.mode();
+            // Without retries, or without a budget, the model and the
+            // signal do not matter to the lab's own presets.
+            m == now
+                || (!m.retries && !now.retries)
+                || (m.retries
+                    && !m.budget_on
+                    && now.retries
+                    && !now.budget_on
+                    && !now.ownership
+                    && now.signal.is_none()
+                    && !now.throttle)
+        })
+    }
+
+    /// A short name for the mode: the preset's, or the parts spelled out
+    /// (`retry+ownership`, `retry+tokens+nack`).
+    pub fn mode_name(&self) -> String {
+        if let Some(p) = self.preset() {
+            return p.name().to_string();
+        }
+        let mut parts = vec![];
+        if self.retries {
+            parts.push("retry");
+        }
+        if self.budget_on {
+            parts.push(match self.model {
+                BudgetKind::Window => "budget",
+                _ => self.budget_model().map_or("budget", |m| m.name()),
+            });
+        }
+        if self.ownership {
+            parts.push("ownership");
+        }
+        if let Some(s) = self.signal {
+            parts.push(s.name());
+        }
+        if self.throttle {
+            parts.push("throttle");
+        }
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join("+")
+        }
+    }
+
+    /// [`mode_name`](Self::mode_name), with `+breaker` when edges run a
+    /// circuit breaker: the name reports and tables print.
+    pub fn name(&self) -> String {
+        let mode = self.mode_name();
+        if self.breaker.is_some() {
+            format!("{mode}+breaker")
+        } else {
+            mode
+        }
+    }
+
+    /// The budget model with its numbers, if a budget is on (a window with
+    /// `budget: off` is none).
+    pub fn budget_model(&self) -> Option<BudgetModel> {
+        if !self.budget_on {
+            return None;
+        }
+        Some(match self.model {
+            BudgetKind::Window => BudgetModel::Window {
+                ratio: self.budget?,
+                min_per_sec: self.min_per_sec,
+                ttl: self.ttl,
+            },
+            BudgetKind::Finagle => BudgetModel::FINAGLE,
+            BudgetKind::Concurrency => BudgetModel::Concurrency {
+                percent: self.budget_percent,
+                min: self.min_retry_concurrency,
+            },
+            BudgetKind::Tokens => BudgetModel::Tokens {
+                max: self.max_tokens,
+                ratio: self.token_ratio,
+            },
+            BudgetKind::Quota => BudgetModel::Quota(self.quota),
+            BudgetKind::Aws2026 => BudgetModel::AWS_2026,
+            BudgetKind::Sre => BudgetModel::SRE,
+        })
+    }
+
+    /// Applies explicit fields (a `policy:` map, a scenario step): the
+    /// preset first, then each field over it.
+    pub fn apply_fields(&mut self, f: &PolicyFields) {
+        if let Some(p) = f.preset {
+            self.apply_preset(p);
+        }
+        if let Some(a) = f.attempts {
+            self.attempts = a;
+        }
+        if let Some(b) = f.budget {
+            self.budget = match b {
+                BudgetSetting::Ratio(r) => Some(r),
+                BudgetSetting::Off => None,
+            };
+        }
+        if let Some(m) = f.min_per_sec {
+            self.min_per_sec = m;
+        }
+        if let Some(t) = f.ttl {
+            self.ttl = t;
+        }
+        if let Some(b) = f.backoff {
+            self.backoff = b;
+        }
+        if let Some(t) = f.timeout {
+            self.timeout = t;
+        }
+        if let Some(d) = f.deadline {
+            self.deadline = d;
+        }
+        if let Some(k) = f.budget_model {
+            self.model = k;
+            self.budget_on = true;
+        }
+        match f.signal {
+            Some(SignalSetting::On(Signal::Ownership)) => {
+                self.ownership = true;
+                self.signal = None;
+            }
+            Some(SignalSetting::On(s)) => {
+                self.ownership = false;
+                self.signal = Some(s);
+            }
+            Some(SignalSetting::None) => {
+                self.ownership = false;
+                self.signal = None;
+            }
+            None => {}
+        }
+        self.budget_percent = f.budget_percent.unwrap_or(self.budget_percent);
+        self.min_retry_concurrency = f
+            .min_retry_concurrency
+            .unwrap_or(self.min_retry_concurrency);
+        self.max_tokens = f.max_tokens.unwrap_or(self.max_tokens);
+        self.token_ratio = f.token_ratio.unwrap_or(self.token_ratio);
+        if let Some(q) = f.quota {
+            self.quota.initial = q;
+        }
+        if let Some(c) = f.retry_cost {
+            self.quota.transient = c;
+            self.quota.throttling = c;
+        }
+        if let Some(c) = f.timeout_cost {
+            self.quota.timeout = c;
+        }
+        if let Some(b) = f.breaker {
+            self.breaker = match b {
+                BreakerSetting::On(cfg) => Some(cfg),
+                BreakerSetting::Off => None,
+            };
+        }
+        match f.throttle {
+            Some(ThrottleSetting::On(cfg)) => {
+                self.throttle = true;
+                self.throttle_config = cfg;
+            }
+            Some(ThrottleSetting::Off) => self.throttle = false,
+            None => {}
+        }
+        if let Some(h) = f.hedge {
+            self.hedge = match h {
+                HedgeSetting::On(cfg) => Some(cfg),
+                HedgeSetting::Off => None,
+            };
+        }
+        self.lb = f.lb.unwrap_or(self.lb);
+        self.retry_other_host = f.retry_other_host.unwrap_or(self.retry_other_host);
+    }
+
+    /// How one edge balances over its callee's replicas: this policy with
+    /// the edge's overrides.
+    pub fn balancing(&self, overrides: &PolicyFields) -> (Lb, bool) {
+        (
+            overrides.lb.unwrap_or(self.lb),
+            overrides.retry_other_host.unwrap_or(self.retry_other_host),
+        )
+    }
+
+    /// The policy one edge runs: this policy with the edge's overrides.
+    pub fn for_edge(&self, overrides: &PolicyFields) -> EdgePolicy {
+        let mut p = self.clone();
+        p.apply_fields(overrides);
+        let budget = if p.retries { p.budget_model() } else { None };
+        let mut attempts = if p.retries { p.attempts.max(1) } else { 1 };
+        if matches!(budget, Some(BudgetModel::Tokens { .. })) {
+            attempts = attempts.min(MAX_ATTEMPTS_CAP);
+        }
+        if p.model == BudgetKind::Sre && p.budget_on {
+            attempts = attempts.min(SRE_MAX_ATTEMPTS);
+        }
+        EdgePolicy {
+            attempts,
+            budget,
+            ownership: p.ownership,
+            signal: p.signal,
+            backoff: p.backoff,
+            timeout: p.timeout,
+            deadline_propagate: p.deadline,
+            breaker: p.breaker,
+            throttle: p.throttle.then_some(p.throttle_config),
+            hedge: p.hedge,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
