@@ -10,27 +10,20 @@
 pub mod cli;
 pub mod compare;
 pub mod dashboard;
-pub mod endpoints;
-pub mod fleet;
 pub mod fuzzing;
 pub mod generate;
 pub mod headless;
 pub mod import;
 pub mod inspect;
 pub mod k8s;
-pub mod load;
-pub mod metrics;
-pub mod middleware;
 pub mod node;
-pub mod observe;
 pub mod serve;
-pub mod session;
-pub mod signals;
 pub mod tap;
 pub mod theme;
 pub mod tour;
 pub mod tui;
 
+pub use chaoslab_fleet::{endpoints, fleet, load, metrics, middleware, observe, session, signals};
 pub use chaoslab_model::{docs, error, format, lab, report, scenario, topology, yaml};
 
 use cli::{Command, Opts};

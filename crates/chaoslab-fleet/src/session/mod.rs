@@ -11,9 +11,9 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use chaoslab::lab::Action;
-//! use chaoslab::session::{Session, Setup};
-//! use chaoslab::topology::Topology;
+//! use chaoslab_fleet::lab::Action;
+//! use chaoslab_fleet::session::{Session, Setup};
+//! use chaoslab_fleet::topology::Topology;
 //!
 //! let t = Topology::load("topologies/uber-chain.yaml".as_ref()).unwrap();
 //! let mut setup = Setup::new(t);
