@@ -6,6 +6,7 @@
 //! series if asked.
 
 use std::io::{self, IsTerminal, Write};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::{Prepared, RunArgs};
@@ -55,7 +56,8 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         .as_deref()
         .map(|p| cast::Cast::open(p, &title))
         .transpose()?;
-    let verdicts = play::judge(&session, expectations, warmup);
+    let lab = lab(&session);
+    let verdicts = play::judge(&lab, expectations, warmup);
     let opts = Options {
         fps: args.fps,
         no_color: args.no_color,
@@ -66,7 +68,8 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
         big: args.big,
         theme: args.theme,
     };
-    let outcome = tui::dashboard(&session, &opts);
+    let outcome = tui::dashboard(&lab, &opts).map_err(RunError::from);
+    drop(lab);
     let record = session.finish()?;
     // A signal ends the dashboard as `q` does, but the reports say so and
     // the exit status is the signal's.
@@ -116,4 +119,15 @@ pub fn run(args: RunArgs) -> Result<(), RunError> {
     }
     let _ = out.flush();
     interrupted.map_or(Ok(()), Err)
+}
+
+/// The dashboard's view of a session: its snapshots, its actions and its
+/// runtime (the dashboard's crate knows nothing else of the fleet).
+pub fn lab(session: &Session) -> tui::Lab<'_> {
+    tui::Lab {
+        snapshots: session.snapshots(),
+        steer: Arc::new(session.actions()),
+        runtime: session.handle(),
+        finished: Box::new(|| session.is_finished()),
+    }
 }

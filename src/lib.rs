@@ -19,12 +19,12 @@ pub mod k8s;
 pub mod node;
 pub mod serve;
 pub mod tap;
-pub mod theme;
 pub mod tour;
-pub mod tui;
 
 pub use chaoslab_fleet::{endpoints, fleet, load, metrics, middleware, observe, session, signals};
 pub use chaoslab_model::{docs, error, format, lab, report, scenario, topology, yaml};
+pub use chaoslab_tui as tui;
+pub use chaoslab_tui::theme;
 
 use cli::{Command, Opts};
 

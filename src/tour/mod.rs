@@ -168,7 +168,8 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
             warmup,
         } = run.prepare(t, Some(&scenario), false)?;
         let session = Session::start(setup)?;
-        let verdicts = tui::play::judge(&session, expectations, warmup);
+        let lab = crate::dashboard::lab(&session);
+        let verdicts = tui::play::judge(&lab, expectations, warmup);
         let opts = Options {
             fps: args.fps,
             no_color: args.no_color,
@@ -179,7 +180,8 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
             big: args.big,
             theme: args.theme,
         };
-        let ended = tui::dashboard(&session, &opts);
+        let ended = tui::dashboard(&lab, &opts);
+        drop(lab);
         session.finish()?;
         let judged = verdicts.now();
         let held = judged.iter().filter(|j| j.passed == Some(true)).count();

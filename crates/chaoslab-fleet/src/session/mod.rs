@@ -196,6 +196,25 @@ impl Actions {
     }
 }
 
+impl crate::lab::Steer for Actions {
+    fn send(&self, action: Action) -> bool {
+        Actions::send(self, action)
+    }
+
+    fn next_step(&self) -> bool {
+        Actions::next_step(self)
+    }
+
+    fn hold(&self, on: bool) -> bool {
+        Actions::hold(self, on)
+    }
+
+    fn record_so_far(&self) -> crate::lab::steer::RecordSoFar {
+        let me = self.clone();
+        Box::pin(async move { me.record_so_far().await })
+    }
+}
+
 /// A running session.
 #[derive(Debug)]
 pub struct Session {

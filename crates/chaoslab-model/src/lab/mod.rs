@@ -4,7 +4,8 @@
 //! [`Snapshot`] a running lab publishes, the [`Record`] a finished one
 //! hands back, and the expectations judged over its windows.
 //!
-//! The session ([`crate::session`]) runs a lab with these; the scenario
+//! The session (`chaoslab_fleet::session`) runs a lab with these, and a
+//! front end steers it through [`Steer`]; the scenario
 //! loader ([`crate::scenario`]) writes actions and expectations in them;
 //! the reports ([`crate::report`]) read records through the catalogue.
 //! None of them needs the others, so they stand side by side over this
@@ -19,6 +20,7 @@ pub mod roots;
 pub mod snapshot;
 mod snapshot_json;
 pub mod state;
+pub mod steer;
 pub mod step;
 pub mod stops;
 pub mod timeline;
@@ -27,3 +29,4 @@ pub use action::{Action, Event, Origin};
 pub use record::Record;
 pub use snapshot::Snapshot;
 pub use state::{apply, fold, ActionError, Change, LabState};
+pub use steer::Steer;
