@@ -24,7 +24,7 @@ pub fn check_block(file: &str, name: &str, content: &str) {
         std::fs::write(&path, updated).unwrap();
     } else {
         panic!(
-            "the {name} block of {file} is not what the code prints: run CHAOSLAB_BLESS=1 cargo test --lib docs_ and commit the result"
+            "the {name} block of {file} is not what the code prints: run CHAOSLAB_BLESS=1 cargo test --workspace --lib docs_ and commit the result"
         );
     }
 }
