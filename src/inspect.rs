@@ -89,7 +89,7 @@ pub fn model_table(t: &Topology) -> String {
         p.storm_radius,
         model::static_radius(t, &t.policy)
     );
-    if let Some(b) = t.policy.budget_model().filter(|_| t.policy.retries) {
+    if let Some(b) = t.policy.budget_model().filter(|_| t.policy.mode.retries) {
         let _ = writeln!(out, "budget model: {}", b.describe());
         if matches!(b, BudgetModel::Concurrency { .. }) {
             let _ = writeln!(

@@ -10,7 +10,7 @@
 //! and the availability after the trigger.
 //!
 //! [`sweep`] is the same comparison over a grid of values: every cell a
-//! [`Plan`] run of one policy, drawn as heatmaps (`chaoslab sweep`).
+//! [`Contest`] run of one policy, drawn as heatmaps (`chaoslab sweep`).
 
 pub mod sweep;
 mod table;
@@ -24,7 +24,7 @@ use crate::cli::{fail_actions, parse_policy, CompareArgs, Population};
 use crate::endpoints::metrics;
 use crate::error::{write_output, RunError};
 use crate::lab::figures::Figure;
-use crate::lab::{Action, Record};
+use crate::lab::{Action, RunRecord};
 use crate::report::{Report, TimeSeries};
 use crate::scenario::Scenario;
 use crate::session::{Session, Setup};
@@ -295,7 +295,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         None => None,
     };
     let interrupts = Interrupts::watch();
-    let plan = Plan {
+    let plan = Contest {
         base: &base,
         population: &args.runs.population,
         fail: &args.runs.fail,
@@ -380,7 +380,7 @@ pub fn kept_steps(scenario: &Scenario, warmup: Duration) -> Vec<(Duration, Actio
 /// policies: the topology, the faults and load flags, the clock and the
 /// scenario's steps.
 #[derive(Debug, Clone)]
-pub struct Plan<'a> {
+pub struct Contest<'a> {
     /// The topology as written.
     pub base: &'a Topology,
     /// What `+closed` and `+backoff` mean.
@@ -399,7 +399,7 @@ pub struct Plan<'a> {
     pub processes: Option<std::path::PathBuf>,
 }
 
-impl Plan<'_> {
+impl Contest<'_> {
     /// Runs `choice` once on a fresh session, `interrupts` stopping it
     /// early, `metrics` serving it while it runs; its report (marked
     /// interrupted when a signal cut it short) and its record.
@@ -408,7 +408,7 @@ impl Plan<'_> {
         choice: Choice,
         interrupts: &Interrupts,
         metrics: Option<&metrics::Current>,
-    ) -> Result<(CompareRun, Record), RunError> {
+    ) -> Result<(CompareRun, RunRecord), RunError> {
         let base = self.base;
         let rps = self.load.rps.unwrap_or(base.load.rps);
         let mut initial = vec![Action::Policy(choice.policy(self.population))];
@@ -466,7 +466,7 @@ fn html_page(c: &Comparison) -> String {
 pub const RECOVERED: f64 = 0.95;
 
 /// How a finished run came through its trigger: the last step ends it.
-pub fn recovery(r: &Record) -> Recovery {
+pub fn recovery(r: &RunRecord) -> Recovery {
     let end = r.steps.iter().map(|(t, _)| *t).max().unwrap_or(r.warmup);
     let series = TimeSeries::from_series(&r.series, &r.topology, r.warmup, Duration::MAX);
     let trigger_end_s = end.saturating_sub(r.warmup).as_secs_f64();
@@ -507,7 +507,7 @@ pub fn recovery(r: &Record) -> Recovery {
     // adaptive concurrency limits or clients that wait for their answers.
     let modelled = !(policy.deadline
         || policy.breaker.is_some()
-        || policy.throttle
+        || policy.mode.throttle
         || closed
         || r.topology.services.iter().any(|s| s.concurrency.is_some()));
     Recovery {

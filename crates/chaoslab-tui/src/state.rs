@@ -22,6 +22,33 @@ pub const PENDING_FOR: Duration = Duration::from_millis(750);
 /// The chart windows `<` and `>` step through, in seconds.
 pub const WINDOWS: [usize; 4] = [15, 30, 60, 120];
 
+/// What the panel beside the charts shows. One at a time: each key
+/// (`t`, `v`, `u`) shows its view there, and shows the log again when
+/// its view is already shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Beside {
+    /// The event log.
+    #[default]
+    Log,
+    /// The wire tap.
+    Tap,
+    /// The selected service's replicas.
+    Replicas,
+    /// The roots of a topology of many.
+    Roots,
+}
+
+impl Beside {
+    /// `view` in place of the log, or the log again if `view` is shown.
+    pub fn toggled(self, view: Beside) -> Beside {
+        if self == view {
+            Beside::Log
+        } else {
+            view
+        }
+    }
+}
+
 /// The panel that arrow keys act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
@@ -142,14 +169,9 @@ pub struct State {
     pub pending: Option<Pending>,
     /// Where `--metrics` and `--control` listen (shown in the help).
     pub listening: Vec<String>,
-    /// The wire tap is shown in place of the event log.
-    pub tap: bool,
-    /// The selected service's replicas are shown in place of the event
-    /// log.
-    pub replicas: bool,
-    /// The roots of a topology of many are shown in place of the event
-    /// log.
-    pub roots: bool,
+    /// What the panel beside the charts shows: the event log, or one of
+    /// the views a key puts in its place.
+    pub beside: Beside,
     /// A scenario playing: its expectations as judged so far (empty when
     /// none is).
     pub verdicts: Vec<crate::play::Judged>,
@@ -191,9 +213,7 @@ impl Default for State {
             quit: false,
             pending: None,
             listening: vec![],
-            tap: false,
-            replicas: false,
-            roots: false,
+            beside: Beside::Log,
             verdicts: vec![],
             scenario_end: None,
             tour: false,

@@ -9,7 +9,7 @@ use crate::lab::{Action, Snapshot};
 use crate::topology::{Fault, PolicyFields, Preset, MAX_WORKERS};
 
 use super::keys::Msg;
-use super::state::{State, WINDOWS};
+use super::state::{Beside, State, WINDOWS};
 use crate::lab::LabState;
 
 /// The latency the fault cycle injects: past the default 1 s timeout, so
@@ -51,18 +51,15 @@ pub fn update(state: &mut State, snap: &Snapshot, msg: Msg) -> Option<Action> {
             None
         }
         Msg::ToggleTap => {
-            state.tap = !state.tap;
-            (state.replicas, state.roots) = (false, false);
+            state.beside = state.beside.toggled(Beside::Tap);
             None
         }
         Msg::ToggleReplicas => {
-            state.replicas = !state.replicas;
-            (state.tap, state.roots) = (false, false);
+            state.beside = state.beside.toggled(Beside::Replicas);
             None
         }
         Msg::ToggleRoots => {
-            state.roots = !state.roots;
-            (state.tap, state.replicas) = (false, false);
+            state.beside = state.beside.toggled(Beside::Roots);
             None
         }
         // The timeline's keys are the run loop's, not the lab's: the
@@ -158,13 +155,13 @@ pub fn update(state: &mut State, snap: &Snapshot, msg: Msg) -> Option<Action> {
         Msg::CyclePreset => Some(preset(next_preset(c.policy.preset()))),
         Msg::ToggleBudget => Some(Action::Mode {
             retries: None,
-            budget: Some(!c.policy.budget_on),
+            budget: Some(!c.policy.mode.budget_on),
             ownership: None,
         }),
         Msg::ToggleOwnership => Some(Action::Mode {
             retries: None,
             budget: None,
-            ownership: Some(!c.policy.ownership),
+            ownership: Some(!c.policy.mode.ownership),
         }),
         Msg::ToggleAtLeastOnce => Some(Action::SetAtLeastOnce(!c.at_least_once)),
         Msg::CycleAttribution => Some(Action::SetAttribution(c.attribution.next())),

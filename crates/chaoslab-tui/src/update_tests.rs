@@ -222,7 +222,7 @@ fn number_keys_pick_presets_and_p_cycles_them() {
 fn b_and_o_toggle_one_switch_and_keep_the_others() {
     let snap = fixtures::uber_chain_retry();
     let mut st = State::new();
-    assert!(!snap.state.policy.budget_on && !snap.state.policy.ownership);
+    assert!(!snap.state.policy.mode.budget_on && !snap.state.policy.mode.ownership);
     assert_eq!(
         update(&mut st, &snap, Msg::ToggleBudget),
         Some(Action::Mode {
@@ -243,7 +243,10 @@ fn b_and_o_toggle_one_switch_and_keep_the_others() {
     assert_eq!(st.controls(&snap).policy.preset(), Some(Preset::Ownership));
     update(&mut st, &snap, Msg::ToggleBudget);
     let p = st.controls(&snap).policy;
-    assert_eq!((p.retries, p.budget_on, p.ownership), (true, false, true));
+    assert_eq!(
+        (p.mode.retries, p.mode.budget_on, p.mode.ownership),
+        (true, false, true)
+    );
     assert_eq!(p.mode_name(), "retry+ownership");
 }
 

@@ -5,7 +5,7 @@
 //! over the measured cells, as the OSDI '22 metastability paper draws
 //! trigger size against load.
 //!
-//! A cell is one run of [`super::Plan`]; its outcome is the
+//! A cell is one run of [`super::Contest`]; its outcome is the
 //! comparison's [`Recovery`](super::Recovery): recovered or not
 //! by the run's end, how long after the trigger, and the availability
 //! after it. The model's verdict for a cell is the fluid queue's
@@ -24,10 +24,10 @@ use tokio::time::Instant;
 
 use serde::Serialize;
 
-use super::{clock, kept_steps, spike, Choice, Plan};
+use super::{clock, kept_steps, spike, Choice, Contest};
 use crate::cli::SweepArgs;
 use crate::error::{write_output, RunError};
-use crate::lab::{Action, Record};
+use crate::lab::{Action, RunRecord};
 use crate::scenario::Scenario;
 use crate::signals::Interrupts;
 use crate::topology::Topology;
@@ -289,7 +289,7 @@ fn same_cells(
 }
 
 /// A cell's outcome from its run.
-fn cell(choice: Choice, p: &Prepared, run: &super::CompareRun, record: &Record) -> Cell {
+fn cell(choice: Choice, p: &Prepared, run: &super::CompareRun, record: &RunRecord) -> Cell {
     let r = run.recovery.unwrap_or_else(|| super::recovery(record));
     let horizon = p.duration.as_secs_f64() - r.trigger_end_s;
     // The fluid queue models a load spike into a bottleneck: only the rate
@@ -413,7 +413,7 @@ pub fn run(args: SweepArgs) -> Result<(), RunError> {
                 minutes(left),
             );
             let topology = texts.topology(&p.point)?;
-            let plan = Plan {
+            let plan = Contest {
                 base: &topology,
                 population: &args.runs.population,
                 fail: &args.runs.fail,

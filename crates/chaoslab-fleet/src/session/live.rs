@@ -1,6 +1,6 @@
 //! The lab: one fleet, its load, its metrics and its model, changed only
 //! through [`Action`]s folded by [`crate::lab::state::apply`], read only
-//! through [`Snapshot`]s while it runs and through a [`Record`] once it
+//! through [`Snapshot`]s while it runs and through a [`RunRecord`] once it
 //! has finished.
 
 use std::collections::VecDeque;
@@ -18,7 +18,7 @@ use super::SessionError;
 use crate::fleet::{Fleet, FleetOptions, Placement};
 use crate::lab::snapshot::{self, Snapshot};
 use crate::lab::state::{self, ActionError, Change, LabState};
-use crate::lab::{Action, Event, Origin, Record};
+use crate::lab::{Action, Event, Origin, RunRecord};
 use crate::load::{self, LoadControl};
 use crate::metrics::{Counts, LatencySummary, RadiusStats, Sample, Series};
 use crate::topology::model::{self, Prediction};
@@ -434,10 +434,10 @@ impl Live {
         })
     }
 
-    /// What the run has measured so far, as a [`Record`] (a copy; the run
+    /// What the run has measured so far, as a [`RunRecord`] (a copy; the run
     /// goes on): the report a run would write if it ended now.
-    pub fn record_so_far(&self, warmup: Duration, steps: Vec<(Duration, Action)>) -> Record {
-        Record {
+    pub fn record_so_far(&self, warmup: Duration, steps: Vec<(Duration, Action)>) -> RunRecord {
+        RunRecord {
             start: self.start_state.clone(),
             state: self.state.clone(),
             topology: self.topology.clone(),
@@ -467,7 +467,7 @@ impl Live {
         warmup: Duration,
         steps: Vec<(Duration, Action)>,
         grace: Duration,
-    ) -> Record {
+    ) -> RunRecord {
         let learned = self.learned();
         let uptime = self.elapsed();
         if let Some(n) = &self.nodes {
@@ -484,7 +484,7 @@ impl Live {
             }
         }
         let _ = tokio::time::timeout_at(deadline, self.fleet.shutdown()).await;
-        Record {
+        RunRecord {
             start: self.start_state,
             state: self.state,
             topology: self.topology,

@@ -1,7 +1,7 @@
 //! A session owns one run: it starts the runtime, the fleet, the load,
 //! the metrics and the model; it publishes a [`Snapshot`] every tick;
 //! it takes [`Action`]s from any number of front ends; and when the run
-//! ends it hands back a [`Record`] for the reports.
+//! ends it hands back a [`RunRecord`] for the reports.
 //!
 //! Every front end (the dashboard, the headless runner, `compare`,
 //! `serve`) is a thin layer over a [`Session`]: it reads snapshots and
@@ -43,11 +43,11 @@ pub use access::{Access, Token};
 pub use live::{Live, LiveOptions};
 pub use nodes::NodeControls;
 pub use processes::{Processes, Started};
-pub use runner::{drive, Command, Plan};
+pub use runner::{drive, Request, Schedule};
 
 use crate::error::{RunError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT};
 use crate::fleet::{FleetError, Placement};
-use crate::lab::{fold, Action, ActionError, LabState, Origin, Record, Snapshot};
+use crate::lab::{fold, Action, ActionError, LabState, Origin, RunRecord, Snapshot};
 use crate::load::LoadError;
 use crate::metrics::Metrics;
 use crate::topology::Topology;
@@ -164,7 +164,7 @@ impl Setup {
 /// front end's [`Origin`]) and asks for the record so far.
 #[derive(Debug, Clone)]
 pub struct Actions {
-    commands: mpsc::Sender<Command>,
+    commands: mpsc::Sender<Request>,
     origin: Origin,
 }
 
@@ -172,26 +172,26 @@ impl Actions {
     /// Plays the timeline's next step now; `false` when the queue is full
     /// or the run is over.
     pub fn next_step(&self) -> bool {
-        self.commands.try_send(Command::NextStep).is_ok()
+        self.commands.try_send(Request::NextStep).is_ok()
     }
 
     /// Holds the timeline (`on`) or lets it run again.
     pub fn hold(&self, on: bool) -> bool {
-        self.commands.try_send(Command::Hold(on)).is_ok()
+        self.commands.try_send(Request::Hold(on)).is_ok()
     }
 
     /// Sends one action; `false` when the queue is full or the run is over
     /// (the action is dropped, never waited for).
     pub fn send(&self, action: Action) -> bool {
         self.commands
-            .try_send(Command::Apply(action, self.origin))
+            .try_send(Request::Apply(action, self.origin))
             .is_ok()
     }
 
     /// What the run has measured so far (`None` once the run is over).
-    pub async fn record_so_far(&self) -> Option<Record> {
+    pub async fn record_so_far(&self) -> Option<RunRecord> {
         let (tx, rx) = oneshot::channel();
-        self.commands.send(Command::RecordSoFar(tx)).await.ok()?;
+        self.commands.send(Request::RecordSoFar(tx)).await.ok()?;
         rx.await.ok()
     }
 }
@@ -285,14 +285,14 @@ impl Session {
         };
         let (snaps_tx, snapshots) = watch::channel(Arc::new(lab.snapshot()));
         let (stop, stop_rx) = watch::channel(false);
-        let plan = Plan {
+        let schedule = Schedule {
             warmup: setup.warmup,
             until: setup.until,
             steps: setup.steps.clone(),
             captions: setup.captions.clone(),
         };
         rt.spawn(runner::probe_lag(metrics.clone(), lab.tick_period()));
-        let driver = clock.spawn(drive(lab, plan, commands_rx, snaps_tx, stop_rx));
+        let driver = clock.spawn(drive(lab, schedule, commands_rx, snaps_tx, stop_rx));
         Ok(Session {
             rt,
             clock,
@@ -376,7 +376,7 @@ impl Session {
         &self.urls[self.topology.load.entry]
     }
 
-    /// Whether the run loop has ended (its plan ran out, or it was told
+    /// Whether the run loop has ended (its schedule ran out, or it was told
     /// to stop, or it failed).
     pub fn is_finished(&self) -> bool {
         self.driver.is_finished()
@@ -394,12 +394,12 @@ impl Session {
 
     /// Waits until the run loop ends, then stops the fleet and returns the
     /// run's record.
-    pub fn wait(self) -> Result<Record, SessionError> {
+    pub fn wait(self) -> Result<RunRecord, SessionError> {
         self.wait_for(live::SHUTDOWN_GRACE)
     }
 
     /// As [`Session::wait`], giving the requests still in flight `grace`.
-    fn wait_for(self, grace: Duration) -> Result<Record, SessionError> {
+    fn wait_for(self, grace: Duration) -> Result<RunRecord, SessionError> {
         let Session {
             rt,
             clock,
@@ -431,7 +431,7 @@ impl Session {
 
     /// Stops the run now, as a person quitting the dashboard does, and
     /// returns its record: requests in flight get [`live::QUIT_GRACE`].
-    pub fn finish(self) -> Result<Record, SessionError> {
+    pub fn finish(self) -> Result<RunRecord, SessionError> {
         self.stop();
         self.wait_for(live::QUIT_GRACE)
     }

@@ -8,11 +8,11 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::live::Live;
 use crate::lab::timeline::{Course, Timeline};
-use crate::lab::{Action, Origin, Record, Snapshot};
+use crate::lab::{Action, Origin, RunRecord, Snapshot};
 
 /// What a run does besides ticking.
 #[derive(Debug, Clone, Default)]
-pub struct Plan {
+pub struct Schedule {
     /// Leading time not counted in the report.
     pub warmup: Duration,
     /// Stop after this long (`None`: until told to stop).
@@ -28,11 +28,11 @@ pub struct Plan {
 // Actions are nearly every message; they go unboxed, as before there
 // were queries.
 #[allow(clippy::large_enum_variant)]
-pub enum Command {
+pub enum Request {
     /// Apply an action now, logged as sent by its origin.
     Apply(Action, Origin),
     /// Send back what the run has measured so far.
-    RecordSoFar(oneshot::Sender<Record>),
+    RecordSoFar(oneshot::Sender<RunRecord>),
     /// Play the timeline's next step now (the rest comes that much
     /// sooner).
     NextStep,
@@ -54,24 +54,24 @@ pub async fn probe_lag(metrics: Arc<crate::metrics::Metrics>, period: Duration) 
     }
 }
 
-/// Runs `lab` until the plan's end or until `stop` turns true. Actions
+/// Runs `lab` until the schedule's end or until `stop` turns true. Actions
 /// arriving on `commands` are applied at once (a refused one is logged in
 /// the lab's events and changes nothing). Returns the lab so the session
 /// can finish it, and how the timeline's clock went (for the windows
 /// written on it).
 pub async fn drive(
     mut lab: Live,
-    plan: Plan,
-    mut commands: mpsc::Receiver<Command>,
+    schedule: Schedule,
+    mut commands: mpsc::Receiver<Request>,
     snapshots: watch::Sender<Arc<Snapshot>>,
     mut stop: watch::Receiver<bool>,
 ) -> (Live, Course) {
     let mut interval = tokio::time::interval(lab.tick_period());
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut all_steps = plan.steps.clone();
+    let mut all_steps = schedule.steps.clone();
     all_steps.sort_by_key(|(t, _)| *t);
-    let mut timeline = Timeline::new(all_steps.clone(), plan.captions.clone());
-    let mut warm = plan.warmup.is_zero();
+    let mut timeline = Timeline::new(all_steps.clone(), schedule.captions.clone());
+    let mut warm = schedule.warmup.is_zero();
     if warm {
         lab.mark_report_start();
     }
@@ -94,30 +94,30 @@ pub async fn drive(
                 let t = lab.elapsed();
                 play(&mut lab, &mut timeline);
                 lab.tick();
-                if !warm && t >= plan.warmup {
+                if !warm && t >= schedule.warmup {
                     warm = true;
                     lab.mark_report_start();
                 }
                 publish(&lab, &timeline);
-                if plan.until.is_some_and(|u| timeline.plan_at(t) >= u) {
+                if schedule.until.is_some_and(|u| timeline.plan_at(t) >= u) {
                     break;
                 }
             }
             c = commands.recv(), if commands_open => match c {
-                Some(Command::Apply(a, origin)) => {
+                Some(Request::Apply(a, origin)) => {
                     let _ = lab.apply_from(a, origin);
                 }
-                Some(Command::RecordSoFar(reply)) => {
-                    let mut r = lab.record_so_far(plan.warmup, all_steps.clone());
+                Some(Request::RecordSoFar(reply)) => {
+                    let mut r = lab.record_so_far(schedule.warmup, all_steps.clone());
                     r.course = timeline.course().clone();
                     let _ = reply.send(r);
                 }
-                Some(Command::NextStep) => {
+                Some(Request::NextStep) => {
                     timeline.skip_to_next(lab.elapsed());
                     play(&mut lab, &mut timeline);
                     publish(&lab, &timeline);
                 }
-                Some(Command::Hold(on)) => {
+                Some(Request::Hold(on)) => {
                     timeline.hold(lab.elapsed(), on);
                     publish(&lab, &timeline);
                 }

@@ -1,7 +1,7 @@
 //! What a run is made of, apart from the machinery that runs it: the
 //! [`Action`]s that change a lab and the one fold that applies them
 //! ([`state::apply`]), the catalogue of every figure ([`figures`]), the
-//! [`Snapshot`] a running lab publishes, the [`Record`] a finished one
+//! [`Snapshot`] a running lab publishes, the [`RunRecord`] a finished one
 //! hands back, and the expectations judged over its windows.
 //!
 //! The session (`chaoslab_fleet::session`) runs a lab with these, and a
@@ -26,7 +26,7 @@ pub mod stops;
 pub mod timeline;
 
 pub use action::{Action, Event, Origin};
-pub use record::Record;
+pub use record::RunRecord;
 pub use snapshot::Snapshot;
 pub use state::{apply, fold, ActionError, Change, LabState};
 pub use steer::Steer;

@@ -1,6 +1,6 @@
 //! What a finished run leaves behind: the inputs of every report.
 //!
-//! A [`Record`] holds the sample series, the state the run started and
+//! A [`RunRecord`] holds the sample series, the state the run started and
 //! ended in, every action applied (with its time) and the scenario's steps
 //! on the lab's clock. Reports, expectations and recordings are computed
 //! from it after the fleet has stopped, so no front end ever needs the
@@ -20,7 +20,7 @@ use error_ownership::learn::Learned;
 
 /// A finished run.
 #[derive(Debug)]
-pub struct Record {
+pub struct RunRecord {
     /// The state the run started in.
     pub start: LabState,
     /// The state it ended in.
@@ -53,7 +53,7 @@ pub struct Record {
     pub course: Course,
 }
 
-impl Record {
+impl RunRecord {
     /// Where the timeline's time `plan` fell on the lab's clock.
     pub fn lab_time(&self, plan: Duration) -> Duration {
         self.course.lab_at(plan)

@@ -195,13 +195,15 @@ impl LabState {
         // The first preset running the same budget model brings it (and
         // the Finagle or 2026 numbers no field can write); the fields then
         // set the signal and every number, the mode switches the rest.
-        let base = Preset::ALL.into_iter().find(|q| q.mode().model == p.model);
+        let base = Preset::ALL
+            .into_iter()
+            .find(|q| q.mode().model == p.mode.model);
         let mut actions = vec![
             Action::Policy(PolicyFields {
                 preset: base,
                 attempts: Some(p.attempts),
                 budget: Some(p.budget.map_or(BudgetSetting::Off, BudgetSetting::Ratio)),
-                signal: Some(match (p.ownership, p.signal) {
+                signal: Some(match (p.mode.ownership, p.mode.signal) {
                     (_, Some(s)) => SignalSetting::On(s),
                     (true, None) => SignalSetting::On(Signal::Ownership),
                     (false, None) => SignalSetting::None,
@@ -215,7 +217,7 @@ impl LabState {
                 timeout_cost: Some(p.quota.timeout),
                 breaker: Some(p.breaker.map_or(BreakerSetting::Off, BreakerSetting::On)),
                 hedge: Some(p.hedge.map_or(HedgeSetting::Off, HedgeSetting::On)),
-                throttle: Some(if p.throttle {
+                throttle: Some(if p.mode.throttle {
                     ThrottleSetting::On(p.throttle_config)
                 } else {
                     ThrottleSetting::Off
@@ -225,9 +227,9 @@ impl LabState {
                 ..PolicyFields::default()
             }),
             Action::Mode {
-                retries: Some(p.retries),
-                budget: Some(p.budget_on),
-                ownership: Some(p.ownership),
+                retries: Some(p.mode.retries),
+                budget: Some(p.mode.budget_on),
+                ownership: Some(p.mode.ownership),
             },
             Action::SetAttribution(self.attribution),
             Action::SetAtLeastOnce(self.at_least_once),
@@ -314,9 +316,9 @@ pub fn apply(s: &mut LabState, action: &Action) -> Result<Change, ActionError> {
             ownership,
         } => {
             let p = &mut s.policy;
-            p.retries = retries.unwrap_or(p.retries);
-            p.budget_on = budget.unwrap_or(p.budget_on);
-            p.ownership = ownership.unwrap_or(p.ownership);
+            p.mode.retries = retries.unwrap_or(p.mode.retries);
+            p.mode.budget_on = budget.unwrap_or(p.mode.budget_on);
+            p.mode.ownership = ownership.unwrap_or(p.mode.ownership);
             Change::Policy
         }
         Action::SetAtLeastOnce(on) => {

@@ -11,11 +11,11 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use super::{Action, Record};
+use super::{Action, RunRecord};
 
 /// What [`Steer::record_so_far`] returns: the record, once the run loop
 /// has answered (`None` when the run is over).
-pub type RecordSoFar = Pin<Box<dyn Future<Output = Option<Record>> + Send>>;
+pub type RecordSoFar = Pin<Box<dyn Future<Output = Option<RunRecord>> + Send>>;
 
 /// A sender of a front end's requests to a running lab.
 pub trait Steer: Send + Sync + 'static {

@@ -12,18 +12,18 @@
 //! [`LatencySummary`](crate::metrics::LatencySummary) rather than the whole
 //! run's histogram. The model's figures are those of the state in force at
 //! the window's start by the scenario's plan
-//! ([`Record::planned_state_at`]).
+//! ([`RunRecord::planned_state_at`]).
 
 use std::time::Duration;
 
 use super::{node, samples_between, window, ExpectationReport, WindowFigures};
 use crate::lab::expect::{self as spec, Expectation};
 use crate::lab::figures::{Figure, Figures, Scope};
-use crate::lab::Record;
+use crate::lab::RunRecord;
 use crate::topology::ServiceId;
 
 /// Judges every expectation of a finished run.
-pub fn evaluate(r: &Record, expectations: &[Expectation]) -> Vec<ExpectationReport> {
+pub fn evaluate(r: &RunRecord, expectations: &[Expectation]) -> Vec<ExpectationReport> {
     expectations
         .iter()
         .map(|e| {
@@ -40,7 +40,7 @@ pub fn evaluate(r: &Record, expectations: &[Expectation]) -> Vec<ExpectationRepo
 /// The fleet figures of one window read over root `k`'s requests alone:
 /// its end users' counts, latency and storm radius, and the model's
 /// availability for it.
-pub fn measure_root(r: &Record, span: spec::Window, k: usize) -> Figures {
+pub fn measure_root(r: &RunRecord, span: spec::Window, k: usize) -> Figures {
     let slack = r.tick / 2;
     let from = r.lab_time(r.warmup + span.from).saturating_sub(slack);
     let to = r.lab_time(r.warmup + span.to) + slack;
@@ -71,7 +71,11 @@ pub fn measure_root(r: &Record, span: spec::Window, k: usize) -> Figures {
 }
 
 /// Measures one window (on the scenario's clock: the warm-up is added).
-pub fn measure_window(r: &Record, span: spec::Window, service: Option<ServiceId>) -> WindowFigures {
+pub fn measure_window(
+    r: &RunRecord,
+    span: spec::Window,
+    service: Option<ServiceId>,
+) -> WindowFigures {
     // Samples come every tick; take the ones nearest the window's ends.
     // The window is written on the timeline's clock: found on the lab's
     // where the timeline passed it (a presenter may have held or skipped).
@@ -350,9 +354,9 @@ mod tests {
 
     /// A finished run of the synthetic samples, its scenario's steps on
     /// the lab's clock.
-    fn record(t: &Topology, steps: Vec<(Duration, crate::lab::Action)>) -> Record {
+    fn record(t: &Topology, steps: Vec<(Duration, crate::lab::Action)>) -> RunRecord {
         let start = LabState::of(t);
-        Record {
+        RunRecord {
             state: start.clone(),
             start,
             topology: t.clone(),

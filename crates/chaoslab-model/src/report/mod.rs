@@ -1,5 +1,5 @@
 //! Reports: the JSON of SPEC section 6 and the terminal table, both
-//! computed from a finished run's [`Record`] over a window of it. Every
+//! computed from a finished run's [`RunRecord`] over a window of it. Every
 //! figure in them comes from the catalogue of [`crate::lab::figures`];
 //! the JUnit XML of a scenario's expectations lives in [`junit`], the
 //! per-second series in [`series`], the headless table in [`table`], and
@@ -26,7 +26,7 @@ pub use series::{ServiceSeries, TimeSeries};
 
 use crate::lab::expect::Expectation;
 use crate::lab::figures::{Figure, Figures, Scope, Window};
-use crate::lab::{Event, LabState, Record};
+use crate::lab::{Event, LabState, RunRecord};
 use crate::metrics::{RadiusStats, Sample};
 use crate::topology::model::Prediction;
 use crate::topology::Topology;
@@ -298,7 +298,7 @@ pub struct StopsReport {
 
 /// The samples nearest the ends of `from..to`: the oldest at or after
 /// `from` and the newest at or before `to` (never before the first).
-pub fn samples_between(r: &Record, from: Duration, to: Duration) -> (&Sample, &Sample) {
+pub fn samples_between(r: &RunRecord, from: Duration, to: Duration) -> (&Sample, &Sample) {
     let first = r
         .series
         .at_or_after(from)
@@ -315,7 +315,7 @@ pub fn samples_between(r: &Record, from: Duration, to: Duration) -> (&Sample, &S
 /// The counters between two samples, and the model's view, as a window
 /// the catalogue reads.
 pub fn window<'a>(
-    r: &'a Record,
+    r: &'a RunRecord,
     (first, last): (&Sample, &Sample),
     model: (&'a Prediction, usize),
     root_latency_ms: (f64, f64),
@@ -337,7 +337,7 @@ pub fn window<'a>(
 }
 
 /// One service's report over a window.
-pub fn node(r: &Record, w: &Window<'_>, i: usize) -> NodeReport {
+pub fn node(r: &RunRecord, w: &Window<'_>, i: usize) -> NodeReport {
     let t = &r.topology;
     let s = &t.services[i];
     NodeReport {
@@ -387,7 +387,7 @@ impl Report {
     /// end to the newest sample (the run ends on the first tick past its
     /// end), with `expectations` judged and the per-second series
     /// attached. What a headless run writes, and a tour chapter prints.
-    pub fn of_run(record: &Record, expectations: &[Expectation]) -> Report {
+    pub fn of_run(record: &RunRecord, expectations: &[Expectation]) -> Report {
         let mut report = Report::measure(record, record.warmup, Duration::MAX);
         report.set_expectations(expect::evaluate(record, expectations));
         report.series = Some(TimeSeries::from_series(
@@ -402,7 +402,7 @@ impl Report {
     /// Measures the window `from..to` of a finished run (root latency from
     /// the end of the warm-up, the model of the state it ended in), and
     /// each of its [`phases`] against the model of its own state.
-    pub fn measure(r: &Record, from: Duration, to: Duration) -> Report {
+    pub fn measure(r: &RunRecord, from: Duration, to: Duration) -> Report {
         let ends = samples_between(r, from, to);
         let latency = (r.latency_ms(0.5), r.latency_ms(0.99));
         let events: Vec<&Event> = r.events.iter().collect();
@@ -414,7 +414,7 @@ impl Report {
     /// The figures between two samples with the model of `state` (told
     /// the window's latencies), listing `events`; no phases.
     pub fn measure_state(
-        r: &Record,
+        r: &RunRecord,
         ends: (&Sample, &Sample),
         state: &LabState,
         root_latency_ms: (f64, f64),

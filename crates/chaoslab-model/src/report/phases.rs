@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::{ExpectationReport, Report};
 use crate::lab::state::apply;
-use crate::lab::{Action, Event, LabState, Record};
+use crate::lab::{Action, Event, LabState, RunRecord};
 use crate::metrics::Sample;
 
 /// A stretch of the lab's clock in which the model's inputs held still.
@@ -117,7 +117,7 @@ pub struct PhaseReport {
 /// phase with fewer than two samples (shorter than a sampling tick, or
 /// cleared by a reset) cannot be measured and is left out; its actions
 /// are still in the report's `events`.
-pub fn measure(r: &Record, from: Duration, to: Duration) -> Vec<PhaseReport> {
+pub fn measure(r: &RunRecord, from: Duration, to: Duration) -> Vec<PhaseReport> {
     // Looked up by bisection: a session can hold many short phases.
     let samples: Vec<&Sample> = r.series.iter().collect();
     cut(&r.start, &r.events, from, to)
@@ -129,7 +129,7 @@ pub fn measure(r: &Record, from: Duration, to: Duration) -> Vec<PhaseReport> {
 /// One span's figures: from its first sample at or after its start to its
 /// last at or before its end (as [`samples_between`](super::samples_between)),
 /// `None` without two.
-fn phase(r: &Record, samples: &[&Sample], s: Span) -> Option<PhaseReport> {
+fn phase(r: &RunRecord, samples: &[&Sample], s: Span) -> Option<PhaseReport> {
     let first = samples.get(samples.partition_point(|x| x.t < s.from))?;
     let last = samples[..samples.partition_point(|x| x.t <= s.to)].last()?;
     let (t0, t1) = (first.t, last.t);
@@ -317,7 +317,7 @@ mod tests {
 
     /// A run of the chain, a tick every 250 ms for 6 s, 40 roots a second:
     /// naive retries until 3 s (C sees 4×), ownership after (1.1×).
-    fn switched_run() -> Record {
+    fn switched_run() -> RunRecord {
         let t = chain();
         let events = vec![at(3000, policy(Preset::Ownership), &t)];
         let start = LabState::of(&t);
@@ -352,7 +352,7 @@ mod tests {
                 latency,
             });
         }
-        Record {
+        RunRecord {
             prediction: model::predict(&topology, &topology.policy),
             static_radius: model::static_radius(&topology, &topology.policy),
             start,

@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use super::phases;
 use crate::lab::figures::{Figure, Figures, Kind, Scope};
-use crate::lab::Record;
+use crate::lab::RunRecord;
 use crate::metrics::Sample;
 use crate::topology::model::Prediction;
 use crate::topology::Topology;
@@ -131,14 +131,14 @@ impl Samples {
 
     /// Every figure over each interval between the samples picked from
     /// the end of the warm-up to the run's end.
-    pub fn of(r: &Record) -> Samples {
+    pub fn of(r: &RunRecord) -> Samples {
         Self::of_columns(r, Self::columns_of(&r.topology))
     }
 
     /// [`Samples::of`] with only `columns`: a chart that draws a few
     /// figures keeps a sample a second on a fleet whose whole table would
     /// be sampled far more sparsely.
-    pub fn of_columns(r: &Record, columns: Vec<Column>) -> Samples {
+    pub fn of_columns(r: &RunRecord, columns: Vec<Column>) -> Samples {
         let from = r.warmup;
         let samples: Vec<&Sample> = r.series.iter().filter(|s| s.t >= from).collect();
         let span = samples.last().map_or(from, |s| s.t).saturating_sub(from);
@@ -297,7 +297,7 @@ fn pick<'a>(samples: &[&'a Sample], from: Duration, step: Duration) -> Vec<&'a S
 
 /// The model of each span the run is cut into at the changes of what the
 /// model is told, told the span's measured attempt latencies.
-fn models(r: &Record, samples: &[&Sample]) -> Vec<Model> {
+fn models(r: &RunRecord, samples: &[&Sample]) -> Vec<Model> {
     phases::cut(&r.start, &r.events, r.warmup, Duration::MAX)
         .into_iter()
         .map(|s| {

@@ -34,7 +34,7 @@ use crate::topology::Topology;
 /// The recording of a finished run: from the state it started in (so it
 /// replays the same whatever flags the replay is given), then every
 /// action applied, at its time.
-pub fn of_run(record: &crate::lab::Record) -> String {
+pub fn of_run(record: &crate::lab::RunRecord) -> String {
     let mut all: Vec<Event> = record
         .start
         .actions()

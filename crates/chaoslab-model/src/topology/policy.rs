@@ -316,18 +316,10 @@ impl PolicyFields {
 /// numbers the modes use (which a preset keeps).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
-    /// Retries on (any preset but `none`).
-    pub retries: bool,
-    /// Budget on (every preset but `none` and `retry`).
-    pub budget_on: bool,
-    /// Ownership on (`ownership`).
-    pub ownership: bool,
-    /// Which budget model caps retries when `budget_on`.
-    pub model: BudgetKind,
-    /// Another stack's don't-retry dialect, if any.
-    pub signal: Option<Signal>,
-    /// Client-side adaptive throttling on (`sre`, or `throttle: on`).
-    pub throttle: bool,
+    /// What a preset sets: retries, a budget and its model, ownership,
+    /// another stack's dialect, throttling. Switching the preset switches
+    /// this and keeps every number below.
+    pub mode: Mode,
     /// The throttle's K and window, kept when the preset changes.
     pub throttle_config: ThrottleConfig,
     /// R: attempts per call, first included.
@@ -372,12 +364,7 @@ pub struct Policy {
 impl Default for Policy {
     fn default() -> Self {
         let mut p = Policy {
-            retries: false,
-            budget_on: false,
-            ownership: false,
-            model: BudgetKind::Window,
-            signal: None,
-            throttle: false,
+            mode: Preset::Ownership.mode(),
             throttle_config: ThrottleConfig::SRE,
             attempts: 2,
             budget: Some(0.1),
@@ -404,30 +391,13 @@ impl Default for Policy {
 impl Policy {
     /// Switches the mode to a preset's, keeping R, B and the rest.
     pub fn apply_preset(&mut self, preset: Preset) {
-        let m = preset.mode();
-        self.retries = m.retries;
-        self.budget_on = m.budget_on;
-        self.ownership = m.ownership;
-        self.model = m.model;
-        self.signal = m.signal;
-        self.throttle = m.throttle;
-    }
-
-    fn mode(&self) -> Mode {
-        Mode {
-            retries: self.retries,
-            budget_on: self.budget_on,
-            ownership: self.ownership,
-            model: self.model,
-            signal: self.signal,
-            throttle: self.throttle,
-        }
+        self.mode = preset.mode();
     }
 
     /// The preset whose mode is in force, or `None` for a mix that no
     /// preset names (e.g. ownership without a budget).
     pub fn preset(&self) -> Option<Preset> {
-        let now = self.mode();
+        let now = self.mode;
         Preset::ALL.into_iter().find(|p| {
             let m = p.mode();
             // Without retries, or without a budget, the model and the
@@ -451,22 +421,22 @@ impl Policy {
             return p.name().to_string();
         }
         let mut parts = vec![];
-        if self.retries {
+        if self.mode.retries {
             parts.push("retry");
         }
-        if self.budget_on {
-            parts.push(match self.model {
+        if self.mode.budget_on {
+            parts.push(match self.mode.model {
                 BudgetKind::Window => "budget",
                 _ => self.budget_model().map_or("budget", |m| m.name()),
             });
         }
-        if self.ownership {
+        if self.mode.ownership {
             parts.push("ownership");
         }
-        if let Some(s) = self.signal {
+        if let Some(s) = self.mode.signal {
             parts.push(s.name());
         }
-        if self.throttle {
+        if self.mode.throttle {
             parts.push("throttle");
         }
         if parts.is_empty() {
@@ -490,10 +460,10 @@ impl Policy {
     /// The budget model with its numbers, if a budget is on (a window with
     /// `budget: off` is none).
     pub fn budget_model(&self) -> Option<BudgetModel> {
-        if !self.budget_on {
+        if !self.mode.budget_on {
             return None;
         }
-        Some(match self.model {
+        Some(match self.mode.model {
             BudgetKind::Window => BudgetModel::Window {
                 ratio: self.budget?,
                 min_per_sec: self.min_per_sec,
@@ -545,21 +515,21 @@ impl Policy {
             self.deadline = d;
         }
         if let Some(k) = f.budget_model {
-            self.model = k;
-            self.budget_on = true;
+            self.mode.model = k;
+            self.mode.budget_on = true;
         }
         match f.signal {
             Some(SignalSetting::On(Signal::Ownership)) => {
-                self.ownership = true;
-                self.signal = None;
+                self.mode.ownership = true;
+                self.mode.signal = None;
             }
             Some(SignalSetting::On(s)) => {
-                self.ownership = false;
-                self.signal = Some(s);
+                self.mode.ownership = false;
+                self.mode.signal = Some(s);
             }
             Some(SignalSetting::None) => {
-                self.ownership = false;
-                self.signal = None;
+                self.mode.ownership = false;
+                self.mode.signal = None;
             }
             None => {}
         }
@@ -587,10 +557,10 @@ impl Policy {
         }
         match f.throttle {
             Some(ThrottleSetting::On(cfg)) => {
-                self.throttle = true;
+                self.mode.throttle = true;
                 self.throttle_config = cfg;
             }
-            Some(ThrottleSetting::Off) => self.throttle = false,
+            Some(ThrottleSetting::Off) => self.mode.throttle = false,
             None => {}
         }
         if let Some(h) = f.hedge {
@@ -616,24 +586,28 @@ impl Policy {
     pub fn for_edge(&self, overrides: &PolicyFields) -> EdgePolicy {
         let mut p = self.clone();
         p.apply_fields(overrides);
-        let budget = if p.retries { p.budget_model() } else { None };
-        let mut attempts = if p.retries { p.attempts.max(1) } else { 1 };
+        let budget = if p.mode.retries {
+            p.budget_model()
+        } else {
+            None
+        };
+        let mut attempts = if p.mode.retries { p.attempts.max(1) } else { 1 };
         if matches!(budget, Some(BudgetModel::Tokens { .. })) {
             attempts = attempts.min(MAX_ATTEMPTS_CAP);
         }
-        if p.model == BudgetKind::Sre && p.budget_on {
+        if p.mode.model == BudgetKind::Sre && p.mode.budget_on {
             attempts = attempts.min(SRE_MAX_ATTEMPTS);
         }
         EdgePolicy {
             attempts,
             budget,
-            ownership: p.ownership,
-            signal: p.signal,
+            ownership: p.mode.ownership,
+            signal: p.mode.signal,
             backoff: p.backoff,
             timeout: p.timeout,
             deadline_propagate: p.deadline,
             breaker: p.breaker,
-            throttle: p.throttle.then_some(p.throttle_config),
+            throttle: p.mode.throttle.then_some(p.throttle_config),
             hedge: p.hedge,
         }
     }

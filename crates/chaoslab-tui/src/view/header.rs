@@ -41,7 +41,7 @@ fn on_off(b: bool) -> Span<'static> {
 /// the emptiest bucket or quota, the fullest retry slots.
 fn budget_state(s: &Snapshot, c: &LabState) -> Span<'static> {
     let p = &c.policy;
-    let Some(model) = p.budget_model().filter(|_| p.retries) else {
+    let Some(model) = p.budget_model().filter(|_| p.mode.retries) else {
         return Span::styled("off", theme::label());
     };
     let levels = s.edges.iter().filter_map(|e| e.budget);
@@ -85,7 +85,7 @@ pub fn lines(s: &Snapshot, c: &LabState, width: u16) -> Vec<Line<'static>> {
         Span::raw(" "),
         v(s.topology.clone()),
     ];
-    let attempts = if p.retries {
+    let attempts = if p.mode.retries {
         vec![l("R="), v(p.attempts.to_string())]
     } else {
         vec![l("retries "), on_off(false)]
@@ -99,8 +99,8 @@ pub fn lines(s: &Snapshot, c: &LabState, width: u16) -> Vec<Line<'static>> {
         chip(attempts.clone(), attempts),
         chip(vec![l("budget "), budget.clone()], vec![l("B "), budget]),
         chip(
-            vec![l("ownership "), on_off(p.ownership)],
-            vec![l("own "), on_off(p.ownership)],
+            vec![l("ownership "), on_off(p.mode.ownership)],
+            vec![l("own "), on_off(p.mode.ownership)],
         ),
         chip(
             vec![l("at-least-once "), on_off(c.at_least_once)],

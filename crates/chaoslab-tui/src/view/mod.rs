@@ -33,7 +33,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
 use ratatui::Frame;
 
-use super::state::{Focus, State};
+use super::state::{Beside, Focus, State};
 use crate::lab::Snapshot;
 
 /// Lines the charts and log want at least, when there is room.
@@ -74,11 +74,11 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     // take the topology's place.
     let mesh = callers::is_mesh(s);
     let plan = (!mesh).then(|| {
-        let tall = topology::Plan::new(s, inner_w, true);
+        let tall = topology::GraphLayout::new(s, inner_w, true);
         if tall.height() + 2 + table_want + BOTTOM_MIN + 3 <= rest {
             tall
         } else {
-            topology::Plan::new(s, inner_w, false)
+            topology::GraphLayout::new(s, inner_w, false)
         }
     });
     let topo_want = match &plan {
@@ -136,14 +136,11 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         ])
         .areas(bottom_a);
         charts::render(state, s, charts_a, buf);
-        if state.tap {
-            tap::render(state, s, log_a, buf);
-        } else if state.replicas {
-            replicas::render(state, s, log_a, buf);
-        } else if state.roots {
-            roots::render(state, s, log_a, buf);
-        } else {
-            log::render(state, s, log_a, buf);
+        match state.beside {
+            Beside::Tap => tap::render(state, s, log_a, buf),
+            Beside::Replicas => replicas::render(state, s, log_a, buf),
+            Beside::Roots => roots::render(state, s, log_a, buf),
+            Beside::Log => log::render(state, s, log_a, buf),
         }
     }
 

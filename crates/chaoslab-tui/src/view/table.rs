@@ -66,7 +66,7 @@ impl When {
             When::Always => true,
             When::Capacity => super::has_workers(s),
             When::Limit => any(Figure::ConcurrencyLimit),
-            When::Throttle => s.state.policy.throttle || any(Figure::Throttled),
+            When::Throttle => s.state.policy.mode.throttle || any(Figure::Throttled),
             When::Hedge => any(Figure::HedgesCancelled),
         }
     }

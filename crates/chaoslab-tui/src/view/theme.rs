@@ -169,7 +169,7 @@ pub fn text(s: ServiceState) -> Style {
 
 /// The policy's name, coloured by how dangerous the mode is.
 pub fn policy(p: &Policy) -> Style {
-    let c = match (p.retries, p.budget_on, p.ownership) {
+    let c = match (p.mode.retries, p.mode.budget_on, p.mode.ownership) {
         (false, _, _) => Color::Blue,
         (true, false, false) => Color::Red,
         (true, true, false) => Color::Yellow,

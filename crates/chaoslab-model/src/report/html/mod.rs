@@ -4,7 +4,7 @@
 //! amplification climbing a second after a fault, goodput falling away
 //! from the offered rate, the queue draining after the policy changed.
 //! This module draws those figures over time from a finished run's
-//! [`Record`](crate::lab::Record) (through [`Samples`](super::samples::Samples),
+//! [`RunRecord`](crate::lab::RunRecord) (through [`Samples`](super::samples::Samples),
 //! so every value comes from the figure catalogue) as inline SVG made with
 //! `plotters`' SVG backend, and writes them into one HTML file with its CSS
 //! inline: no script, no font, no image, nothing the page fetches, so it

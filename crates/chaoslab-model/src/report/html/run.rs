@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::chart::{self, Line, Mark};
 use super::{cell, escape, percent, table, Section};
 use crate::lab::figures::Figure;
-use crate::lab::Record;
+use crate::lab::RunRecord;
 use crate::report::samples::Samples;
 use crate::report::{NodeReport, Report};
 
@@ -20,13 +20,13 @@ pub const MAX_MARKS: usize = 60;
 
 /// The page of a finished run: `report` is its report (the headline
 /// table), `samples` its figures per sample (the charts).
-pub fn page(r: &Record, report: &Report, samples: &Samples) -> String {
+pub fn page(r: &RunRecord, report: &Report, samples: &Samples) -> String {
     let title = format!("chaoslab run: {} under {}", r.topology.name, report.policy);
     super::page(&title, &sections(r, report, samples))
 }
 
 /// The sections of [`page`], for a front end that adds its own.
-pub fn sections(r: &Record, report: &Report, samples: &Samples) -> Vec<Section> {
+pub fn sections(r: &RunRecord, report: &Report, samples: &Samples) -> Vec<Section> {
     let marks = marks(r);
     let xs = &samples.t_s;
     let x = "seconds after the warm-up";
@@ -96,7 +96,7 @@ pub fn sections(r: &Record, report: &Report, samples: &Samples) -> Vec<Section> 
 /// amplification of the [`MAX_LINES`] services with the highest over the
 /// run (of every service on a fleet no larger), so a mesh of thousands
 /// keeps its charts at a point a second.
-pub fn charted(r: &Record, report: &Report) -> Samples {
+pub fn charted(r: &RunRecord, report: &Report) -> Samples {
     let mut by_amp: Vec<(usize, f64)> = report
         .nodes
         .iter()
@@ -117,7 +117,7 @@ pub fn charted(r: &Record, report: &Report) -> Samples {
 }
 
 /// Every event after the warm-up as a mark on the samples' clock.
-fn marks(r: &Record) -> Vec<Mark> {
+fn marks(r: &RunRecord) -> Vec<Mark> {
     let warmup = r.warmup.as_secs_f64();
     r.events
         .iter()
@@ -277,7 +277,7 @@ pub(crate) fn phases(report: &Report) -> Section {
 
 /// Each service's amplification over time, the events marked, and the
 /// list of every event under the chart.
-fn amplification(r: &Record, samples: &Samples, marks: &[Mark]) -> Section {
+fn amplification(r: &RunRecord, samples: &Samples, marks: &[Mark]) -> Section {
     let t = &r.topology;
     let mut lines: Vec<(f64, Line)> = (0..t.services.len())
         .filter_map(|i| Some((i, samples.column(Figure::Amplification, Some(i))?)))
@@ -351,7 +351,7 @@ fn amplification(r: &Record, samples: &Samples, marks: &[Mark]) -> Section {
 /// What `run --html FILE` and `run --series FILE` write for a finished
 /// run, as (path, text, what it is): the samples measured once for both.
 pub fn outputs<'p>(
-    r: &Record,
+    r: &RunRecord,
     report: &Report,
     html: Option<&'p std::path::Path>,
     series: Option<(&'p std::path::Path, crate::report::samples::Format)>,

@@ -66,7 +66,7 @@ pub fn recovery_s(cfg: &ThrottleConfig, rate: f64) -> f64 {
 /// reopen once its callee heals (at the rate the model gives that edge,
 /// healthy). `None` without a throttle.
 pub fn describe(t: &Topology, policy: &Policy) -> Option<String> {
-    if !policy.throttle {
+    if !policy.mode.throttle {
         return None;
     }
     let cfg = policy.throttle_config;

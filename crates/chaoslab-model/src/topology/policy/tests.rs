@@ -12,7 +12,7 @@ fn preset_table() -> String {
     for preset in Preset::ALL {
         let mut p = Policy::default();
         p.apply_preset(preset);
-        let attempts = if p.retries {
+        let attempts = if p.mode.retries {
             format!("R = {}", p.attempts)
         } else {
             "1".into()
@@ -20,14 +20,14 @@ fn preset_table() -> String {
         let mut model = p
             .budget_model()
             .map_or_else(|| "–".into(), |m| format!("`{}`", m.describe()));
-        if p.throttle {
+        if p.mode.throttle {
             let t = p.throttle_config;
             model += &format!(" + throttle K = {} over {} s", t.k, t.window.as_secs());
         }
         if preset == Preset::Sre {
             model += &format!(", R ≤ {SRE_MAX_ATTEMPTS}");
         }
-        let signal = p.signal.map_or_else(
+        let signal = p.mode.signal.map_or_else(
             || "–".into(),
             |sig| {
                 let headers: Vec<String> = sig.headers().iter().map(|h| format!("`{h}`")).collect();
@@ -37,7 +37,7 @@ fn preset_table() -> String {
         s.push_str(&format!(
             "| `{}` | {attempts} | {model} | {} | {signal} |\n",
             preset.name(),
-            if p.ownership { "on" } else { "off" },
+            if p.mode.ownership { "on" } else { "off" },
         ));
     }
     s

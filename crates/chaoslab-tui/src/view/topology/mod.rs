@@ -178,7 +178,7 @@ impl Walk<'_> {
 
 /// The topology laid out for one width: ready to measure and to draw.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct GraphLayout {
     grid: Grid,
     tall: bool,
     /// Some service has workers: nodes show their capacity.
@@ -200,12 +200,12 @@ pub struct Plan {
     left: u16,
 }
 
-impl Plan {
+impl GraphLayout {
     /// Lays out `s` for `width` columns, compact (one line per service)
     /// or tall (three lines per service: name, amplification, rate). When
     /// a service has workers, a compact node is wider (its utilisation
     /// bar and queue follow the pill) and a tall one two lines taller.
-    pub fn new(s: &Snapshot, width: u16, tall: bool) -> Plan {
+    pub fn new(s: &Snapshot, width: u16, tall: bool) -> GraphLayout {
         let grid = grid(s);
         let capacity = super::has_workers(s);
         let name_w = s
@@ -261,7 +261,7 @@ impl Plan {
             band_top.push(y);
             y += lines(r.len()) + 1;
         }
-        Plan {
+        GraphLayout {
             grid,
             tall,
             capacity,

@@ -7,11 +7,11 @@ use ratatui::style::{Modifier, Style};
 
 use super::super::{capacity, format, theme};
 use super::canvas::Canvas;
-use super::{pad, truncate, Kind, Plan};
+use super::{pad, truncate, GraphLayout, Kind};
 use crate::lab::figures::Figure;
 use crate::lab::Snapshot;
 
-impl Plan {
+impl GraphLayout {
     pub(super) fn draw_nodes(&self, s: &Snapshot, selected: usize, c: &mut Canvas) {
         let w = self.node_w as usize;
         for it in &self.grid.items {

@@ -7,7 +7,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
 fn draw(s: &Snapshot, w: u16, tall: bool, selected: usize) -> Vec<String> {
-    let plan = Plan::new(s, w, tall);
+    let plan = GraphLayout::new(s, w, tall);
     let area = Rect::new(0, 0, w, plan.height());
     let mut buf = Buffer::empty(area);
     plan.render(s, selected, area, &mut buf);
@@ -74,7 +74,7 @@ fn a_tree_branches_without_crossing() {
 #[test]
 fn the_view_scrolls_to_the_selected_service() {
     let s = fixtures::deep_chain();
-    let plan = Plan::new(&s, 60, false);
+    let plan = GraphLayout::new(&s, 60, false);
     assert!(plan.height() > 4);
     let area = Rect::new(0, 0, 60, 3);
     let mut buf = Buffer::empty(area);
