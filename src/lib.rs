@@ -16,6 +16,7 @@ pub mod headless;
 pub mod import;
 pub mod inspect;
 pub mod k8s;
+pub mod launch;
 pub mod node;
 pub mod serve;
 pub mod tap;

@@ -16,12 +16,12 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use crate::cli::{parse_fail, service_named, LoadArgs, NodeArgs};
-use crate::endpoints::{listen, Endpoints};
+use crate::endpoints::listen;
 use crate::error::RunError;
 use crate::fleet::Placement;
+use crate::launch::{launch, Launched};
 use crate::report::Report;
-use crate::session::{Session, Setup};
-use crate::signals::Interrupts;
+use crate::session::Setup;
 use crate::topology::Topology;
 
 /// `chaoslab node`: serves one service until SIGINT or SIGTERM, then
@@ -57,23 +57,25 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
         }
     }
     let initial = args.start.actions(&t).map_err(RunError::usage)?;
-    let access = args.endpoints.access().map_err(RunError::usage)?;
-    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control, &access)?;
-    let interrupts = Interrupts::watch();
-    let session = Session::start(Setup {
-        initial,
-        seed: args.seed.unwrap_or(1),
-        load: false,
-        placement: Some(Placement {
-            local: Some(id),
-            listen,
-            replica: args.replica,
-            peers,
-        }),
-        access,
-        ..Setup::new(t)
-    })?;
-    interrupts.attach(session.stopper());
+    let Launched {
+        session,
+        interrupts,
+        listening,
+    } = launch(
+        &args.endpoints,
+        Setup {
+            initial,
+            seed: args.seed.unwrap_or(1),
+            load: false,
+            placement: Some(Placement {
+                local: Some(id),
+                listen,
+                replica: args.replica,
+                peers,
+            }),
+            ..Setup::new(t)
+        },
+    )?;
     if args.exit_with_stdin {
         let stop = session.stopper();
         // Ends at EOF: the parent closed the pipe, exited or was killed.
@@ -82,7 +84,6 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
             let _ = stop.send(true);
         });
     }
-    let listening = endpoints.start(&session, vec![])?;
     let t = session.topology();
     let name = t.services[id].service_name().to_string();
     {
@@ -123,26 +124,28 @@ pub fn load(args: LoadArgs) -> Result<(), RunError> {
     let placed = peers.roots(&t).map_err(RunError::usage)?;
     let mut initial = args.start.actions(&t).map_err(RunError::usage)?;
     initial.extend(args.load.actions().map_err(RunError::usage)?);
-    let access = args.endpoints.access().map_err(RunError::usage)?;
-    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control, &access)?;
-    let interrupts = Interrupts::watch();
-    let session = Session::start(Setup {
-        initial,
-        seed: args.load.seed.unwrap_or(1),
-        until: args.duration,
-        placement: Some(Placement {
-            local: None,
-            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-            replica: None,
-            peers: placed,
-        }),
-        access,
-        ..Setup::new(t)
-    })?;
-    interrupts.attach(session.stopper());
+    let Launched {
+        session,
+        interrupts,
+        listening,
+    } = launch(
+        &args.endpoints,
+        Setup {
+            initial,
+            seed: args.load.seed.unwrap_or(1),
+            until: args.duration,
+            placement: Some(Placement {
+                local: None,
+                listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+                replica: None,
+                peers: placed,
+            }),
+            ..Setup::new(t)
+        },
+    )?;
     {
         let mut err = std::io::stderr().lock();
-        for line in endpoints.start(&session, vec![])? {
+        for line in listening {
             let _ = writeln!(err, "{line}");
         }
         let _ = writeln!(

@@ -6,11 +6,10 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use crate::cli::ServeArgs;
-use crate::endpoints::Endpoints;
 use crate::error::{check_outputs, write_output, RunError};
+use crate::launch::{launch, Launched};
 use crate::report::Report;
-use crate::session::{Session, Setup};
-use crate::signals::Interrupts;
+use crate::session::Setup;
 use crate::topology::Topology;
 
 /// `chaoslab serve`.
@@ -23,19 +22,20 @@ pub fn run(args: ServeArgs) -> Result<(), RunError> {
     check_outputs(&outputs, &[&args.topology])?;
     let t = Topology::load(&args.topology)?;
     let initial = args.start.actions(&t).map_err(RunError::usage)?;
-    let access = args.endpoints.access().map_err(RunError::usage)?;
-    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control, &access)?;
-    let interrupts = Interrupts::watch();
-    let session = Session::start(Setup {
-        initial,
-        seed: args.seed.unwrap_or(1),
-        load: false,
-        until: args.duration,
-        access,
-        ..Setup::new(t)
-    })?;
-    interrupts.attach(session.stopper());
-    let listening = endpoints.start(&session, vec![])?;
+    let Launched {
+        session,
+        interrupts,
+        listening,
+    } = launch(
+        &args.endpoints,
+        Setup {
+            initial,
+            seed: args.seed.unwrap_or(1),
+            load: false,
+            until: args.duration,
+            ..Setup::new(t)
+        },
+    )?;
     {
         let t = session.topology();
         let mut out = std::io::stdout().lock();

@@ -17,10 +17,9 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use crate::cli::TapArgs;
-use crate::endpoints::Endpoints;
 use crate::error::RunError;
-use crate::session::{Session, Setup};
-use crate::signals::Interrupts;
+use crate::launch::{launch, Launched};
+use crate::session::Setup;
 use crate::topology::Topology;
 
 /// How long a tap runs without `--duration`.
@@ -32,21 +31,23 @@ pub fn run(args: TapArgs) -> Result<(), RunError> {
     let id = crate::cli::service_named(&t, &args.service).map_err(RunError::usage)?;
     let mut initial = args.start.actions(&t).map_err(RunError::usage)?;
     initial.extend(args.load.actions().map_err(RunError::usage)?);
-    let access = args.endpoints.access().map_err(RunError::usage)?;
-    let endpoints = Endpoints::parse(&args.endpoints.metrics, &args.endpoints.control, &access)?;
-    let interrupts = Interrupts::watch();
-    let session = Session::start(Setup {
-        initial,
-        seed: args.load.seed.unwrap_or(1),
-        until: Some(args.duration.unwrap_or(DEFAULT)),
-        processes: args.processes.then(|| args.topology.clone()),
-        access,
-        ..Setup::new(t)
-    })?;
-    interrupts.attach(session.stopper());
+    let Launched {
+        session,
+        interrupts,
+        listening,
+    } = launch(
+        &args.endpoints,
+        Setup {
+            initial,
+            seed: args.load.seed.unwrap_or(1),
+            until: Some(args.duration.unwrap_or(DEFAULT)),
+            processes: args.processes.then(|| args.topology.clone()),
+            ..Setup::new(t)
+        },
+    )?;
     {
         let mut err = std::io::stderr().lock();
-        for line in endpoints.start(&session, vec![])? {
+        for line in listening {
             let _ = writeln!(err, "{line}");
         }
     }
