@@ -9,7 +9,7 @@
 //! here plus the place where it is counted.
 //!
 //! ```
-//! use chaoslab::lab::figures::{Figure, Scope};
+//! use chaoslab_model::lab::figures::{Figure, Scope};
 //!
 //! let f = Figure::parse("amplification").unwrap();
 //! assert_eq!(f.scope(), Scope::Service);

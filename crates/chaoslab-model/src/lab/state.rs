@@ -10,8 +10,8 @@
 //! starting state, and a `--record` file opens with [`LabState::actions`].
 //!
 //! ```
-//! use chaoslab::lab::{apply, Action, Change, LabState};
-//! use chaoslab::topology::Topology;
+//! use chaoslab_model::lab::{apply, Action, Change, LabState};
+//! use chaoslab_model::topology::Topology;
 //!
 //! let t = Topology::from_yaml("name: t\nservices:\n  A: { calls: [B] }\n  B:\n", "t.yaml").unwrap();
 //! let mut s = LabState::of(&t);

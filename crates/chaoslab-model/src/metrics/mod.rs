@@ -79,7 +79,7 @@ const SUB_BUCKETS: u64 = 8;
 /// latencies fill a few dozen.
 ///
 /// ```
-/// use chaoslab::metrics::LatencySummary;
+/// use chaoslab_model::metrics::LatencySummary;
 ///
 /// let mut s = LatencySummary::default();
 /// s.record(1_000, 99); // 99 requests took 1 ms

@@ -8,7 +8,7 @@
 //! carry at all.
 //!
 //! ```
-//! use chaoslab::report::junit::escape;
+//! use chaoslab_model::report::junit::escape;
 //! assert_eq!(escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
 //! ```
 

@@ -84,8 +84,8 @@
 //! topology.
 //!
 //! ```
-//! use chaoslab::scenario::Scenario;
-//! use chaoslab::topology::Topology;
+//! use chaoslab_model::scenario::Scenario;
+//! use chaoslab_model::topology::Topology;
 //!
 //! let t = Topology::from_yaml("name: t\nservices:\n  A: { calls: [B] }\n  B:\n", "t.yaml").unwrap();
 //! let s = Scenario::from_yaml(
@@ -320,8 +320,8 @@ impl Scenario {
 /// same parser (JSON is YAML's flow style).
 ///
 /// ```
-/// use chaoslab::scenario::actions_from_json;
-/// use chaoslab::topology::Topology;
+/// use chaoslab_model::scenario::actions_from_json;
+/// use chaoslab_model::topology::Topology;
 ///
 /// let t = Topology::from_yaml("name: t\nservices:\n  A: { calls: [B] }\n  B:\n", "t.yaml").unwrap();
 /// let faults: Vec<_> = t.services.iter().map(|s| s.fault.clone()).collect();

@@ -10,9 +10,9 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chaoslab::scenario::{record::to_scenario_yaml, Scenario};
-//! use chaoslab::lab::{Action, Event, Origin};
-//! use chaoslab::topology::{Preset, PolicyFields, Topology};
+//! use chaoslab_model::scenario::{record::to_scenario_yaml, Scenario};
+//! use chaoslab_model::lab::{Action, Event, Origin};
+//! use chaoslab_model::topology::{Preset, PolicyFields, Topology};
 //!
 //! let t = Topology::from_yaml("name: t\nservices:\n  A: { calls: [B] }\n  B:\n", "t.yaml").unwrap();
 //! let action = Action::Policy(PolicyFields { preset: Some(Preset::Budget), ..Default::default() });

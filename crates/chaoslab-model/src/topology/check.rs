@@ -54,7 +54,7 @@ pub fn render_check_simulated(t: &Topology, simulate: bool) -> String {
 /// leave the fleet down. Empty when no service has workers.
 ///
 /// ```
-/// use chaoslab::topology::{check::render_capacity, Topology};
+/// use chaoslab_model::topology::{check::render_capacity, Topology};
 ///
 /// let t = Topology::from_yaml(
 ///     "name: m\nload: { rps: 120 }\npolicy: { attempts: 3 }\nservices:\n  A: { calls: [DB] }\n  DB: { workers: 4, work: 25ms }\n",

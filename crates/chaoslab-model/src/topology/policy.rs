@@ -25,7 +25,7 @@
 //! | `sre`       | `window` 10%, 10 s; R capped at 3; adaptive throttling | `sre` |
 //!
 //! ```
-//! use chaoslab::topology::{Policy, Preset};
+//! use chaoslab_model::topology::{Policy, Preset};
 //!
 //! let mut p = Policy::default();
 //! p.apply_preset(Preset::Grpc);

@@ -10,8 +10,8 @@
 //! (unknown dependencies, cycles, the entry) live in [`super::validate`].
 //!
 //! ```
-//! use chaoslab::topology::spec::TopologySpec;
-//! use chaoslab::yaml;
+//! use chaoslab_model::topology::spec::TopologySpec;
+//! use chaoslab_model::yaml;
 //!
 //! let spec: TopologySpec = yaml::from_str(
 //!     "name: tiny\nservices:\n  A: { calls: [B] }\n  B:\n",

@@ -18,7 +18,7 @@
 //!   document that expands past it is refused at its first alias.
 //!
 //! ```
-//! use chaoslab::yaml;
+//! use chaoslab_model::yaml;
 //!
 //! let deep = format!("a: {}{}\n", "[".repeat(100), "]".repeat(100));
 //! let e = yaml::from_str::<yaml::Value>(&deep, "d.yaml").unwrap_err();

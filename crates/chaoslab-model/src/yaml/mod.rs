@@ -30,7 +30,7 @@
 //!   no spans, so they are found by looking at the text.
 //!
 //! ```
-//! use chaoslab::yaml;
+//! use chaoslab_model::yaml;
 //!
 //! #[derive(Debug, serde::Deserialize)]
 //! struct Fault {

@@ -53,7 +53,7 @@
 //! 10 % budget puts 1.1: 160 / 1.1 ≈ 145 rps.
 //!
 //! ```
-//! use chaoslab::topology::{model::capacity, Preset, Topology};
+//! use chaoslab_model::topology::{model::capacity, Preset, Topology};
 //!
 //! let t = Topology::from_yaml(
 //!     "name: m\nload: { rps: 120 }\npolicy: { attempts: 3, budget: 0.1 }\nservices:\n  A: { calls: [DB] }\n  DB: { workers: 4, work: 25ms }\n",
@@ -337,7 +337,7 @@ pub struct Trigger {
 /// about 17 s with a 10 % budget, and never under naive retries.
 ///
 /// ```
-/// use chaoslab::topology::{model::capacity::{recovery_after, Trigger}, Preset, Topology};
+/// use chaoslab_model::topology::{model::capacity::{recovery_after, Trigger}, Preset, Topology};
 ///
 /// let mut t = Topology::from_yaml(
 ///     "name: m\npolicy: { preset: retry, attempts: 3, timeout: 250ms }\nload: { rps: 120 }\nservices:\n  A: { calls: [DB] }\n  DB: { workers: 4, work: 25ms }\n",

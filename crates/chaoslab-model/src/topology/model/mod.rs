@@ -44,7 +44,7 @@
 //! of a storm of timeouts) on top of these loads.
 //!
 //! ```
-//! use chaoslab::topology::{model, Preset, Topology};
+//! use chaoslab_model::topology::{model, Preset, Topology};
 //!
 //! let t = Topology::from_yaml(
 //!     "name: t\nservices:\n  A: { calls: [B] }\n  B: { calls: [C] }\n  C: { fault: { error_rate: 1.0 } }\n",

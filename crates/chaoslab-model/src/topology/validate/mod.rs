@@ -12,7 +12,7 @@
 //! 2.
 //!
 //! ```
-//! use chaoslab::topology::Topology;
+//! use chaoslab_model::topology::Topology;
 //!
 //! let err = Topology::from_yaml(
 //!     "name: t\nservices:\n  A: { calls: [B] }\n  B: { calls: [X] }\n",
