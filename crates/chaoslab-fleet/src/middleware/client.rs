@@ -18,6 +18,7 @@
 //! calling request knows is reported late. Without a known deadline the
 //! client reads no clock for it, and without `propagate` it sends no header.
 
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,7 +33,7 @@ use super::context::{self, Trace, TraceHeader as _, DEADLINE, TRACE};
 use super::server::BadHeaderName;
 use super::{Attempted, CallFailed, Observer, RetrySent};
 use crate::observe::{is_out_of_files, Exchanged, Then, WireValue};
-use error_ownership::attempt::{attempt_timeout, AttemptMachine, Next};
+use error_ownership::attempt::{attempt_timeout, AttemptMachine, CallOutcome, Next};
 use error_ownership::claim::Outbound;
 use error_ownership::policy::EdgePolicy;
 use error_ownership::quota::RetryKind;
@@ -353,137 +354,66 @@ impl RetryClient {
         // against it whatever the policy.
         let deadline = context::current_deadline();
         let propagate = policy.deadline_propagate;
-        let clip = deadline.filter(|_| propagate);
-        // The call is open on the edge's budget (a window earns its
-        // deposit) until `books` is dropped.
-        let mut books = Books::open(edge, self.epoch, policy.budget.is_some());
-        let mut machine = AttemptMachine::for_policy(&policy);
+        let call = Call {
+            edge,
+            policy: &policy,
+            trace,
+            child,
+            deadline,
+            propagate,
+            clip: deadline.filter(|_| propagate),
+        };
+        let (outcome, overloaded) = self.attempts(&call).await;
+        self.conclude(edge, outcome, overloaded)
+    }
+
+    /// The call's attempts, sent one after another until its machine
+    /// stops: how the call ended, and whether the last answer was an
+    /// overloaded callee's (in the `sre` dialect). The call is open on the
+    /// edge's budget (a window earns its deposit) until this returns.
+    async fn attempts(&self, call: &Call<'_>) -> (CallOutcome, bool) {
+        let mut books = Books::open(call.edge, self.epoch, call.policy.budget.is_some());
+        let mut machine = AttemptMachine::for_policy(call.policy);
         let mut tried = Tried::default();
-        // Whether the last answer was an overloaded callee's, in the `sre`
-        // dialect.
         let mut overloaded = false;
         // A retry decided on and not yet sent: it counts once it leaves,
         // not when the breaker, the throttle or the deadline stops it.
         let mut retrying = false;
-        let outcome = loop {
-            let sent = Instant::now();
-            let started = deadline.map(|_| sent);
-            let left = clip
-                .zip(started)
-                .map(|(d, t)| d.saturating_duration_since(t));
-            let Some(timeout) = attempt_timeout(policy.timeout, left) else {
-                break machine
-                    .before_attempt(true)
-                    .expect("a call whose deadline has passed stops");
+        loop {
+            let cleared = match self.clear(call, &mut machine) {
+                ControlFlow::Continue(cleared) => cleared,
+                ControlFlow::Break(outcome) => return (outcome, overloaded),
             };
-            let breaker = policy.breaker.is_some();
-            let now = breaker.then(|| self.now());
-            if let Some(false) = now.and_then(|now| edge.with_breaker(|b| b.try_pass(now))) {
-                // Failed fast by this service's own breaker: its error.
-                record::mark_own_fault();
-                break machine.short_circuit();
-            }
-            // The SRE book's throttle: every attempt, first or retry, is
-            // asked for (and counted) before it is sent.
-            let throttled = policy.throttle.is_some();
-            if throttled {
-                let (now, u) = (self.now(), self.uniform());
-                if edge.with_throttle(|t| t.try_pass(now, u)) == Some(false) {
-                    // Rejected locally: this service's own error.
-                    record::mark_own_fault();
-                    break machine.throttled();
-                }
-            }
             if std::mem::take(&mut retrying) {
                 self.observer.retry_sent(&RetrySent {
                     service: self.service,
-                    edge: edge.id,
-                    trace,
+                    edge: call.edge.id,
+                    trace: call.trace,
                 });
             }
             let attempt = machine.attempt();
             let mut in_flight = InFlight {
-                sent,
+                sent: cleared.sent,
                 observer: &*self.observer,
                 attempted: Attempted {
-                    service: self.service,
-                    edge: edge.id,
-                    attempt,
-                    outcome: Classified::NoResponse,
-                    late: false,
-                    elapsed: Duration::ZERO,
                     // Until an answer says otherwise: dropped mid-way, the
                     // caller stopped waiting.
                     timed_out: true,
-                    cancelled: false,
+                    ..self.attempted(call.edge, attempt)
                 },
             };
-            let host = edge.balancer.pick(&tried, &mut |n| self.draw(n));
-            tried.add(host.replica);
-            if edge.balancer.replicas() > 1 {
-                self.observer
-                    .sent_to_replica(edge.dependency, host.replica as u32, attempt > 0);
-            }
-            let reply = self
-                .attempt(
-                    edge,
-                    host.url,
-                    child,
-                    (sent, timeout),
-                    propagate,
-                    (policy.signal, attempt),
-                )
-                .await;
-            drop(host);
-            let answer = reply.class;
-            overloaded = policy.signal == Some(Signal::Sre)
+            let reply = self.send(call, &cleared, attempt, &mut tried).await;
+            overloaded = call.policy.signal == Some(Signal::Sre)
                 && matches!(
                     reply.advice,
                     Advice::Retry | Advice::DontRetry(DontRetry::OverloadedDontRetry)
                 );
-            in_flight.attempted.outcome = answer;
-            in_flight.attempted.timed_out =
-                answer == Classified::NoResponse && reply.kind == RetryKind::Timeout;
-            if breaker {
-                let now = self.now();
-                edge.with_breaker(|b| b.record(now, answer == Classified::Success));
-            }
-            if throttled {
-                // Accepted: answered without an error. An error, or no
-                // answer in time, is the backend's rejection.
-                let now = self.now();
-                edge.with_throttle(|t| t.record(now, answer == Classified::Success));
-            }
-            // Late: still in flight after the deadline, which its own time
-            // limit allowed it to outlive (an attempt clipped to the
-            // deadline ends there, give or take the timer's tick).
-            if let (Some(d), Some(t)) = (deadline, started) {
-                in_flight.attempted.late = t + timeout > d && Instant::now() > d;
-            }
+            self.settle(call, &cleared, &mut in_flight, &reply);
             drop(in_flight);
-            books.answered(answer);
-            let deadline_passed = clip.is_some_and(|d| Instant::now() >= d);
-            let next = machine.on_advised_answer(
-                answer,
-                reply.advice,
-                deadline_passed,
-                || books.try_retry(reply.kind),
-                || self.uniform(),
-            );
-            self.observer.exchanged(&Exchanged {
-                service: self.service,
-                edge: edge.id,
-                attempt,
-                status: reply.status,
-                claim: reply.claim,
-                then: match &next {
-                    Next::Stop(o) => o.stop_reason().map_or(Then::Done, Then::Stopped),
-                    _ => Then::Retried,
-                },
-                sent,
-            });
+            books.answered(reply.class);
+            let next = self.decide(call, &cleared, attempt, &reply, &mut machine, &mut books);
             let delay = match next {
-                Next::Stop(outcome) => break outcome,
+                Next::Stop(outcome) => return (outcome, overloaded),
                 Next::RetryNow => None,
                 Next::RetryAfter(d) => Some(d),
             };
@@ -491,8 +421,156 @@ impl RetryClient {
             if let Some(d) = delay {
                 tokio::time::sleep(d).await;
             }
+        }
+    }
+
+    /// Whether the next attempt may leave, and with what time: `Break`
+    /// with the call's outcome when the deadline has passed, or this
+    /// service's own breaker or throttle fails it fast.
+    #[inline]
+    fn clear(
+        &self,
+        call: &Call<'_>,
+        machine: &mut AttemptMachine,
+    ) -> ControlFlow<CallOutcome, Cleared> {
+        let sent = Instant::now();
+        let started = call.deadline.map(|_| sent);
+        let left = call
+            .clip
+            .zip(started)
+            .map(|(d, t)| d.saturating_duration_since(t));
+        let Some(timeout) = attempt_timeout(call.policy.timeout, left) else {
+            return ControlFlow::Break(
+                machine
+                    .before_attempt(true)
+                    .expect("a call whose deadline has passed stops"),
+            );
         };
-        drop(books);
+        let breaker = call.policy.breaker.is_some();
+        let now = breaker.then(|| self.now());
+        if let Some(false) = now.and_then(|now| call.edge.with_breaker(|b| b.try_pass(now))) {
+            // Failed fast by this service's own breaker: its error.
+            record::mark_own_fault();
+            return ControlFlow::Break(machine.short_circuit());
+        }
+        // The SRE book's throttle: every attempt, first or retry, is
+        // asked for (and counted) before it is sent.
+        let throttled = call.policy.throttle.is_some();
+        if throttled && self.throttle_rejects(call.edge) {
+            // Rejected locally: this service's own error.
+            record::mark_own_fault();
+            return ControlFlow::Break(machine.throttled());
+        }
+        ControlFlow::Continue(Cleared {
+            sent,
+            started,
+            timeout,
+            breaker,
+            throttled,
+        })
+    }
+
+    /// Sends attempt number `attempt` to a replica the call has not tried
+    /// yet (if it has one) and waits for its reply.
+    #[inline]
+    async fn send(
+        &self,
+        call: &Call<'_>,
+        cleared: &Cleared,
+        attempt: u32,
+        tried: &mut Tried,
+    ) -> Reply {
+        let edge = call.edge;
+        let host = edge.balancer.pick(tried, &mut |n| self.draw(n));
+        tried.add(host.replica);
+        if edge.balancer.replicas() > 1 {
+            self.observer
+                .sent_to_replica(edge.dependency, host.replica as u32, attempt > 0);
+        }
+        let reply = self
+            .attempt(
+                edge,
+                host.url,
+                call.child,
+                (cleared.sent, cleared.timeout),
+                call.propagate,
+                (call.policy.signal, attempt),
+            )
+            .await;
+        drop(host);
+        reply
+    }
+
+    /// Writes an answered attempt down: in its report, and in the
+    /// breaker's and the throttle's books.
+    #[inline]
+    fn settle(
+        &self,
+        call: &Call<'_>,
+        cleared: &Cleared,
+        in_flight: &mut InFlight<'_>,
+        reply: &Reply,
+    ) {
+        let answer = reply.class;
+        in_flight.attempted.outcome = answer;
+        in_flight.attempted.timed_out =
+            answer == Classified::NoResponse && reply.kind == RetryKind::Timeout;
+        if cleared.breaker {
+            let now = self.now();
+            call.edge
+                .with_breaker(|b| b.record(now, answer == Classified::Success));
+        }
+        if cleared.throttled {
+            // Accepted: answered without an error. An error, or no
+            // answer in time, is the backend's rejection.
+            self.throttle_heard(call.edge, answer);
+        }
+        // Late: still in flight after the deadline, which its own time
+        // limit allowed it to outlive (an attempt clipped to the
+        // deadline ends there, give or take the timer's tick).
+        if let (Some(d), Some(t)) = (call.deadline, cleared.started) {
+            in_flight.attempted.late = t + cleared.timeout > d && Instant::now() > d;
+        }
+    }
+
+    /// What the machine makes of an answered attempt (asking the budget
+    /// for the retry it wants), told to the wire tap.
+    #[inline]
+    fn decide(
+        &self,
+        call: &Call<'_>,
+        cleared: &Cleared,
+        attempt: u32,
+        reply: &Reply,
+        machine: &mut AttemptMachine,
+        books: &mut Books<'_>,
+    ) -> Next {
+        let deadline_passed = call.clip.is_some_and(|d| Instant::now() >= d);
+        let next = machine.on_advised_answer(
+            reply.class,
+            reply.advice,
+            deadline_passed,
+            || books.try_retry(reply.kind),
+            || self.uniform(),
+        );
+        self.observer.exchanged(&Exchanged {
+            service: self.service,
+            edge: call.edge.id,
+            attempt,
+            status: reply.status,
+            claim: reply.claim,
+            then: match &next {
+                Next::Stop(o) => o.stop_reason().map_or(Then::Done, Then::Stopped),
+                _ => Then::Retried,
+            },
+            sent: cleared.sent,
+        });
+        next
+    }
+
+    /// Reports a failed call, and records the call's outcome into the
+    /// current request's record, where the server layer finds it.
+    fn conclude(&self, edge: &EdgeState, outcome: CallOutcome, overloaded: bool) -> Outbound {
         if let Some(reason) = outcome.stop_reason() {
             self.observer.call_failed(&CallFailed {
                 service: self.service,
@@ -526,4 +604,62 @@ impl RetryClient {
         });
         outbound
     }
+
+    /// The report of attempt number `attempt` on `edge` before it ends:
+    /// no response yet, neither late, timed out nor cancelled.
+    #[inline]
+    pub(super) fn attempted(&self, edge: &EdgeState, attempt: u32) -> Attempted {
+        Attempted {
+            service: self.service,
+            edge: edge.id,
+            attempt,
+            outcome: Classified::NoResponse,
+            late: false,
+            elapsed: Duration::ZERO,
+            timed_out: false,
+            cancelled: false,
+        }
+    }
+
+    /// Whether the edge's throttle turns the next attempt away (asking it
+    /// counts the attempt); call it only on an edge with a throttle.
+    #[inline]
+    pub(super) fn throttle_rejects(&self, edge: &EdgeState) -> bool {
+        let (now, u) = (self.now(), self.uniform());
+        edge.with_throttle(|t| t.try_pass(now, u)) == Some(false)
+    }
+
+    /// Tells the edge's throttle how an attempt it let through was
+    /// answered: accepted on a success.
+    #[inline]
+    pub(super) fn throttle_heard(&self, edge: &EdgeState, answer: Classified) {
+        let now = self.now();
+        edge.with_throttle(|t| t.record(now, answer == Classified::Success));
+    }
+}
+
+/// What one call holds fixed over all its attempts.
+struct Call<'a> {
+    edge: &'a EdgeState,
+    policy: &'a EdgePolicy,
+    /// The caller's own trace, and its child, which each attempt carries.
+    trace: Option<Trace>,
+    child: Option<Trace>,
+    /// When the calling request's caller stops waiting, if known.
+    deadline: Option<Instant>,
+    /// Whether the callee is told the time left (`deadline: propagate`).
+    propagate: bool,
+    /// The deadline the attempts keep to: `deadline` under `propagate`.
+    clip: Option<Instant>,
+}
+
+/// An attempt cleared to leave: when, for how long, and whether the
+/// edge's breaker and throttle are to hear how it went.
+struct Cleared {
+    sent: Instant,
+    /// `sent`, when the call has a deadline to measure it against.
+    started: Option<Instant>,
+    timeout: Duration,
+    breaker: bool,
+    throttled: bool,
 }

@@ -5,8 +5,6 @@
 //! decisions are `error_ownership::hedge`'s machine's, which this only
 //! drives (it owns the sockets, the timer and the clock).
 
-use std::time::Duration;
-
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 
@@ -33,6 +31,21 @@ impl RetryClient {
         policy: &EdgePolicy,
         cfg: HedgeConfig,
     ) -> Outbound {
+        let race = self.race(edge, trace, policy, cfg).await;
+        self.conclude_hedged(edge, race)
+    }
+
+    /// Sends the attempts the hedge asks for and waits for their answers
+    /// until it commits to one, or nothing is left in flight. What still
+    /// runs then is cancelled (its connection is closed), and the call is
+    /// closed on the edge's budget.
+    async fn race(
+        &self,
+        edge: &EdgeState,
+        trace: Option<Trace>,
+        policy: &EdgePolicy,
+        cfg: HedgeConfig,
+    ) -> Race {
         let child = trace.map(Trace::child);
         let mut books = Books::open(edge, self.epoch(), policy.budget.is_some());
         let mut hedge = Hedge::new(cfg);
@@ -46,62 +59,16 @@ impl RetryClient {
         let committed = loop {
             match std::mem::replace(&mut step, Step::Wait) {
                 Step::Send(n) => {
-                    if policy.throttle.is_some() {
-                        let (now, u) = (self.now(), self.uniform());
-                        if edge.with_throttle(|t| t.try_pass(now, u)) == Some(false) {
-                            throttled = true;
-                            if running.is_empty() {
-                                break None;
-                            }
-                            next_hedge = Instant::now() + FAR_FUTURE;
-                            continue;
+                    if policy.throttle.is_some() && self.throttle_rejects(edge) {
+                        throttled = true;
+                        if running.is_empty() {
+                            break None;
                         }
+                        next_hedge = Instant::now() + FAR_FUTURE;
+                        continue;
                     }
-                    if n > 0 {
-                        self.observer.retry_sent(&RetrySent {
-                            service: self.service,
-                            edge: edge.id,
-                            trace,
-                        });
-                    }
-                    let host = edge.balancer.pick(&tried, &mut |k| self.draw(k));
-                    tried.add(host.replica);
-                    let url = host.url.to_string();
-                    drop(host);
-                    let sent = Instant::now();
-                    running.push(async move {
-                        // Reported when it ends, or when it is cancelled
-                        // (dropped) because another attempt won.
-                        let mut in_flight = InFlight {
-                            observer: &*self.observer,
-                            sent,
-                            attempted: Attempted {
-                                service: self.service,
-                                edge: edge.id,
-                                attempt: n,
-                                outcome: Classified::NoResponse,
-                                late: false,
-                                elapsed: Duration::ZERO,
-                                timed_out: false,
-                                // Until it answers.
-                                cancelled: true,
-                            },
-                        };
-                        let reply = self
-                            .attempt(
-                                edge,
-                                &url,
-                                child,
-                                (sent, policy.timeout),
-                                false,
-                                (policy.signal, n),
-                            )
-                            .await;
-                        in_flight.attempted.outcome = reply.class;
-                        in_flight.attempted.timed_out = reply.class == Classified::NoResponse;
-                        in_flight.attempted.cancelled = false;
-                        (n, reply)
-                    });
+                    let (url, sent) = self.pick_hedge(edge, trace, &mut tried, n);
+                    running.push(self.hedge_attempt(edge, policy, url, child, sent, n));
                     next_hedge = sent + cfg.delay;
                     continue;
                 }
@@ -119,14 +86,7 @@ impl RetryClient {
             }
             tokio::select! {
                 Some((n, reply)) = running.next() => {
-                    let answer = reply.class;
-                    if policy.throttle.is_some() {
-                        let now = self.now();
-                        edge.with_throttle(|t| t.record(now, answer == Classified::Success));
-                    }
-                    books.answered(answer);
-                    let a = if answer == Classified::Success { Answer::Success } else { Answer::Failure };
-                    step = hedge.on_answer(n, a, || books.try_retry(reply.kind));
+                    step = self.hedge_answered(edge, policy, &mut hedge, &mut books, n, &reply);
                     if let Step::Commit { attempt, .. } = &step {
                         debug_assert_eq!(*attempt, n);
                         last = Some(reply);
@@ -141,6 +101,107 @@ impl RetryClient {
         // Dropping what still runs cancels it (its connection is closed).
         drop(running);
         drop(books);
+        Race {
+            committed,
+            last,
+            throttled,
+        }
+    }
+
+    /// Picks the replica attempt `n` goes to (a hedge past the first is
+    /// reported as a retry sent): its URL, and when the attempt leaves.
+    #[inline]
+    fn pick_hedge(
+        &self,
+        edge: &EdgeState,
+        trace: Option<Trace>,
+        tried: &mut Tried,
+        n: u32,
+    ) -> (String, Instant) {
+        if n > 0 {
+            self.observer.retry_sent(&RetrySent {
+                service: self.service,
+                edge: edge.id,
+                trace,
+            });
+        }
+        let host = edge.balancer.pick(tried, &mut |k| self.draw(k));
+        tried.add(host.replica);
+        let url = host.url.to_string();
+        drop(host);
+        (url, Instant::now())
+    }
+
+    /// Attempt `n`, sent at `sent` to `url`: its number and reply. It is
+    /// reported when it ends, or when it is cancelled (dropped) because
+    /// another attempt won.
+    async fn hedge_attempt(
+        &self,
+        edge: &EdgeState,
+        policy: &EdgePolicy,
+        url: String,
+        child: Option<Trace>,
+        sent: Instant,
+        n: u32,
+    ) -> (u32, Reply) {
+        let mut in_flight = InFlight {
+            observer: &*self.observer,
+            sent,
+            attempted: Attempted {
+                // Until it answers.
+                cancelled: true,
+                ..self.attempted(edge, n)
+            },
+        };
+        let reply = self
+            .attempt(
+                edge,
+                &url,
+                child,
+                (sent, policy.timeout),
+                false,
+                (policy.signal, n),
+            )
+            .await;
+        in_flight.attempted.outcome = reply.class;
+        in_flight.attempted.timed_out = reply.class == Classified::NoResponse;
+        in_flight.attempted.cancelled = false;
+        (n, reply)
+    }
+
+    /// Attempt `n` answered: the throttle and the budget hear how, and the
+    /// hedge says what next (asking the budget for the retry it wants).
+    #[inline]
+    fn hedge_answered(
+        &self,
+        edge: &EdgeState,
+        policy: &EdgePolicy,
+        hedge: &mut Hedge,
+        books: &mut Books<'_>,
+        n: u32,
+        reply: &Reply,
+    ) -> Step {
+        let answer = reply.class;
+        if policy.throttle.is_some() {
+            self.throttle_heard(edge, answer);
+        }
+        books.answered(answer);
+        let a = if answer == Classified::Success {
+            Answer::Success
+        } else {
+            Answer::Failure
+        };
+        hedge.on_answer(n, a, || books.try_retry(reply.kind))
+    }
+
+    /// Reports a failed hedged call and records its outcome, as
+    /// [`RetryClient::call`] does.
+    fn conclude_hedged(&self, edge: &EdgeState, race: Race) -> Outbound {
+        let Race {
+            committed,
+            last,
+            throttled,
+        } = race;
         let class = last.map_or(Classified::NoResponse, |r| r.class);
         let failed = committed.is_none() || class != Classified::Success;
         if failed {
@@ -182,4 +243,13 @@ impl RetryClient {
         }
         outbound
     }
+}
+
+/// How a hedged call's race ended: the attempt it committed to (`None`:
+/// none answered as the hedge wanted, or the throttle let none leave),
+/// that attempt's reply, and whether the throttle turned one away.
+struct Race {
+    committed: Option<u32>,
+    last: Option<Reply>,
+    throttled: bool,
 }

@@ -325,9 +325,30 @@ impl Source {
             .collect()
     }
 
+    /// Every family, in the order a scrape has always listed them: by
+    /// what each counts over (services, edges, replicas, roots, the fleet),
+    /// counters before the gauges of the moment.
     fn encode(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let c: Counts = self.metrics.counts();
         let snap = self.snapshot.borrow().clone();
+        self.encode_service_counters(e, &c)?;
+        self.encode_edge_counters(e, &c)?;
+        self.encode_replicas(e, &c)?;
+        self.encode_entries(e, &c)?;
+        self.encode_fleet_counters(e, &c)?;
+        self.encode_service_gauges(e, &c, &snap)?;
+        self.encode_edge_gauges(e, &c)?;
+        self.encode_fleet_gauges(e, &snap)?;
+        self.encode_servicegraph(e, &c)
+    }
+
+    /// Each service's requests, errors, claims, and the requests it lost
+    /// (timed out, shed, wasted) or failed itself.
+    fn encode_service_counters(
+        &self,
+        e: &mut DescriptorEncoder,
+        c: &Counts,
+    ) -> Result<(), std::fmt::Error> {
         let sc = |i: usize| &c.services[i];
         family(
             e,
@@ -339,26 +360,7 @@ impl Source {
             "chaoslab_errors",
             self.per_service(|i| counter(sc(i).errors)),
         )?;
-        for (name, pick) in [("chaoslab_claims_returned", 0), ("chaoslab_claims_seen", 1)] {
-            let values = (0..self.services.len())
-                .flat_map(|i| {
-                    let triple = if pick == 0 {
-                        sc(i).claims_returned
-                    } else {
-                        sc(i).claims_seen
-                    };
-                    ["true", "false", "missing"]
-                        .into_iter()
-                        .zip(triple)
-                        .map(move |(claim, v)| {
-                            let mut l = self.svc(i);
-                            l.insert(1, ("claim", claim.to_string()));
-                            (l, counter(v))
-                        })
-                })
-                .collect();
-            family(e, name, values)?;
-        }
+        self.encode_claims(e, c)?;
         family(
             e,
             "chaoslab_timeouts",
@@ -378,7 +380,43 @@ impl Source {
             e,
             "chaoslab_own_errors",
             self.per_service(|i| counter(sc(i).own_errors)),
-        )?;
+        )
+    }
+
+    /// Each service's claims returned and seen, by claim (true, false,
+    /// missing).
+    fn encode_claims(&self, e: &mut DescriptorEncoder, c: &Counts) -> Result<(), std::fmt::Error> {
+        for (name, pick) in [("chaoslab_claims_returned", 0), ("chaoslab_claims_seen", 1)] {
+            let values = (0..self.services.len())
+                .flat_map(|i| {
+                    let triple = if pick == 0 {
+                        c.services[i].claims_returned
+                    } else {
+                        c.services[i].claims_seen
+                    };
+                    ["true", "false", "missing"]
+                        .into_iter()
+                        .zip(triple)
+                        .map(move |(claim, v)| {
+                            let mut l = self.svc(i);
+                            l.insert(1, ("claim", claim.to_string()));
+                            (l, counter(v))
+                        })
+                })
+                .collect();
+            family(e, name, values)?;
+        }
+        Ok(())
+    }
+
+    /// Each edge's attempts and retries, and the retries its policy held
+    /// back (suppressed, refused, denied, short-circuited, cancelled,
+    /// throttled).
+    fn encode_edge_counters(
+        &self,
+        e: &mut DescriptorEncoder,
+        c: &Counts,
+    ) -> Result<(), std::fmt::Error> {
         let ec = |i: usize| &c.edges[i];
         family(
             e,
@@ -419,11 +457,17 @@ impl Source {
             e,
             "chaoslab_throttled",
             self.per_edge(|i| counter(ec(i).throttled)),
-        )?;
-        self.encode_replicas(e, &c)?;
-        self.encode_entries(e, &c)?;
+        )
+    }
+
+    /// The fleet's root requests and what became of them, and the requests
+    /// its endpoints refused, by reason.
+    fn encode_fleet_counters(
+        &self,
+        e: &mut DescriptorEncoder,
+        c: &Counts,
+    ) -> Result<(), std::fmt::Error> {
         let fleet = |v| vec![(self.labels(vec![]), v)];
-        let fleet_gauge = |v| vec![(self.labels(vec![]), v)];
         family(e, "chaoslab_root_requests", fleet(counter(c.root.sent)))?;
         family(e, "chaoslab_root_errors", fleet(counter(c.root.errors)))?;
         family(e, "chaoslab_root_dropped", fleet(counter(c.root.dropped)))?;
@@ -447,7 +491,18 @@ impl Source {
                     )
                 })
                 .collect(),
-        )?;
+        )
+    }
+
+    /// Each service's latency, amplification (measured and modelled), and
+    /// its queue and concurrency limit at the scrape.
+    fn encode_service_gauges(
+        &self,
+        e: &mut DescriptorEncoder,
+        c: &Counts,
+        snap: &Snapshot,
+    ) -> Result<(), std::fmt::Error> {
+        let sc = |i: usize| &c.services[i];
         family(
             e,
             "chaoslab_latency_seconds",
@@ -488,7 +543,16 @@ impl Source {
             e,
             "chaoslab_no_load_latency_seconds",
             self.per_service(|i| gauge(sc(i).no_load_us as f64 / 1e6)),
-        )?;
+        )
+    }
+
+    /// Each edge's budget level (where it has one) and breaker state.
+    fn encode_edge_gauges(
+        &self,
+        e: &mut DescriptorEncoder,
+        c: &Counts,
+    ) -> Result<(), std::fmt::Error> {
+        let ec = |i: usize| &c.edges[i];
         let levels: Vec<(Labels, ConstGauge<f64>)> = (0..self.edges.len())
             .filter_map(|i| {
                 let (level, limit) = ec(i).budget_level()?;
@@ -500,16 +564,22 @@ impl Source {
             e,
             "chaoslab_breaker_state",
             self.per_edge(|i| gauge(ec(i).breaker as f64)),
-        )?;
-        family(
-            e,
-            "chaoslab_offered_rps",
-            fleet_gauge(gauge(snap.state.rps)),
-        )?;
+        )
+    }
+
+    /// The fleet's offered rate, saturation and storm radius, as the
+    /// newest snapshot has them.
+    fn encode_fleet_gauges(
+        &self,
+        e: &mut DescriptorEncoder,
+        snap: &Snapshot,
+    ) -> Result<(), std::fmt::Error> {
+        let fleet = |v| vec![(self.labels(vec![]), v)];
+        family(e, "chaoslab_offered_rps", fleet(gauge(snap.state.rps)))?;
         family(
             e,
             "chaoslab_saturated",
-            fleet_gauge(gauge(f64::from(u8::from(!snap.saturation.is_empty())))),
+            fleet(gauge(f64::from(u8::from(!snap.saturation.is_empty())))),
         )?;
         family(
             e,
@@ -524,8 +594,7 @@ impl Source {
                     gauge(snap.radius_mean),
                 ),
             ],
-        )?;
-        self.encode_servicegraph(e, &c)
+        )
     }
 }
 
