@@ -8,33 +8,34 @@
 //!
 //! Starting one can fail for reasons outside the lab (file descriptors,
 //! loopback ports); [`FleetError`] says which service and what to change.
+//!
+//! A fleet is laid out before it is started: `layout` decides, with no
+//! socket, what runs here and how; `start` binds and serves that.
 
 mod error;
+mod layout;
 mod limits;
 mod service;
+mod start;
 pub mod workers;
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::metrics::Metrics;
-use crate::middleware::balance::Balancer;
-use crate::middleware::client::{
-    http1_client, http2_client, EdgeState, RetryClient, MAX_IN_FLIGHT_PER_EDGE,
-};
-use crate::middleware::server::{self, OwnershipControl, ServerConfig};
-use crate::middleware::Observer;
-use crate::topology::{EdgePolicy, Fault, Policy, Service, ServiceId, Topology, Transport};
+use crate::middleware::client::EdgeState;
+use crate::middleware::server::{OwnershipControl, ServerConfig};
+use crate::topology::{Fault, Policy, ServiceId, Topology};
 use error_ownership::Attribution;
 
 pub use error::{FleetError, ResourceHint};
+use layout::{edge_policy, FleetLayout};
 use limits::{check_memory, raise_fd_limit, FD_RESERVE};
 pub use limits::{memory_room, FdNeed, MemNeed};
+use start::{bind, edges, metrics, serve, Wiring};
 
 /// Where a fleet's services listen unless placed: a free port on loopback.
 const LOOPBACK: SocketAddr =
@@ -126,321 +127,28 @@ impl Fleet {
     /// Fails, naming the service, when a port cannot be bound (often the
     /// open-file limit on a big topology), when the claim header is not a
     /// valid header name, or when an HTTP client cannot be built.
+    ///
+    /// What needs no socket is laid out first, so a machine that cannot
+    /// hold the fleet refuses it before any port is taken; every listener
+    /// is bound before any service is built, so each edge knows its
+    /// callee's addresses.
     pub async fn spawn(topology: Arc<Topology>, opts: FleetOptions) -> Result<Fleet, FleetError> {
-        // Where each service lives when not in this process: its `url:`,
-        // or its peer under a placement.
-        let remote: Vec<Option<String>> = topology
-            .services
-            .iter()
-            .enumerate()
-            .map(|(id, s)| match &opts.placement {
-                _ if s.url.is_some() => s.url.clone(),
-                Some(p) if !p.serves(topology.services[id].group) => {
-                    p.peers.get(id).cloned().flatten()
-                }
-                _ => None,
-            })
-            .collect();
-        let here = |id: ServiceId| {
-            topology.services[id].url.is_none()
-                && opts
-                    .placement
-                    .as_ref()
-                    .is_none_or(|p| p.serves(topology.services[id].group))
-        };
-        let outside: Vec<bool> = (0..topology.services.len()).map(|id| !here(id)).collect();
-        // Replicas of each service started here: a node serves one.
-        let replicas = |id: ServiceId| -> u32 {
-            if opts.placement.is_some() {
-                1
-            } else {
-                topology.services[id].replicas.max(1)
-            }
-        };
-        // Replicas counted apart: every one here and for the session of
-        // many nodes; on a node, its own service's when it knows which
-        // replica it is, and a peer's as many as its URLs (one, a
-        // Service's, in a cluster).
-        let counted = |id: ServiceId| -> u32 {
-            let all = topology.services[id].replicas.max(1);
-            match &opts.placement {
-                Some(p) if p.local == Some(topology.services[id].group) => {
-                    p.replica.map_or(1, |_| all)
-                }
-                Some(p) if p.local.is_some() => p
-                    .peers
-                    .get(id)
-                    .cloned()
-                    .flatten()
-                    .map_or(1, |u| (peer_urls(&u).len() as u32).clamp(1, all)),
-                _ => all,
-            }
-        };
-        // A node holds its own listener and its own calls, not the fleet's;
-        // a service's endpoints share its listeners.
-        let head = |id: ServiceId| topology.services[id].group == id;
-        let served: usize = (0..topology.services.len())
-            .filter(|&id| here(id) && head(id))
-            .map(|id| replicas(id) as usize)
-            .sum();
-        let transport = match opts.placement {
-            Some(_) => Transport::Http1,
-            None => topology.transport,
-        };
-        let mut need = FdNeed::of(&topology, transport, served, &here);
-        if transport == Transport::Http1 && opts.placement.is_none() {
-            need.over_http2 = Some(FdNeed::of(&topology, Transport::Http2, served, &here).total());
-        }
-        raise_fd_limit(&need)?;
-        check_memory(&MemNeed::of(&need, opts.samples))?;
-        let mut metrics = Metrics::new(
-            topology.services.len(),
-            topology.edges.iter().map(|e| (e.from, e.to)).collect(),
-        )
-        .with_outside(&outside)
-        .with_replicas(
-            &(0..topology.services.len())
-                .map(counted)
-                .collect::<Vec<_>>(),
-        )
-        .with_roots(
-            &topology
-                .load
-                .roots
-                .iter()
-                .map(|r| r.entry)
-                .collect::<Vec<_>>(),
-        );
-        // A node journals its retries for the session reading the fleet.
-        if opts.placement.as_ref().is_some_and(|p| p.local.is_some()) {
-            metrics = metrics.with_journal();
-        }
-        let metrics = Arc::new(metrics);
-        let observer: Arc<dyn Observer> = metrics.clone();
+        let layout = FleetLayout::of(&topology, &opts);
+        raise_fd_limit(&layout.fd)?;
+        check_memory(&layout.mem)?;
+        let metrics = Arc::new(metrics(&topology, &layout));
         let control = Arc::new(OwnershipControl::new(
             topology.ownership.attribution,
             topology.ownership.at_least_once,
         ));
-        // Root ids: a node's apart from every other node's (the session
-        // replays all their journals into one tracker), in the high bits,
-        // and shifted in the low ones so that nodes counting at the same
-        // pace do not share the tracker's slots.
-        let first_root = match &opts.placement {
-            Some(Placement {
-                local: Some(g),
-                replica,
-                ..
-            }) => {
-                let k = (*g as u64 + 1) * 1024 + u64::from(replica.unwrap_or(0));
-                (k << 40) + k * 104_729 + 1
-            }
-            _ => 1,
-        };
-        let roots = Arc::new(AtomicU64::new(first_root));
         let policy = topology.policy.clone();
         control.set_root_deadline(topology.load.timeout, policy.deadline);
-
-        // Bind first, so every edge knows its callee's addresses: a
-        // listener per replica of each service (its first node's).
-        let mut listeners: Vec<Vec<TcpListener>> = Vec::with_capacity(topology.services.len());
-        let mut addrs: Vec<Vec<SocketAddr>> = Vec::with_capacity(topology.services.len());
-        for (id, s) in topology.services.iter().enumerate() {
-            let mut ls = Vec::new();
-            let mut ads = Vec::new();
-            if here(id) && head(id) {
-                let name = s.service_name();
-                for _ in 0..replicas(id) {
-                    let l = match &opts.placement {
-                        Some(p) => TcpListener::bind(p.listen)
-                            .await
-                            .map_err(|e| FleetError::listen(name, p.listen, e))?,
-                        None => TcpListener::bind(LOOPBACK)
-                            .await
-                            .map_err(|e| FleetError::bind(name, e))?,
-                    };
-                    ads.push(
-                        l.local_addr()
-                            .map_err(|e| FleetError::local_addr(name, e))?,
-                    );
-                    ls.push(l);
-                }
-            } else if here(id) {
-                ads = addrs[s.group].clone();
-            }
-            addrs.push(ads);
-            listeners.push(ls);
-        }
-        let urls_of = |id: ServiceId| -> Vec<String> {
-            let path = topology.services[id].path();
-            match &remote[id] {
-                Some(u) if topology.services[id].url.is_some() => vec![u.clone()],
-                Some(u) => peer_urls(u),
-                None => addrs[id]
-                    .iter()
-                    .map(|a| format!("http://{a}{path}"))
-                    .collect(),
-            }
-        };
-        let edges: Vec<Arc<EdgeState>> = topology
-            .edges
-            .iter()
-            .enumerate()
-            .map(|(id, e)| {
-                let (lb, other_host) = policy.balancing(&e.policy);
-                let edge = EdgeState::balanced(
-                    id,
-                    e.to,
-                    e.mode,
-                    Balancer::new(urls_of(e.to), lb, other_host),
-                    edge_policy(&topology, &policy, id),
-                );
-                Arc::new(if here(e.to) { edge.in_process() } else { edge })
-            })
-            .collect();
-
-        // Over HTTP/2 every caller shares the process's connections: one
-        // per callee here, one pool for callees outside.
-        let mesh = (transport == Transport::Http2).then(http2_client);
-        let outbound = mesh.as_ref().map(|_| http1_client());
+        let (listeners, addrs) = bind(&topology, &layout).await?;
+        let edges = edges(&topology, &layout, &addrs);
+        let (services, layers) =
+            Wiring::new(&topology, &layout, &addrs, &edges, &metrics, &control).services()?;
         let (shutdown, _) = watch::channel(false);
-        let mut services: Vec<Vec<Arc<ServiceRuntime>>> =
-            Vec::with_capacity(topology.services.len());
-        let mut layers = Vec::with_capacity(topology.services.len());
-        // What each replica of a service shares among its endpoints, by
-        // its first node.
-        let mut shared: Vec<Vec<service::Shared>> = Vec::with_capacity(topology.services.len());
-        for (id, spec) in topology.services.iter().enumerate() {
-            // A service placed elsewhere is, here, an outside service: one
-            // of each of its replicas' URLs.
-            let placed: Vec<Service> = match &remote[id] {
-                Some(u) if spec.url.is_none() => peer_urls(u)
-                    .into_iter()
-                    .map(|u| Service {
-                        url: Some(u),
-                        ..spec.clone()
-                    })
-                    .collect(),
-                _ => vec![],
-            };
-            let spec = placed.first().unwrap_or(spec);
-            let claim_header = |source| FleetError::ClaimHeader {
-                service: spec.name.clone(),
-                source,
-            };
-            let layer = server::layer(
-                id,
-                &topology.ownership.header,
-                spec.ownership,
-                control.clone(),
-                observer.clone(),
-                roots.clone(),
-            )
-            .map_err(claim_header)?;
-            let calls: Vec<service::Call> = spec
-                .calls
-                .iter()
-                .map(|&e| service::Call {
-                    edge: edges[e].clone(),
-                    count: topology.edges[e].count.max(1),
-                    p: topology.edges[e].p,
-                })
-                .collect();
-            // Replica 0 draws from the seeds a service of one replica had,
-            // so a topology without replicas runs as it always did.
-            let seeds = |r: u32| {
-                let k = u64::from(r).wrapping_mul(0xD1B5_4A32_D192_ED03);
-                (
-                    opts.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k,
-                    opts.seed.wrapping_add(id as u64 + 1) ^ k,
-                )
-            };
-            let mut replicas = Vec::new();
-            let bound = addrs[id].len().max(placed.len()).max(1) as u32;
-            // A node is one replica of a replicated service: the one
-            // `--processes` started it as, or one unknown (a pod of a
-            // Deployment), which a fault on every replica reaches and a
-            // fault naming replicas does not.
-            let known = opts.placement.as_ref().and_then(|p| p.replica);
-            let one_of_many = opts.placement.is_some() && spec.replicas > 1;
-            let index_of = |r: u32| match known {
-                Some(k) if here(id) => k,
-                _ if one_of_many && here(id) => u32::MAX,
-                _ => r,
-            };
-            shared.push(if spec.group == id {
-                (0..bound)
-                    .map(|r| service::Shared::new(id, index_of(r), spec, &metrics))
-                    .collect()
-            } else {
-                Vec::new()
-            });
-            for r in 0..bound {
-                let index = index_of(r);
-                let spec = placed.get(r as usize).unwrap_or(spec);
-                let (client_seed, seed) = seeds(if known.is_some() { index } else { r });
-                let mut client = RetryClient::over(
-                    id,
-                    &topology.ownership.header,
-                    observer.clone(),
-                    client_seed,
-                    outbound.clone().unwrap_or_else(http1_client),
-                )
-                .map_err(claim_header)?;
-                if let Some(m) = &mesh {
-                    client = client.with_mesh(m.clone());
-                }
-                let plain = opts
-                    .plain
-                    .then(|| mesh.clone().unwrap_or_else(http1_client));
-                let rt = Arc::new(ServiceRuntime::new(
-                    (id, index),
-                    spec,
-                    shared[spec.group][r as usize].clone(),
-                    calls.clone(),
-                    client,
-                    Arc::new(layer.clone()),
-                    addrs[id].get(r as usize).copied(),
-                    seed,
-                    plain,
-                    &metrics,
-                ));
-                replicas.push(rt);
-            }
-            services.push(replicas);
-            layers.push(layer);
-        }
-        // A listener per replica of each service serves all its endpoints;
-        // over HTTP/2, as many streams at once as its callers' edges may
-        // have in flight, so that no call waits for a stream unseen.
-        // Over HTTP/1.1 (0 streams) the listener serves as axum does.
-        let mut streams = vec![0u32; topology.services.len()];
-        if mesh.is_some() {
-            for e in &topology.edges {
-                let g = topology.services[e.to].group;
-                streams[g] = streams[g].saturating_add(MAX_IN_FLIGHT_PER_EDGE as u32);
-            }
-        }
-        let mut tasks = Vec::new();
-        for (g, listener) in listeners.into_iter().enumerate() {
-            for (r, l) in listener.into_iter().enumerate() {
-                let routes = topology
-                    .group(g)
-                    .map(|j| {
-                        (
-                            topology.services[j].path(),
-                            services[j][r].clone(),
-                            layers[j].clone(),
-                        )
-                    })
-                    .collect();
-                tasks.push(tokio::spawn(service::serve(
-                    routes,
-                    l,
-                    streams[g],
-                    shutdown.subscribe(),
-                )));
-            }
-        }
+        let tasks = serve(&topology, &layout, listeners, &services, &layers, &shutdown);
         let fleet = Fleet {
             topology,
             services,
@@ -625,14 +333,6 @@ impl Fleet {
             let _ = t.await;
         }
     }
-}
-
-fn edge_policy(t: &Topology, policy: &Policy, edge: usize) -> EdgePolicy {
-    let e = &t.edges[edge];
-    let mut p = policy.for_edge(&e.policy);
-    // A service without the middleware ignores claims.
-    p.ownership &= t.services[e.from].ownership;
-    p
 }
 
 #[cfg(test)]
