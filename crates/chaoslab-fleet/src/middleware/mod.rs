@@ -11,7 +11,8 @@
 //! other stacks, the wire tap; it records each call in the crate's
 //! per-request record, where the layer finds it. A service of your own
 //! adopts the same mechanism with `tower-error-ownership` and
-//! `reqwest-error-ownership` (see `crates/tower-error-ownership/README.md`).
+//! `reqwest-error-ownership` (see `crates/reqwest-error-ownership/README.md`,
+//! whose example has both).
 
 pub mod balance;
 pub mod client;

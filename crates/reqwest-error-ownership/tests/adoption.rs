@@ -1,8 +1,10 @@
-//! The README's example is what a person copies: it is the runnable
-//! example, and pasted into a fresh project outside this repository,
-//! against the crates as `cargo package` packs them, it builds and shows
-//! ownership on the wire. That build is also the check that each packed
-//! crate builds on its own (what `cargo package` verifies).
+//! The README's example of both halves is what a person copies: it is the
+//! runnable example (`examples/chain`), and pasted into a fresh project
+//! outside this repository, against the crates as `cargo package` packs
+//! them, it builds and shows ownership on the wire. That build is also the
+//! check that each packed crate builds on its own (what `cargo package`
+//! verifies). It uses both `tower-error-ownership` and this crate, so it
+//! lives here, in the crate that depends on the other.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,12 +13,19 @@ fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The README's first Rust block.
+/// The heading of the README's section with the example of both halves.
+const EXAMPLE_SECTION: &str = "\n## Both halves: two services\n";
+
+/// The first Rust block of the README's section `EXAMPLE_SECTION`.
 fn readme_example() -> String {
     let readme = std::fs::read_to_string(crate_dir().join("README.md")).unwrap();
+    let section = readme
+        .find(EXAMPLE_SECTION)
+        .expect("the README has a section with the example of both halves");
+    let readme = &readme[section..];
     let start = readme
         .find("```rust,no_run\n")
-        .expect("the README opens with an example");
+        .expect("the section holds an example");
     let body = &readme[start + "```rust,no_run\n".len()..];
     body[..body.find("```").unwrap()].to_owned()
 }

@@ -3,7 +3,7 @@
 //! and `OwnershipRetry` (through `reqwest-middleware`) on the caller's
 //! client. No faults: the cost every request pays.
 //!
-//! `cargo bench -p tower-error-ownership --bench hop` alternates the two
+//! `cargo bench -p reqwest-error-ownership --bench hop` alternates the two
 //! pairs, 5 rounds of 3 s each (`-- --rounds N`: N rounds of 1 s) of a
 //! closed loop of 16 callers, and prints
 //! each round's requests a second and the median ratio (wall clock, which
