@@ -130,14 +130,73 @@ pub fn quantile(v: &[usize], q: f64) -> usize {
 
 /// Draws a mesh of `n` services (at least 3).
 pub fn mesh(n: usize, params: &Params, seed: u64) -> Mesh {
+    // The steps draw from one generator, in this order: a seed's mesh
+    // is the same only while the order is.
     let mut rng = StdRng::seed_from_u64(seed);
-    let n = n.max(3);
+    let shape = shape(n.max(3), params);
+    let fan = drawn_fan_outs(&shape, params, &mut rng);
+    let mut free = fan.clone();
+    let (mut callees, forced) = covering_callers(&shape, &mut free, &mut rng);
+    // Each caller's first `covering[s]` callees are the calls above.
+    let covering: Vec<usize> = callees.iter().map(Vec::len).collect();
+    let cumulative = callee_weights(&shape, &mut rng);
+    fill_slots(&shape, &fan, &mut free, &cumulative, &mut callees, &mut rng);
+    let kinds = endpoint_counts(&shape, &callees, &mut rng);
+    let mut services = bare_services(&shape, &kinds);
+    let fan_outs = wire_calls(
+        &mut services,
+        &mut callees,
+        &covering,
+        &kinds,
+        params.repeated,
+        &mut rng,
+    );
+    let shares = root_shares(shape.entries, &mut rng);
+
+    let mut mesh = Mesh {
+        services,
+        shares,
+        fan_outs,
+        forced,
+        beta: 1.0,
+        touched: vec![],
+    };
+    let sim_seed = rng.random::<u64>();
+    mesh.beta = tune(&mut mesh, params.touched, sim_seed);
+    mesh.touched = simulate(&mesh, sim_seed ^ 0x5eed);
+    mesh
+}
+
+/// The mesh's roles and levels, before any call is drawn.
+struct Shape {
+    /// Services in all.
+    n: usize,
+    /// Entries: services `0..entries`.
+    entries: usize,
+    /// Entries and middle services: the services that call.
+    callers: usize,
+    /// Middle levels.
+    levels: usize,
+    /// Each service's level.
+    level: Vec<usize>,
+    /// The first service of each level (and one past the last).
+    start: Vec<usize>,
+}
+
+/// How many services are entries, middle services and leaves, by the
+/// roles' shares: one of each at least.
+fn roles(n: usize, params: &Params) -> (usize, usize, usize) {
     let entries = ((n as f64 * params.roles[0]).round() as usize).max(1);
     let leaves = ((n as f64 * params.roles[2]).round() as usize).max(1);
     let middles = n.saturating_sub(entries + leaves).max(1);
     let leaves = n - entries - middles;
+    (entries, middles, leaves)
+}
 
-    // Levels: one middle service on each at least, the rest by decay.
+/// The roles, and the levels of the middle services: one middle service
+/// on each at least, the rest by decay.
+fn shape(n: usize, params: &Params) -> Shape {
+    let (entries, middles, leaves) = roles(n, params);
     let levels = params.depth.saturating_sub(2).clamp(1, middles);
     let weights: Vec<f64> = (0..levels)
         .map(|k| params.level_decay.powi(k as i32))
@@ -148,32 +207,64 @@ pub fn mesh(n: usize, params: &Params, seed: u64) -> Mesh {
         level.extend(std::iter::repeat_n(k + 1, size));
     }
     level.extend(std::iter::repeat_n(levels + 1, leaves));
-    // The first service of each level (and one past the last).
     let mut start = vec![0usize; levels + 3];
     for l in 0..=levels + 1 {
         start[l + 1] = start[l] + level.iter().filter(|&&x| x == l).count();
     }
-    let callers = entries + middles;
+    Shape {
+        n,
+        entries,
+        callers: entries + middles,
+        levels,
+        level,
+        start,
+    }
+}
 
-    // Fan-outs: stratified draws dealt out at random, each capped by the
-    // services below its level.
-    let mut fan: Vec<usize> = (0..callers)
-        .map(|i| params.fan_out_at((i as f64 + 0.5) / callers as f64))
+/// Each caller's fan-out: stratified draws dealt out at random, each
+/// capped by the services below its level.
+fn drawn_fan_outs(shape: &Shape, params: &Params, rng: &mut StdRng) -> Vec<usize> {
+    let Shape {
+        n,
+        callers,
+        level,
+        start,
+        ..
+    } = shape;
+    let mut fan: Vec<usize> = (0..*callers)
+        .map(|i| params.fan_out_at((i as f64 + 0.5) / *callers as f64))
         .collect();
-    shuffle(&mut fan, &mut rng);
+    shuffle(&mut fan, rng);
     for (s, f) in fan.iter_mut().enumerate() {
         *f = (*f).min(n - start[level[s] + 1]);
     }
-    let mut free = fan.clone();
-    let mut callees: Vec<Vec<usize>> = vec![vec![]; callers];
-    let mut forced = 0;
+    fan
+}
 
-    // Everyone below the entries gets a caller.
-    for t in entries..n {
-        let (lo, hi) = if level[t] <= levels {
+/// Each caller's callees once everyone below the entries has a caller (a
+/// middle service on the level just above it, a leaf anywhere), taken from
+/// the callers' `free` slots where one is; and the slots added where none
+/// was.
+fn covering_callers(
+    shape: &Shape,
+    free: &mut [usize],
+    rng: &mut StdRng,
+) -> (Vec<Vec<usize>>, usize) {
+    let Shape {
+        n,
+        entries,
+        callers,
+        levels,
+        level,
+        start,
+    } = shape;
+    let mut callees: Vec<Vec<usize>> = vec![vec![]; *callers];
+    let mut forced = 0;
+    for t in *entries..*n {
+        let (lo, hi) = if level[t] <= *levels {
             (start[level[t] - 1], start[level[t]])
         } else {
-            (0, callers)
+            (0, *callers)
         };
         let picked = (0..32)
             .map(|_| rng.random_range(lo..hi))
@@ -192,14 +283,16 @@ pub fn mesh(n: usize, params: &Params, seed: u64) -> Mesh {
             callees[s].push(t);
         }
     }
+    (callees, forced)
+}
 
-    // Each caller's first `covering[s]` callees are the calls above.
-    let covering: Vec<usize> = callees.iter().map(Vec::len).collect();
-
-    // The rest of each caller's slots, by Zipf weights over a random
-    // ranking of the callable services.
+/// The callees' cumulative Zipf weights over a random ranking of the
+/// callable services (`cumulative[t]` sums the weights of the services
+/// before `t`; an entry weighs nothing).
+fn callee_weights(shape: &Shape, rng: &mut StdRng) -> Vec<f64> {
+    let (n, entries) = (shape.n, shape.entries);
     let mut rank: Vec<usize> = (0..n - entries).collect();
-    shuffle(&mut rank, &mut rng);
+    shuffle(&mut rank, rng);
     let mut cumulative = vec![0.0f64; n + 1];
     for t in 0..n {
         let w = if t < entries {
@@ -209,8 +302,21 @@ pub fn mesh(n: usize, params: &Params, seed: u64) -> Mesh {
         };
         cumulative[t + 1] = cumulative[t] + w;
     }
-    for s in 0..callers {
-        let lo = start[level[s] + 1];
+    cumulative
+}
+
+/// The rest of each caller's slots, by the callees' weights.
+fn fill_slots(
+    shape: &Shape,
+    fan: &[usize],
+    free: &mut [usize],
+    cumulative: &[f64],
+    callees: &mut [Vec<usize>],
+    rng: &mut StdRng,
+) {
+    let n = shape.n;
+    for s in 0..shape.callers {
+        let lo = shape.start[shape.level[s] + 1];
         let mut tries = 0;
         while free[s] > 0 && callees[s].len() < n - lo {
             let t = if tries < 64 * fan[s] {
@@ -234,17 +340,20 @@ pub fn mesh(n: usize, params: &Params, seed: u64) -> Mesh {
             }
         }
     }
+}
 
-    // Endpoints: entries have one; others 1-4, no more than callers.
-    let mut inbound: Vec<usize> = vec![0; n];
-    for c in &callees {
+/// Each service's endpoints: entries have one; others 1-4, no more than
+/// callers.
+fn endpoint_counts(shape: &Shape, callees: &[Vec<usize>], rng: &mut StdRng) -> Vec<usize> {
+    let mut inbound: Vec<usize> = vec![0; shape.n];
+    for c in callees {
         for &t in c {
             inbound[t] += 1;
         }
     }
-    let kinds: Vec<usize> = (0..n)
+    (0..shape.n)
         .map(|t| {
-            if t < entries {
+            if t < shape.entries {
                 return 1;
             }
             let x: f64 = rng.random();
@@ -259,29 +368,47 @@ pub fn mesh(n: usize, params: &Params, seed: u64) -> Mesh {
                 + 1;
             k.min(inbound[t].max(1))
         })
-        .collect();
-    // Every callee's first endpoint takes its covering call.
-    let mut served = vec![1usize; n];
-    let mut services: Vec<Service> = (0..n)
+        .collect()
+}
+
+/// The services with their roles, levels and `kinds` endpoints, calling
+/// nobody yet.
+fn bare_services(shape: &Shape, kinds: &[usize]) -> Vec<Service> {
+    (0..shape.n)
         .map(|t| Service {
-            role: if t < entries {
+            role: if t < shape.entries {
                 Role::Entry
-            } else if t < callers {
+            } else if t < shape.callers {
                 Role::Middle
             } else {
                 Role::Leaf
             },
-            level: level[t],
+            level: shape.level[t],
             endpoints: vec![vec![]; kinds[t]],
             ownership: true,
             context_dropped: false,
         })
-        .collect();
+        .collect()
+}
+
+/// Each caller's callees as calls from its endpoints to theirs (a share
+/// `repeated` of them made 2 or 3 times a request); returns the callers'
+/// fan-outs, sorted.
+fn wire_calls(
+    services: &mut [Service],
+    callees: &mut [Vec<usize>],
+    covering: &[usize],
+    kinds: &[usize],
+    repeated: f64,
+    rng: &mut StdRng,
+) -> Vec<usize> {
+    // Every callee's first endpoint takes its covering call.
+    let mut served = vec![1usize; services.len()];
     let mut fan_outs = vec![];
     for (s, mine) in callees.iter_mut().enumerate() {
         fan_outs.push(mine.len());
         let cover = covering[s];
-        shuffle(&mut mine[cover..], &mut rng);
+        shuffle(&mut mine[cover..], rng);
         for (j, &t) in mine.iter().enumerate() {
             // A covering call runs from the first endpoint to the first, so
             // the levels' chain is a path a request takes (the longest is
@@ -295,7 +422,7 @@ pub fn mesh(n: usize, params: &Params, seed: u64) -> Mesh {
             } else {
                 (j - cover, rng.random_range(0..kinds[t]))
             };
-            let count = if rng.random::<f64>() < params.repeated {
+            let count = if rng.random::<f64>() < repeated {
                 rng.random_range(2..=3)
             } else {
                 1
@@ -311,26 +438,17 @@ pub fn mesh(n: usize, params: &Params, seed: u64) -> Mesh {
         }
     }
     fan_outs.sort_unstable();
+    fan_outs
+}
 
-    // Root shares: Zipf over a random ranking of the entries.
+/// Each entry's share of the root requests: Zipf over a random ranking of
+/// the entries.
+fn root_shares(entries: usize, rng: &mut StdRng) -> Vec<f64> {
     let mut order: Vec<usize> = (0..entries).collect();
-    shuffle(&mut order, &mut rng);
+    shuffle(&mut order, rng);
     let raw: Vec<f64> = order.iter().map(|&r| 1.0 / (r as f64 + 1.0)).collect();
     let total: f64 = raw.iter().sum();
-    let shares: Vec<f64> = raw.iter().map(|w| w / total).collect();
-
-    let mut mesh = Mesh {
-        services,
-        shares,
-        fan_outs,
-        forced,
-        beta: 1.0,
-        touched: vec![],
-    };
-    let sim_seed = rng.random::<u64>();
-    mesh.beta = tune(&mut mesh, params.touched, sim_seed);
-    mesh.touched = simulate(&mesh, sim_seed ^ 0x5eed);
-    mesh
+    raw.iter().map(|w| w / total).collect()
 }
 
 /// `total` apportioned by `weights`, each part at least 1 (largest

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::graph::Graph;
 use super::json::{count, field, keys, kind, named};
@@ -35,7 +35,32 @@ struct Span {
 
 /// Reads a trace document into a graph of endpoints.
 pub fn read(doc: &Value) -> Result<Graph, String> {
-    let traces: Vec<(String, &Value)> = match doc {
+    let mut read = Spans::default();
+    for (at, trace) in &traces(doc)? {
+        read.trace(at, trace)?;
+    }
+    if read.spans.is_empty() {
+        return Err(no_spans(doc));
+    }
+    let Spans {
+        services,
+        mut spans,
+        ids,
+        refs,
+        ..
+    } = read;
+    let orphans = link_parents(&mut spans, refs, &ids);
+    let mut g = graph(&services, &spans)?;
+    if let Some(note) = orphans_note(&orphans) {
+        g.notes.push(note);
+    }
+    Ok(g)
+}
+
+/// The document's traces, each with its place in it: a list of traces,
+/// one trace (with `spans`), or `data` holding a list of them.
+fn traces(doc: &Value) -> Result<Vec<(String, &Value)>, String> {
+    Ok(match doc {
         Value::Array(list) => list
             .iter()
             .enumerate()
@@ -63,15 +88,38 @@ pub fn read(doc: &Value) -> Result<Graph, String> {
                 kind(doc)
             ));
         }
-    };
-    let mut services: Vec<String> = vec![];
-    let mut service_at: HashMap<String, usize> = HashMap::new();
-    let mut spans: Vec<Span> = vec![];
-    // (traceID, spanID) → span; references, read after every span.
-    let mut ids: HashMap<(String, String), usize> = HashMap::new();
-    let mut refs: Vec<Option<(String, String, String)>> = vec![];
-    for (at, trace) in &traces {
-        let dot = if at.is_empty() { "" } else { "." };
+    })
+}
+
+/// The spans of every trace read so far, their services, and their
+/// parents as references (resolved once every span is read).
+#[derive(Default)]
+struct Spans {
+    services: Vec<String>,
+    service_at: HashMap<String, usize>,
+    spans: Vec<Span>,
+    /// (traceID, spanID) → span.
+    ids: HashMap<(String, String), usize>,
+    /// Each span's parent reference, as [`parent_ref`] reads it.
+    refs: Vec<Option<(String, String, String)>>,
+}
+
+/// Where a trace is in the document, for messages about its spans.
+struct Place<'a> {
+    /// The trace's place (empty for a document that is one trace).
+    at: &'a str,
+    /// `.` after a place, nothing without one.
+    dot: &'a str,
+}
+
+impl Spans {
+    /// Reads one trace's spans.
+    fn trace(&mut self, at: &str, trace: &Value) -> Result<(), String> {
+        let place = Place {
+            at,
+            dot: if at.is_empty() { "" } else { "." },
+        };
+        let dot = place.dot;
         let trace_id = trace.get("traceID").and_then(Value::as_str).unwrap_or("");
         let processes = match trace.get("processes") {
             None | Some(Value::Null) => None,
@@ -90,91 +138,132 @@ pub fn read(doc: &Value) -> Result<Graph, String> {
             )
         })?;
         for (j, s) in list.iter().enumerate() {
-            let here = format!("{at}{dot}spans[{j}]");
-            let span_id = name(s, "spanID", &here)?;
-            let tid = s
-                .get("traceID")
-                .and_then(Value::as_str)
-                .unwrap_or(trace_id)
-                .to_string();
-            let service = match (s.get("process"), s.get("processID")) {
-                (Some(p), _) if p.is_object() => {
-                    name(p, "serviceName", &format!("{here}.process"))?
-                }
-                (_, Some(pid)) => {
-                    let pid_s = pid.as_str().ok_or_else(|| {
-                        format!(
-                            "{here}.processID: expected a process id, found {}",
-                            kind(pid)
-                        )
-                    })?;
-                    let p = processes.and_then(|m| m.get(pid_s)).ok_or_else(|| {
-                        format!(
-                            "{here}.processID: {pid_s:?} is not in {at}{dot}processes (its processes: {})",
-                            processes.map_or("none".into(), |m| keys(&Value::Object(m.clone())))
-                        )
-                    })?;
-                    name(p, "serviceName", &format!("{at}{dot}processes.{pid_s}"))?
-                }
-                _ => {
-                    return Err(format!(
-                        "{here}: no `processID` (found the keys {})",
-                        keys(s)
-                    ))
-                }
-            };
-            let operation = name(s, "operationName", &here)?;
-            let start = count(
-                field(s, "startTime", &here)?,
-                &format!("{here}.startTime"),
-                false,
+            self.span(
+                format!("{at}{dot}spans[{j}]"),
+                s,
+                trace_id,
+                processes,
+                &place,
             )?;
-            let duration = count(
-                field(s, "duration", &here)?,
-                &format!("{here}.duration"),
-                false,
-            )?;
-            let (client, error) = tags(s, &here)?;
-            let k = spans.len();
-            if let Some(&other) = ids.get(&(tid.clone(), span_id.to_string())) {
-                return Err(format!(
-                    "{here}.spanID: {span_id:?} is also the id of {}",
-                    spans[other].at
-                ));
-            }
-            ids.insert((tid.clone(), span_id.to_string()), k);
-            refs.push(parent_ref(s, &here, &tid)?);
-            let n = services.len();
-            let service = *service_at.entry(service.to_string()).or_insert_with(|| {
+        }
+        Ok(())
+    }
+
+    /// Reads one span, at `here`, of the trace `trace_id`.
+    fn span(
+        &mut self,
+        here: String,
+        s: &Value,
+        trace_id: &str,
+        processes: Option<&Map<String, Value>>,
+        place: &Place<'_>,
+    ) -> Result<(), String> {
+        let span_id = name(s, "spanID", &here)?;
+        let tid = s
+            .get("traceID")
+            .and_then(Value::as_str)
+            .unwrap_or(trace_id)
+            .to_string();
+        let service = service_name(s, &here, processes, place)?;
+        let operation = name(s, "operationName", &here)?;
+        let start = count(
+            field(s, "startTime", &here)?,
+            &format!("{here}.startTime"),
+            false,
+        )?;
+        let duration = count(
+            field(s, "duration", &here)?,
+            &format!("{here}.duration"),
+            false,
+        )?;
+        let (client, error) = tags(s, &here)?;
+        let k = self.spans.len();
+        if let Some(&other) = self.ids.get(&(tid.clone(), span_id.to_string())) {
+            return Err(format!(
+                "{here}.spanID: {span_id:?} is also the id of {}",
+                self.spans[other].at
+            ));
+        }
+        self.ids.insert((tid.clone(), span_id.to_string()), k);
+        self.refs.push(parent_ref(s, &here, &tid)?);
+        let n = self.services.len();
+        let services = &mut self.services;
+        let service = *self
+            .service_at
+            .entry(service.to_string())
+            .or_insert_with(|| {
                 services.push(service.to_string());
                 n
             });
-            spans.push(Span {
-                at: here,
-                service,
-                operation: operation.to_string(),
-                start,
-                end: start + duration,
-                client,
-                error,
-                parent: None,
-            });
+        self.spans.push(Span {
+            at: here,
+            service,
+            operation: operation.to_string(),
+            start,
+            end: start + duration,
+            client,
+            error,
+            parent: None,
+        });
+        Ok(())
+    }
+}
+
+/// The span's service: its own `process`, or the trace's process its
+/// `processID` names.
+fn service_name<'a>(
+    s: &'a Value,
+    here: &str,
+    processes: Option<&'a Map<String, Value>>,
+    Place { at, dot }: &Place<'_>,
+) -> Result<&'a str, String> {
+    match (s.get("process"), s.get("processID")) {
+        (Some(p), _) if p.is_object() => name(p, "serviceName", &format!("{here}.process")),
+        (_, Some(pid)) => {
+            let pid_s = pid.as_str().ok_or_else(|| {
+                format!(
+                    "{here}.processID: expected a process id, found {}",
+                    kind(pid)
+                )
+            })?;
+            let p = processes.and_then(|m| m.get(pid_s)).ok_or_else(|| {
+                format!(
+                    "{here}.processID: {pid_s:?} is not in {at}{dot}processes (its processes: {})",
+                    processes.map_or("none".into(), |m| keys(&Value::Object(m.clone())))
+                )
+            })?;
+            name(p, "serviceName", &format!("{at}{dot}processes.{pid_s}"))
         }
+        _ => Err(format!(
+            "{here}: no `processID` (found the keys {})",
+            keys(s)
+        )),
     }
-    if spans.is_empty() {
-        let said = match doc.get("errors") {
-            Some(e @ Value::Array(list)) if !list.is_empty() => {
-                format!(" (the answer's errors: {e})")
-            }
-            _ => String::new(),
-        };
-        return Err(format!(
-            "no spans: the document holds no trace with a span{said}"
-        ));
-    }
-    // A parent the document does not hold (a trace cut short, a span
-    // never stored) is common in what Jaeger answers, and its UI only
-    // warns: such a span is taken as a root, and the header says so.
+}
+
+/// The error for a document without a span, with the errors Jaeger's
+/// answer gave if it gave any.
+fn no_spans(doc: &Value) -> String {
+    let said = match doc.get("errors") {
+        Some(e @ Value::Array(list)) if !list.is_empty() => {
+            format!(" (the answer's errors: {e})")
+        }
+        _ => String::new(),
+    };
+    format!("no spans: the document holds no trace with a span{said}")
+}
+
+/// Sets each span's parent from its reference; returns the references
+/// to a parent the document does not hold, each named by its place.
+///
+/// A parent the document does not hold (a trace cut short, a span never
+/// stored) is common in what Jaeger answers, and its UI only warns: such
+/// a span is taken as a root, and the header says so.
+fn link_parents(
+    spans: &mut [Span],
+    refs: Vec<Option<(String, String, String)>>,
+    ids: &HashMap<(String, String), usize>,
+) -> Vec<String> {
     let mut orphans: Vec<String> = vec![];
     for (k, r) in refs.into_iter().enumerate() {
         if let Some((at, tid, sid)) = r {
@@ -184,16 +273,18 @@ pub fn read(doc: &Value) -> Result<Graph, String> {
             }
         }
     }
-    let mut g = graph(&services, &spans)?;
-    if let Some(first) = orphans.first() {
-        g.notes.push(format!(
-            "{} span{} named a parent the traces do not hold (first {first}): taken as root{}.",
-            orphans.len(),
-            if orphans.len() == 1 { "" } else { "s" },
-            if orphans.len() == 1 { "" } else { "s" },
-        ));
-    }
-    Ok(g)
+    orphans
+}
+
+/// The header's note on the spans taken as roots, if any was.
+fn orphans_note(orphans: &[String]) -> Option<String> {
+    let first = orphans.first()?;
+    Some(format!(
+        "{} span{} named a parent the traces do not hold (first {first}): taken as root{}.",
+        orphans.len(),
+        if orphans.len() == 1 { "" } else { "s" },
+        if orphans.len() == 1 { "" } else { "s" },
+    ))
 }
 
 /// A non-empty string `key` of `v`.

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use super::grid::show;
 use super::{Cell, Sweep};
 use crate::report::html::heatmap::boundary_edges;
+use crate::report::html::{heatmap_svg, page, table, Marks, Section};
 
 /// A cell's width in the terminal.
 const W: usize = 7;
@@ -205,13 +206,33 @@ pub fn csv(s: &Sweep) -> String {
 /// time, each with the model's boundary drawn between the cells and the
 /// cells it gets wrong outlined; then every cell as a table.
 pub fn html(s: &Sweep) -> String {
-    use crate::report::html::{heatmap_svg, page, table, Marks, Section};
-    let xs = &s.vary[0];
-    let (y_name, ys): (&str, Vec<f64>) = match s.vary.get(1) {
-        Some(a) => (a.name.as_str(), a.values.clone()),
-        None => ("", vec![f64::NAN]),
-    };
-    let mut sections = vec![Section {
+    let mut sections = vec![intro(s)];
+    // Every policy's time to recover first, then the availabilities,
+    // then the model's drain times: the heatmaps to compare side by side.
+    let (mut times, mut avail, mut model) = (vec![], vec![], vec![]);
+    let axes = Axes::of(s);
+    for p in &s.policies {
+        let Some(charts) = policy_charts(s, p, &axes) else {
+            times.push(Section {
+                title: format!("{p}: not run"),
+                text: "The sweep was stopped before its first cell.".into(),
+                ..Section::default()
+            });
+            continue;
+        };
+        times.push(charts.time);
+        avail.push(charts.availability);
+        model.extend(charts.model);
+    }
+    sections.extend(times.into_iter().chain(avail).chain(model));
+    sections.push(every_cell(s));
+    page(&format!("chaoslab sweep · {}", s.topology), &sections)
+}
+
+/// The page's first section: what was swept, and how to read the
+/// heatmaps.
+fn intro(s: &Sweep) -> Section {
+    Section {
         title: "The sweep".into(),
         text: format!(
             "{} on {}: {} of {} cells, each a fresh fleet for {}s after its warm-up{}. A cell recovered when goodput came back to 95% of the offered rate and stayed there to the run's end. The orange line is the model's boundary: the fluid queue of the bottleneck drains in time on one side and not on the other; an outlined cell is one where the measurement disagrees with the model.",
@@ -223,100 +244,142 @@ pub fn html(s: &Sweep) -> String {
             if s.interrupted { " (interrupted: the cells done)" } else { "" },
         ),
         ..Section::default()
-    }];
-    // Every policy's time to recover first, then the availabilities,
-    // then the model's drain times: the heatmaps to compare side by side.
-    let (mut times, mut avail, mut model) = (vec![], vec![], vec![]);
-    for p in &s.policies {
-        if !s.cells.iter().any(|c| &c.policy == p) {
-            times.push(Section {
-                title: format!("{p}: not run"),
-                text: "The sweep was stopped before its first cell.".into(),
-                ..Section::default()
-            });
-            continue;
-        }
-        let at = |i: usize, j: usize| s.cell(p, i, j);
-        // A cell not run is NaN (not measured), not None (stayed down).
-        let grid = |f: &dyn Fn(&Cell) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
-            (0..ys.len())
-                .map(|j| {
-                    (0..xs.values.len())
-                        .map(|i| at(i, j).map_or(Some(f64::NAN), f))
-                        .collect()
-                })
-                .collect()
+    }
+}
+
+/// The heatmaps' axes: the first name across, the second (if any) down;
+/// without a second, one row at NaN (no label).
+struct Axes<'a> {
+    x: (&'a str, &'a [f64]),
+    y_name: &'a str,
+    ys: Vec<f64>,
+}
+
+impl<'a> Axes<'a> {
+    fn of(s: &'a Sweep) -> Axes<'a> {
+        let xs = &s.vary[0];
+        let (y_name, ys): (&str, Vec<f64>) = match s.vary.get(1) {
+            Some(a) => (a.name.as_str(), a.values.clone()),
+            None => ("", vec![f64::NAN]),
         };
-        let verdicts: Vec<Vec<Option<bool>>> = (0..ys.len())
-            .map(|j| {
-                (0..xs.values.len())
-                    .map(|i| at(i, j).and_then(|c| c.model_recovers))
-                    .collect()
-            })
-            .collect();
-        let wrong: Vec<(usize, usize)> = (0..ys.len())
-            .flat_map(|j| (0..xs.values.len()).map(move |i| (i, j)))
-            .filter(|&(i, j)| at(i, j).is_some_and(|c| c.agrees == Some(false)))
-            .collect();
-        let y = (y_name, ys.as_slice());
-        let x = (xs.name.as_str(), xs.values.as_slice());
-        let mine: Vec<&Cell> = s.cells.iter().filter(|c| &c.policy == p).collect();
-        let threshold = match thresholds(&mine)[..] {
-            [] => String::new(),
-            ref t => format!(
-                " The model's recovery threshold under {p}: {} rps.",
-                t.join(", ")
-            ),
-        };
-        times.push(Section::chart(
-            format!("{p}: time to recover"),
-            format!("Seconds from the trigger's end until goodput stayed at 95% of the offered rate; a cell that stayed down to the run's end is drawn as down.{threshold}"),
-            heatmap_svg(
-                &format!("{p}: seconds to recover"),
-                x,
-                y,
-                &grid(&|c| c.recovered_after_s),
-                "seconds",
-                Marks {
-                    outlined: &wrong,
-                    boundary: &verdicts,
-                },
-            ),
-        ));
-        avail.push(Section::chart(
-            format!("{p}: availability after the trigger"),
-            "The share of root requests answered with success from the trigger's end to the run's end.",
-            heatmap_svg(
-                &format!("{p}: availability after the trigger, %"),
-                x,
-                y,
-                &grid(&|c| Some(c.availability_after * 100.0)),
-                "%",
-                Marks {
-                    outlined: &wrong,
-                    boundary: &verdicts,
-                },
-            ),
-        ));
-        if verdicts.iter().flatten().any(Option::is_some) {
-            model.push(Section::chart(
-                format!("{p}: the model's drain time"),
-                "The model's fluid queue: seconds for the bottleneck's queue to drain below the level at which its callers' attempts time out (down: it never does).",
-                heatmap_svg(
-                    &format!("{p}: the model's seconds to drain"),
-                    x,
-                    y,
-                    &grid(&|c| c.model_after_s),
-                    "seconds",
-                    Marks {
-                        outlined: &[],
-                        boundary: &verdicts,
-                    },
-                ),
-            ));
+        Axes {
+            x: (xs.name.as_str(), xs.values.as_slice()),
+            y_name,
+            ys,
         }
     }
-    sections.extend(times.into_iter().chain(avail).chain(model));
+
+    fn y(&self) -> (&str, &[f64]) {
+        (self.y_name, self.ys.as_slice())
+    }
+
+    /// `f` of each cell, `[j][i]`.
+    fn grid<T>(&self, f: impl Fn(usize, usize) -> T) -> Vec<Vec<T>> {
+        (0..self.ys.len())
+            .map(|j| (0..self.x.1.len()).map(|i| f(i, j)).collect())
+            .collect()
+    }
+}
+
+/// One policy's heatmaps.
+struct PolicyCharts {
+    time: Section,
+    availability: Section,
+    /// The model's drain times, where the model judged any cell.
+    model: Option<Section>,
+}
+
+/// A policy's heatmaps, none if it did not run.
+fn policy_charts(s: &Sweep, p: &str, axes: &Axes<'_>) -> Option<PolicyCharts> {
+    if !s.cells.iter().any(|c| c.policy == p) {
+        return None;
+    }
+    let at = |i: usize, j: usize| s.cell(p, i, j);
+    // A cell not run is NaN (not measured), not None (stayed down).
+    let grid = |f: &dyn Fn(&Cell) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
+        axes.grid(|i, j| at(i, j).map_or(Some(f64::NAN), f))
+    };
+    let verdicts: Vec<Vec<Option<bool>>> =
+        axes.grid(|i, j| at(i, j).and_then(|c| c.model_recovers));
+    let wrong = wrong_cells(s, p, axes);
+    let (x, y) = (axes.x, axes.y());
+    let threshold = threshold_note(s, p);
+    let time = Section::chart(
+        format!("{p}: time to recover"),
+        format!("Seconds from the trigger's end until goodput stayed at 95% of the offered rate; a cell that stayed down to the run's end is drawn as down.{threshold}"),
+        heatmap_svg(
+            &format!("{p}: seconds to recover"),
+            x,
+            y,
+            &grid(&|c| c.recovered_after_s),
+            "seconds",
+            Marks {
+                outlined: &wrong,
+                boundary: &verdicts,
+            },
+        ),
+    );
+    let availability = Section::chart(
+        format!("{p}: availability after the trigger"),
+        "The share of root requests answered with success from the trigger's end to the run's end.",
+        heatmap_svg(
+            &format!("{p}: availability after the trigger, %"),
+            x,
+            y,
+            &grid(&|c| Some(c.availability_after * 100.0)),
+            "%",
+            Marks {
+                outlined: &wrong,
+                boundary: &verdicts,
+            },
+        ),
+    );
+    let model = verdicts.iter().flatten().any(Option::is_some).then(|| {
+        Section::chart(
+            format!("{p}: the model's drain time"),
+            "The model's fluid queue: seconds for the bottleneck's queue to drain below the level at which its callers' attempts time out (down: it never does).",
+            heatmap_svg(
+                &format!("{p}: the model's seconds to drain"),
+                x,
+                y,
+                &grid(&|c| c.model_after_s),
+                "seconds",
+                Marks {
+                    outlined: &[],
+                    boundary: &verdicts,
+                },
+            ),
+        )
+    });
+    Some(PolicyCharts {
+        time,
+        availability,
+        model,
+    })
+}
+
+/// `(i, j)` of each of the policy's cells the model gets wrong.
+fn wrong_cells(s: &Sweep, p: &str, axes: &Axes<'_>) -> Vec<(usize, usize)> {
+    (0..axes.ys.len())
+        .flat_map(|j| (0..axes.x.1.len()).map(move |i| (i, j)))
+        .filter(|&(i, j)| s.cell(p, i, j).is_some_and(|c| c.agrees == Some(false)))
+        .collect()
+}
+
+/// The policy's recovery thresholds as a sentence (empty without one).
+fn threshold_note(s: &Sweep, p: &str) -> String {
+    let mine: Vec<&Cell> = s.cells.iter().filter(|c| c.policy == p).collect();
+    match thresholds(&mine)[..] {
+        [] => String::new(),
+        ref t => format!(
+            " The model's recovery threshold under {p}: {} rps.",
+            t.join(", ")
+        ),
+    }
+}
+
+/// The page's last section: every cell as a table, as the CSV has them.
+fn every_cell(s: &Sweep) -> Section {
     let mut head: Vec<&str> = vec!["policy"];
     head.extend(s.vary.iter().map(|a| a.name.as_str()));
     head.extend([
@@ -326,38 +389,36 @@ pub fn html(s: &Sweep) -> String {
         "availability after",
         "saturated",
     ]);
-    let secs = |v: Option<f64>| v.map_or_else(|| "down".into(), |t| format!("{t:.1} s"));
-    let rows: Vec<Vec<String>> = s
-        .cells
-        .iter()
-        .map(|c| {
-            let mut r = vec![c.policy.clone()];
-            r.extend(c.at.iter().map(|v| show(*v)));
-            r.extend([
-                secs(c.recovered_after_s),
-                match c.model_recovers {
-                    None => "-".into(),
-                    Some(_) => secs(c.model_after_s),
-                },
-                c.agrees
-                    .map_or("-".into(), |a| if a { "yes" } else { "no" }.into()),
-                if c.availability_after.is_nan() {
-                    "–".into()
-                } else {
-                    format!("{:.1}%", c.availability_after * 100.0)
-                },
-                if c.saturated { "SATURATED" } else { "" }.into(),
-            ]);
-            r
-        })
-        .collect();
-    sections.push(Section {
+    let rows: Vec<Vec<String>> = s.cells.iter().map(cell_row).collect();
+    Section {
         title: "Every cell".into(),
         text: "As the CSV has them.".into(),
         html: table(&head, &rows),
         ..Section::default()
-    });
-    page(&format!("chaoslab sweep · {}", s.topology), &sections)
+    }
+}
+
+/// A cell as a row of the table.
+fn cell_row(c: &Cell) -> Vec<String> {
+    let secs = |v: Option<f64>| v.map_or_else(|| "down".into(), |t| format!("{t:.1} s"));
+    let mut r = vec![c.policy.clone()];
+    r.extend(c.at.iter().map(|v| show(*v)));
+    r.extend([
+        secs(c.recovered_after_s),
+        match c.model_recovers {
+            None => "-".into(),
+            Some(_) => secs(c.model_after_s),
+        },
+        c.agrees
+            .map_or("-".into(), |a| if a { "yes" } else { "no" }.into()),
+        if c.availability_after.is_nan() {
+            "–".into()
+        } else {
+            format!("{:.1}%", c.availability_after * 100.0)
+        },
+        if c.saturated { "SATURATED" } else { "" }.into(),
+    ]);
+    r
 }
 
 #[cfg(test)]

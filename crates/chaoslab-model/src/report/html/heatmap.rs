@@ -1,6 +1,7 @@
 //! A heatmap as SVG: a grid of cells coloured by value, for a front end
 //! that runs a grid of values (a sweep) and wants one picture of it.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -111,6 +112,14 @@ fn short(v: f64) -> String {
     }
 }
 
+/// The chart's plotting area: a unit square per cell, centred on `(i, j)`.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// What drawing returns: plotters' errors, boxed.
+type Drawn = Result<(), Box<dyn std::error::Error>>;
+
+/// Draws [`heatmap_svg`]'s picture on `root`: the cells on a chart, what
+/// is marked over them, and the scale beside it.
 fn draw(
     root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     title: &str,
@@ -122,19 +131,10 @@ fn draw(
         outlined: marked,
         boundary,
     }: Marks<'_>,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Drawn {
     root.fill(&WHITE)?;
     let (nx, ny) = (xs.len().max(1), ys.len().max(1));
-    let values = cells
-        .iter()
-        .flatten()
-        .filter_map(|v| *v)
-        .filter(|v| v.is_finite());
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-        (a.min(v), b.max(v))
-    });
-    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
-    let at = |v: f64| if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+    let extent = Extent::of(cells);
     let (main, side) = root.split_horizontally(SIZE.0 - 150);
     let mut chart = ChartBuilder::on(&main)
         .caption(title, ("sans-serif", 20))
@@ -142,19 +142,69 @@ fn draw(
         .x_label_area_size(44)
         .y_label_area_size(64)
         .build_cartesian_2d(-0.5..nx as f64 - 0.5, -0.5..ny as f64 - 0.5)?;
-    let label = |values: &[f64], v: &f64| {
-        let i = v.round();
-        if (v - i).abs() < 1e-6 && i >= 0.0 {
-            values
-                .get(i as usize)
-                .filter(|x| x.is_finite())
-                .map(|&x| short(x))
-                .unwrap_or_default()
+    draw_axes(&mut chart, (x_desc, xs), (y_desc, ys), (nx, ny))?;
+    draw_cells(&mut chart, cells, (nx, ny), extent)?;
+    draw_outlines(&mut chart, marked, (nx, ny))?;
+    draw_boundary(&mut chart, boundary, (nx, ny))?;
+    draw_scale(&side, legend, extent)
+}
+
+/// The lowest and highest finite value of the cells (0 and 1 without
+/// one), which the scale runs between.
+#[derive(Debug, Clone, Copy)]
+struct Extent {
+    lo: f64,
+    hi: f64,
+}
+
+impl Extent {
+    fn of(cells: &[Vec<Option<f64>>]) -> Extent {
+        let values = cells
+            .iter()
+            .flatten()
+            .filter_map(|v| *v)
+            .filter(|v| v.is_finite());
+        let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+        let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+        Extent { lo, hi }
+    }
+
+    /// Where `v` is on the scale, 0..=1 (the middle when every value is
+    /// one).
+    fn at(self, v: f64) -> f64 {
+        if self.hi > self.lo {
+            (v - self.lo) / (self.hi - self.lo)
         } else {
-            String::new()
+            0.5
         }
-    };
-    let (fx, fy) = (|v: &f64| label(xs, v), |v: &f64| label(ys, v));
+    }
+}
+
+/// The label of the axis position `v`: the value of the cell there, none
+/// between cells or for a NaN value.
+fn tick_label(values: &[f64], v: &f64) -> String {
+    let i = v.round();
+    if (v - i).abs() < 1e-6 && i >= 0.0 {
+        values
+            .get(i as usize)
+            .filter(|x| x.is_finite())
+            .map(|&x| short(x))
+            .unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
+/// The axes, labelled with the cells' values and named.
+fn draw_axes(
+    chart: &mut Chart<'_, '_>,
+    (x_desc, xs): (&str, &[f64]),
+    (y_desc, ys): (&str, &[f64]),
+    (nx, ny): (usize, usize),
+) -> Drawn {
+    let (fx, fy) = (|v: &f64| tick_label(xs, v), |v: &f64| tick_label(ys, v));
     chart
         .configure_mesh()
         .disable_mesh()
@@ -166,6 +216,17 @@ fn draw(
         .y_desc(y_desc)
         .label_style(("sans-serif", 13))
         .draw()?;
+    Ok(())
+}
+
+/// Each cell filled with its value's colour, and its value written in it
+/// when the cells are few enough to read.
+fn draw_cells(
+    chart: &mut Chart<'_, '_>,
+    cells: &[Vec<Option<f64>>],
+    (nx, ny): (usize, usize),
+    extent: Extent,
+) -> Drawn {
     let few = nx * ny <= 200;
     for (j, row) in cells.iter().enumerate().take(ny) {
         for (i, v) in row.iter().enumerate().take(nx) {
@@ -173,7 +234,7 @@ fn draw(
             let c = match v {
                 None => NO_VALUE,
                 Some(v) if !v.is_finite() => NOT_MEASURED,
-                Some(v) => scale(at(*v)),
+                Some(v) => scale(extent.at(*v)),
             };
             chart.draw_series(std::iter::once(Rectangle::new(
                 [(i - 0.5, j - 0.5), (i + 0.5, j + 0.5)],
@@ -186,7 +247,7 @@ fn draw(
                     Some(v) => short(*v),
                 };
                 let ink = match v {
-                    Some(v) if !v.is_finite() || at(*v) < 0.55 => BLACK,
+                    Some(v) if !v.is_finite() || extent.at(*v) < 0.55 => BLACK,
                     _ => WHITE,
                 };
                 let style = TextStyle::from(("sans-serif", 12).into_font())
@@ -196,6 +257,15 @@ fn draw(
             }
         }
     }
+    Ok(())
+}
+
+/// The marked cells outlined in black.
+fn draw_outlines(
+    chart: &mut Chart<'_, '_>,
+    marked: &[(usize, usize)],
+    (nx, ny): (usize, usize),
+) -> Drawn {
     // An outline as a closed path: the SVG backend gives a rectangle's
     // border no width.
     chart.draw_series(
@@ -216,7 +286,15 @@ fn draw(
                 )
             }),
     )?;
-    // The boundary: a segment between two neighbours of other verdicts.
+    Ok(())
+}
+
+/// The boundary: a segment between two neighbours of other verdicts.
+fn draw_boundary(
+    chart: &mut Chart<'_, '_>,
+    boundary: &[Vec<Option<bool>>],
+    (nx, ny): (usize, usize),
+) -> Drawn {
     let verdict = |i: usize, j: usize| boundary.get(j).and_then(|r| r.get(i)).copied().flatten();
     let mut segments = vec![];
     for (j, row) in boundary_edges(verdict, nx, ny).into_iter().enumerate() {
@@ -235,7 +313,16 @@ fn draw(
             .into_iter()
             .map(|s| PathElement::new(s, RGBColor(230, 85, 13).stroke_width(5))),
     )?;
-    // The scale: a column of steps from the highest (top) to the lowest.
+    Ok(())
+}
+
+/// The scale: a column of steps from the highest (top) to the lowest,
+/// under `legend`, then the colours of "stayed down" and "not measured".
+fn draw_scale(
+    side: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    legend: &str,
+    Extent { lo, hi }: Extent,
+) -> Drawn {
     let font = ("sans-serif", 13).into_font();
     side.draw(&Text::new(legend.to_string(), (10, 40), font.clone()))?;
     let steps = 20;
