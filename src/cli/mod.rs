@@ -153,7 +153,7 @@ pub struct RunArgs {
     /// services with the highest amplification).
     #[arg(long)]
     pub all: bool,
-    /// RunRecord the dashboard as an asciicast v2 file (`asciinema play
+    /// Record the dashboard as an asciicast v2 file (`asciinema play
     /// FILE`): every frame, with its time.
     #[arg(long, value_name = "FILE")]
     pub cast: Option<PathBuf>,
@@ -475,7 +475,7 @@ pub struct TourArgs {
     /// Colours for a dark or a light background (as `run --theme`).
     #[arg(long, value_parser = parse_theme, default_value = "dark")]
     pub theme: Theme,
-    /// RunRecord the chapters played, one after the other, as one asciicast
+    /// Record the chapters played, one after the other, as one asciicast
     /// v2 file (as `run --cast`).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["list", "export", "headless"])]
     pub cast: Option<PathBuf>,
