@@ -86,6 +86,7 @@ fn main() {
         name: None,
         rps: None,
         with_faults: false,
+        virtual_client: None,
     };
 
     // The whole import, checked for what it wrote.
@@ -102,8 +103,10 @@ fn main() {
     assert_eq!(t.load.roots.len(), 1, "svc-0 is the only root");
 
     let total = time(runs, || import::import(&args).expect("imports"));
-    let parse = time(runs, || formats::read(args.format, &text).expect("parses"));
-    let g = formats::read(args.format, &text).expect("parses");
+    let parse = time(runs, || {
+        formats::read(args.format, &text, "user").expect("parses")
+    });
+    let g = formats::read(args.format, &text, "user").expect("parses");
     let cut = time(runs, || g.clone().cut_cycles());
     let mut cut_g = g.clone();
     let c = cut_g.cut_cycles();

@@ -54,4 +54,9 @@ pub struct ImportArgs {
     /// Write the observed error ratios as live faults (else commented).
     #[arg(long)]
     pub with_faults: bool,
+    /// servicegraph: the connector's name for callers outside the mesh,
+    /// whose calls enter the roots (default `user`; a service of the mesh
+    /// with that name is read as a service).
+    #[arg(long, value_name = "NAME")]
+    pub virtual_client: Option<String>,
 }

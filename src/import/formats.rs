@@ -12,11 +12,11 @@ use super::json::{count, field, json, keys, kind, string};
 use crate::cli::ImportFormat;
 
 /// Reads `text` as `format`.
-pub fn read(format: ImportFormat, text: &str) -> Result<Graph, String> {
+pub fn read(format: ImportFormat, text: &str, virtual_client: &str) -> Result<Graph, String> {
     match format {
         ImportFormat::Jaeger => dependencies(&json(text)?, &["data", "dependencies"]),
         ImportFormat::Zipkin => dependencies(&json(text)?, &[]),
-        ImportFormat::Servicegraph => servicegraph(text),
+        ImportFormat::Servicegraph => servicegraph(text, virtual_client),
         ImportFormat::Kiali => kiali(&json(text)?),
         ImportFormat::JaegerTrace => super::trace::read(&json(text)?),
     }
@@ -72,10 +72,12 @@ fn dependencies(doc: &Value, wrappers: &[&str]) -> Result<Graph, String> {
 /// Prometheus HTTP API result (`{"data": {"result": [...]}}`): a vector
 /// of counts, or a matrix of samples over a range (`...[1m]`) that gives
 /// each counter's rate per second, so that the roots can be written at
-/// the rate the mesh saw. The client `user` is the outside world: its
-/// calls enter the roots.
-fn servicegraph(text: &str) -> Result<Graph, String> {
-    let mut samples: Vec<(String, String, String, f64)> = vec![];
+/// the rate the mesh saw. The connector names callers outside the mesh
+/// `user` (`virtual_client`, for a connector that names them otherwise):
+/// their calls enter the roots, unless `user` is also a service of the
+/// mesh ([`outside`] says how that is told).
+fn servicegraph(text: &str, virtual_client: &str) -> Result<Graph, String> {
+    let mut samples: Vec<Sample> = vec![];
     let mut per_second = false;
     let mut short = 0;
     if text.trim_start().starts_with('{') {
@@ -117,7 +119,15 @@ fn servicegraph(text: &str) -> Result<Graph, String> {
                 })?;
                 count(v, &format!("{at}.value[1]"), true)?
             };
-            samples.push((name.to_string(), client.to_string(), server.to_string(), x));
+            let virtual_node =
+                metric.get("connection_type").and_then(Value::as_str) == Some("virtual_node");
+            samples.push(Sample {
+                name: name.to_string(),
+                client: client.to_string(),
+                server: server.to_string(),
+                virtual_node,
+                x,
+            });
         }
     } else {
         for (n, line) in text.lines().enumerate() {
@@ -156,23 +166,33 @@ fn servicegraph(text: &str) -> Result<Graph, String> {
                 .ok()
                 .filter(|x: &f64| x.is_finite() && *x >= 0.0)
                 .ok_or_else(|| format!("{at}: `{value}` is not a count ≥ 0"))?;
-            samples.push((name.to_string(), label("client")?, label("server")?, x));
+            let virtual_node = label("connection_type").is_ok_and(|t| t == "virtual_node");
+            samples.push(Sample {
+                name: name.to_string(),
+                client: label("client")?,
+                server: label("server")?,
+                virtual_node,
+                x,
+            });
         }
     }
     let mut g = Graph::default();
     g.per_second = per_second;
-    let mut failed: Vec<(String, String, f64)> = vec![];
-    for (name, client, server, x) in samples {
-        match name.as_str() {
-            "traces_service_graph_request_total" if client == "user" => g.enter(&server, x),
-            "traces_service_graph_request_total" => g.link(&client, &server, x, 0.0),
-            "traces_service_graph_request_failed_total" => failed.push((client, server, x)),
+    let from_outside = outside(&samples, virtual_client, &mut g);
+    let mut failed: Vec<&Sample> = vec![];
+    for s in &samples {
+        match s.name.as_str() {
+            "traces_service_graph_request_total" if from_outside.holds(s) => {
+                g.enter(&s.server, s.x)
+            }
+            "traces_service_graph_request_total" => g.link(&s.client, &s.server, s.x, 0.0),
+            "traces_service_graph_request_failed_total" => failed.push(s),
             _ => {}
         }
     }
-    for (client, server, x) in failed {
-        if client != "user" {
-            g.link(&client, &server, 0.0, x);
+    for s in failed {
+        if !from_outside.holds(s) {
+            g.link(&s.client, &s.server, 0.0, s.x);
         }
     }
     if g.nodes.is_empty() && short > 0 {
@@ -184,6 +204,75 @@ fn servicegraph(text: &str) -> Result<Graph, String> {
         return Err("no traces_service_graph_request_total sample: is this the servicegraph connector's output?".into());
     }
     Ok(g)
+}
+
+/// One sample of the connector's counters.
+struct Sample {
+    /// The metric's name.
+    name: String,
+    client: String,
+    server: String,
+    /// `connection_type="virtual_node"`: one side is not a service that
+    /// sent spans (the callers outside the mesh, an uninstrumented peer).
+    virtual_node: bool,
+    /// The count, or the rate per second over a range.
+    x: f64,
+}
+
+/// Which samples are requests from outside the mesh: those whose client
+/// is the connector's virtual client (`user`). When a service of the mesh
+/// has that name too (something calls it), the name cannot tell the two
+/// apart: a sample the connector marked `connection_type="virtual_node"`
+/// is from outside, and every other call from `user` is the service's. The
+/// header says so, and warns when no sample carries the mark, so that a
+/// reader knows the outside world's requests may be read as the service's.
+fn outside<'a>(samples: &[Sample], virtual_client: &'a str, g: &mut Graph) -> Outside<'a> {
+    let mut callers: Vec<&str> = samples
+        .iter()
+        .filter(|s| s.server == virtual_client)
+        .map(|s| s.client.as_str())
+        .collect();
+    callers.sort_unstable();
+    callers.dedup();
+    let served = !callers.is_empty();
+    let marked = samples.iter().any(|s| s.virtual_node);
+    if served {
+        g.notes.push(format!(
+            "`{virtual_client}` is also a service of the mesh ({} call{} it): read as that service, not as the callers outside the mesh{}.",
+            callers.join(", "),
+            if callers.len() == 1 { "s" } else { "" },
+            if marked {
+                ", whose calls the connector marks connection_type=\"virtual_node\""
+            } else {
+                ""
+            }
+        ));
+        let calls_out = samples.iter().any(|s| s.client == virtual_client);
+        if !marked && calls_out {
+            g.warnings.push(format!(
+                "ambiguous: the servicegraph connector names callers outside the mesh `{virtual_client}` too, and no sample carries connection_type=\"virtual_node\" to tell them apart: every call from `{virtual_client}` is read as the service's own (give --virtual-client NAME if the connector names the outside otherwise)."
+            ));
+        }
+    }
+    Outside {
+        name: virtual_client,
+        served,
+    }
+}
+
+/// How [`outside`] tells the requests from outside the mesh.
+struct Outside<'a> {
+    /// The connector's name for the callers outside the mesh.
+    name: &'a str,
+    /// A service of the mesh has that name too.
+    served: bool,
+}
+
+impl Outside<'_> {
+    /// Whether `s` counts requests from outside the mesh.
+    fn holds(&self, s: &Sample) -> bool {
+        s.client == self.name && (s.virtual_node || !self.served)
+    }
 }
 
 /// A counter series' rate per second, `values: [[t, "v"], ...]`: its
@@ -316,6 +405,11 @@ fn kiali(doc: &Value) -> Result<Graph, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The formats read with the connector's default name for the outside.
+    fn read(format: ImportFormat, text: &str) -> Result<Graph, String> {
+        super::read(format, text, "user")
+    }
 
     #[test]
     fn mistakes_name_their_place() {

@@ -26,6 +26,9 @@ pub struct Graph {
     pub per_second: bool,
     /// What the reader took on trust, for the header (one line each).
     pub notes: Vec<String>,
+    /// What a reader should check by hand, for the header and standard
+    /// error (one line each).
+    pub warnings: Vec<String>,
     /// Node by (service, endpoint).
     index: HashMap<(String, Option<String>), usize>,
     /// Link by (from, to).
@@ -44,6 +47,10 @@ pub struct Node {
     pub operation: Option<String>,
     /// Its calls overlapped in time in the traces: `parallel: true`.
     pub parallel: bool,
+    /// The traces saw it only as the `peer.service` of its callers'
+    /// client spans (a database, a cache, a provider outside the mesh):
+    /// a leaf the mesh calls, often the one that fails.
+    pub uninstrumented: bool,
 }
 
 impl Node {
@@ -65,8 +72,12 @@ pub struct Link {
     pub to: usize,
     /// Calls made.
     pub calls: f64,
-    /// Of those, failed.
+    /// Of those, failed; with `retries`, the attempts that failed.
     pub errors: f64,
+    /// Attempts the source's own retries added to those calls: a call
+    /// that one client span made again after its first attempt failed
+    /// counts once in `calls` and its later attempts here.
+    pub retries: f64,
 }
 
 /// An edge cut to break a cycle.
@@ -109,6 +120,14 @@ impl Graph {
         self.link_nodes(from, to, calls, errors);
     }
 
+    /// Adds `retries` attempts of the source's own retries to the calls
+    /// from node `from` to node `to` (made already by [`Graph::link_nodes`]).
+    pub fn retried(&mut self, from: usize, to: usize, retries: f64) {
+        if let Some(&k) = self.link_index.get(&(from, to)) {
+            self.links[k].retries += retries;
+        }
+    }
+
     /// Adds calls from node `from` to node `to`.
     pub fn link_nodes(&mut self, from: usize, to: usize, calls: f64, errors: f64) {
         if from == to {
@@ -126,6 +145,7 @@ impl Graph {
                     to,
                     calls,
                     errors,
+                    retries: 0.0,
                 });
             }
         }

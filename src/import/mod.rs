@@ -30,9 +30,21 @@ pub fn run(args: ImportArgs) -> Result<(), RunError> {
 
 /// The topology text `args` asks for, checked.
 pub fn import(args: &ImportArgs) -> Result<String, RunError> {
+    let virtual_client = virtual_client(args)?;
     let text = read_source(args.format, &args.source)?;
-    let mut g = formats::read(args.format, &text)
+    let mut g = formats::read(args.format, &text, virtual_client)
         .map_err(|e| RunError::Usage(format!("{} {}: {e}", args.format.name(), args.source)))?;
+    if let Some(name) = args.virtual_client.as_deref() {
+        if !g.nodes.iter().any(|n| n.service == name) && g.entered.iter().all(|&e| e == 0.0) {
+            return Err(RunError::Usage(format!(
+                "--virtual-client {name}: no sample of {} has the client {name:?}",
+                args.source
+            )));
+        }
+    }
+    for w in &g.warnings {
+        eprintln!("warning: {w}");
+    }
     if g.links.is_empty() {
         return Err(RunError::Usage(format!(
             "{} {}: the graph has no calls between services: nothing to import",
@@ -52,8 +64,15 @@ pub fn import(args: &ImportArgs) -> Result<String, RunError> {
         with_faults: args.with_faults,
     };
     let yaml = write::topology(&g, &cuts, &written).ok_or_else(|| {
+        let hint = if args.format == ImportFormat::Servicegraph {
+            format!(
+                " (requests from outside are the calls of the client `{virtual_client}`: give --virtual-client NAME if the connector names them otherwise)"
+            )
+        } else {
+            String::new()
+        };
         RunError::Usage(format!(
-            "{} {}: no root: every service is called by another and no request enters from outside",
+            "{} {}: no root: every service is called by another and no request enters from outside{hint}",
             args.format.name(),
             args.source
         ))
@@ -61,6 +80,20 @@ pub fn import(args: &ImportArgs) -> Result<String, RunError> {
     // What is written must be a topology the lab runs.
     Topology::from_yaml(&yaml, "the imported topology")?;
     Ok(yaml)
+}
+
+/// The connector's name for the callers outside the mesh: `user`, or
+/// `--virtual-client`, which only the servicegraph format reads.
+fn virtual_client(args: &ImportArgs) -> Result<&str, RunError> {
+    match args.virtual_client.as_deref() {
+        None => Ok("user"),
+        Some(_) if args.format != ImportFormat::Servicegraph => Err(RunError::Usage(format!(
+            "--virtual-client: only the servicegraph format names the callers outside the mesh (not {})",
+            args.format.name()
+        ))),
+        Some("") => Err(RunError::Usage("--virtual-client: give a name".into())),
+        Some(name) => Ok(name),
+    }
 }
 
 /// `name:` from the source: a file's stem, else `imported`.

@@ -29,6 +29,8 @@ struct Span {
     end: f64,
     client: bool,
     error: bool,
+    /// Its `peer.service` tag: whom a client span called.
+    peer: Option<String>,
     /// The span it is a child of (or follows from).
     parent: Option<usize>,
 }
@@ -176,7 +178,11 @@ impl Spans {
             &format!("{here}.duration"),
             false,
         )?;
-        let (client, error) = tags(s, &here)?;
+        let Tags {
+            client,
+            error,
+            peer,
+        } = tags(s, &here)?;
         let k = self.spans.len();
         if let Some(&other) = self.ids.get(&(tid.clone(), span_id.to_string())) {
             return Err(format!(
@@ -203,6 +209,7 @@ impl Spans {
             end: start + duration,
             client,
             error,
+            peer,
             parent: None,
         });
         Ok(())
@@ -292,12 +299,23 @@ fn name<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a str, String> {
     named(v, key, at, "a name")
 }
 
-/// Whether the span is a client's, and whether it failed (the `error`
-/// tag, true as a bool or as the string Jaeger's older clients write).
-fn tags(s: &Value, at: &str) -> Result<(bool, bool), String> {
-    let (mut client, mut error) = (false, false);
+/// What a span's tags say of it.
+#[derive(Default)]
+struct Tags {
+    /// `span.kind: client`.
+    client: bool,
+    /// The `error` tag, true as a bool or as the string Jaeger's older
+    /// clients write.
+    error: bool,
+    /// `peer.service`: the service a client span called.
+    peer: Option<String>,
+}
+
+/// What the span's tags say.
+fn tags(s: &Value, at: &str) -> Result<Tags, String> {
+    let mut out = Tags::default();
     let Some(tags) = s.get("tags").filter(|t| !t.is_null()) else {
-        return Ok((client, error));
+        return Ok(out);
     };
     let list = tags
         .as_array()
@@ -306,17 +324,24 @@ fn tags(s: &Value, at: &str) -> Result<(bool, bool), String> {
         let key = name(t, "key", &format!("{at}.tags[{i}]"))?;
         let value = t.get("value").unwrap_or(&Value::Null);
         match key {
-            "span.kind" => client |= value.as_str() == Some("client"),
+            "span.kind" => out.client |= value.as_str() == Some("client"),
             "error" => {
-                error |= value.as_bool() == Some(true)
+                out.error |= value.as_bool() == Some(true)
                     || value
                         .as_str()
                         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
             }
+            "peer.service" => {
+                out.peer = value
+                    .as_str()
+                    .map(str::trim)
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string);
+            }
             _ => {}
         }
     }
-    Ok((client, error))
+    Ok(out)
 }
 
 /// The span's parent reference: its first `CHILD_OF`, else its first
@@ -364,12 +389,24 @@ fn parent_ref(
 
 /// The graph the spans make.
 fn graph(services: &[String], spans: &[Span]) -> Result<Graph, String> {
-    let entry = |k: usize| {
-        spans[k]
-            .parent
-            .is_none_or(|p| spans[p].service != spans[k].service)
-    };
-    // Each span's nearest entry span at or above it.
+    let above = entries_above(spans)?;
+    let (mut g, node_of) = endpoint_nodes(services, spans);
+    let mut made = calls(&mut g, spans, &above, &node_of);
+    uninstrumented_calls(&mut g, services, spans, &above, &node_of, &mut made);
+    mark_parallel(&mut g, made, &node_of);
+    Ok(g)
+}
+
+/// Whether span `k` is an entry span: its parent is in another service,
+/// or it has none.
+fn is_entry(spans: &[Span], k: usize) -> bool {
+    spans[k]
+        .parent
+        .is_none_or(|p| spans[p].service != spans[k].service)
+}
+
+/// Each span's nearest entry span at or above it.
+fn entries_above(spans: &[Span]) -> Result<Vec<Option<usize>>, String> {
     let mut above: Vec<Option<usize>> = vec![None; spans.len()];
     for k in 0..spans.len() {
         let mut path = vec![];
@@ -378,7 +415,7 @@ fn graph(services: &[String], spans: &[Span]) -> Result<Graph, String> {
             if let Some(e) = above[at] {
                 break e;
             }
-            if entry(at) {
+            if is_entry(spans, at) {
                 break at;
             }
             path.push(at);
@@ -395,12 +432,18 @@ fn graph(services: &[String], spans: &[Span]) -> Result<Graph, String> {
             above[p] = Some(found);
         }
     }
+    Ok(above)
+}
+
+/// A node per service, or per inbound operation of a service that shows
+/// two or more; and each entry span's node (`usize::MAX` for the rest).
+fn endpoint_nodes(services: &[String], spans: &[Span]) -> (Graph, Vec<usize>) {
     // Each service's inbound operations, in the order first seen, and
     // each one's place among them.
     let mut ops: Vec<Vec<&str>> = vec![vec![]; services.len()];
     let mut op_at: HashMap<(usize, &str), usize> = HashMap::new();
     for (k, s) in spans.iter().enumerate() {
-        if entry(k) {
+        if is_entry(spans, k) {
             op_at
                 .entry((s.service, s.operation.as_str()))
                 .or_insert_with(|| {
@@ -413,7 +456,7 @@ fn graph(services: &[String], spans: &[Span]) -> Result<Graph, String> {
     let mut g = Graph::default();
     let mut node_of = vec![usize::MAX; spans.len()];
     for (k, s) in spans.iter().enumerate() {
-        if !entry(k) {
+        if !is_entry(spans, k) {
             continue;
         }
         let endpoint = if ops[s.service].len() >= 2 {
@@ -431,10 +474,35 @@ fn graph(services: &[String], spans: &[Span]) -> Result<Graph, String> {
         }
         node_of[k] = n;
     }
-    // The calls each entry span made, with when each ran.
-    let mut made: HashMap<usize, Vec<(f64, f64)>> = HashMap::new();
+    (g, node_of)
+}
+
+/// When each call of an entry span ran, per entry span.
+type Made = HashMap<usize, Vec<(f64, f64)>>;
+
+/// The calls between entry spans: each entry span with a parent is a call
+/// from the entry span above that parent, except the attempts after the
+/// first of a call one client span made again (its retries). Returns when
+/// each call ran: the caller's client span is how long it waited; without
+/// one, the callee's own span.
+fn calls(g: &mut Graph, spans: &[Span], above: &[Option<usize>], node_of: &[usize]) -> Made {
+    let mut made = Made::new();
+    // The entry spans below each client span that is not itself an
+    // entry, by start: a call made again shows as several of them.
+    let mut under_client: HashMap<usize, Vec<usize>> = HashMap::new();
     for (k, s) in spans.iter().enumerate() {
-        if !entry(k) {
+        if let Some(p) = s.parent.filter(|&p| is_entry(spans, k) && spans[p].client) {
+            if above[p] != Some(p) {
+                under_client.entry(p).or_default().push(k);
+            }
+        }
+    }
+    for served in under_client.values_mut() {
+        served.sort_by(|a, b| spans[*a].start.total_cmp(&spans[*b].start));
+    }
+    let error = |k: usize| f64::from(u8::from(spans[k].error));
+    for (k, s) in spans.iter().enumerate() {
+        if !is_entry(spans, k) {
             continue;
         }
         let Some(p) = s.parent else {
@@ -442,21 +510,89 @@ fn graph(services: &[String], spans: &[Span]) -> Result<Graph, String> {
             continue;
         };
         let caller = above[p].unwrap_or(p);
-        g.link_nodes(
-            node_of[caller],
-            node_of[k],
-            1.0,
-            if s.error { 1.0 } else { 0.0 },
-        );
-        // The caller's client span is how long it waited; without one,
-        // the callee's own span.
-        let ran = if spans[p].client && p != caller {
-            (spans[p].start, spans[p].end)
-        } else {
-            (s.start, s.end)
+        let (from, to) = (node_of[caller], node_of[k]);
+        let Some(served) = under_client.get(&p) else {
+            g.link_nodes(from, to, 1.0, error(k));
+            made.entry(caller).or_default().push((s.start, s.end));
+            continue;
         };
-        made.entry(caller).or_default().push(ran);
+        match retried(spans, node_of, served) {
+            // A call made again: once, when its last attempt comes; each
+            // failed attempt is its callee's error all the same.
+            Some(last) if last == k => {
+                let failed: f64 = served.iter().map(|&a| error(a)).sum();
+                g.link_nodes(from, to, 1.0, failed);
+                g.retried(from, to, (served.len() - 1) as f64);
+                made.entry(caller)
+                    .or_default()
+                    .push((spans[p].start, spans[p].end));
+            }
+            Some(_) => {}
+            None => {
+                g.link_nodes(from, to, 1.0, error(k));
+                made.entry(caller)
+                    .or_default()
+                    .push((spans[p].start, spans[p].end));
+            }
+        }
     }
+    made
+}
+
+/// The last attempt, when the entry spans one client span waited on
+/// (`served`, by start) are one call made again: two or more, each
+/// serving the same node, one after the other, every one but the last
+/// failed. Calls that overlap, or that reach other operations, are a
+/// client's parallel calls, not its retries.
+fn retried(spans: &[Span], node_of: &[usize], served: &[usize]) -> Option<usize> {
+    let (&last, before) = served.split_last()?;
+    if before.is_empty() {
+        return None;
+    }
+    let one_after_another = served
+        .windows(2)
+        .all(|w| node_of[w[0]] == node_of[w[1]] && spans[w[1]].start >= spans[w[0]].end);
+    let failed_then_tried = before.iter().all(|&k| spans[k].error);
+    (one_after_another && failed_then_tried).then_some(last)
+}
+
+/// Calls to services that sent no span of their own: a client span that
+/// names its callee in `peer.service` and has no entry span below it is a
+/// call to an uninstrumented leaf (a database, a cache, a provider). A
+/// peer that sent spans elsewhere in the document is instrumented, and a
+/// client span without one below it is a span lost, not a leaf.
+fn uninstrumented_calls(
+    g: &mut Graph,
+    services: &[String],
+    spans: &[Span],
+    above: &[Option<usize>],
+    node_of: &[usize],
+    made: &mut Made,
+) {
+    let mut waited_on = vec![false; spans.len()];
+    for (k, s) in spans.iter().enumerate() {
+        if let Some(p) = s.parent.filter(|_| is_entry(spans, k)) {
+            waited_on[p] = true;
+        }
+    }
+    for (k, s) in spans.iter().enumerate() {
+        let Some(peer) = s.peer.as_deref().filter(|_| s.client && !waited_on[k]) else {
+            continue;
+        };
+        if services.iter().any(|name| name == peer) {
+            continue;
+        }
+        let caller = above[k].unwrap_or(k);
+        let leaf = g.node(peer, None);
+        g.nodes[leaf].uninstrumented = true;
+        g.link_nodes(node_of[caller], leaf, 1.0, f64::from(u8::from(s.error)));
+        made.entry(caller).or_default().push((s.start, s.end));
+    }
+}
+
+/// `parallel` on a node whose instances, in most of those that made two
+/// calls or more, had calls overlapping in time.
+fn mark_parallel(g: &mut Graph, made: Made, node_of: &[usize]) {
     // (instances making ≥ 2 calls, of them with calls overlapping) per node.
     let mut overlap = vec![(0u32, 0u32); g.nodes.len()];
     for (caller, mut calls) in made {
@@ -477,7 +613,6 @@ fn graph(services: &[String], spans: &[Span]) -> Result<Graph, String> {
     for (n, (many, overlapped)) in overlap.into_iter().enumerate() {
         g.nodes[n].parallel = many > 0 && overlapped * 2 > many;
     }
-    Ok(g)
 }
 
 /// Operation names as endpoint names: a path on the wire takes letters,

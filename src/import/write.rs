@@ -47,9 +47,11 @@ pub fn topology(g: &Graph, cuts: &[Cut], w: &Written<'_>) -> Option<String> {
     let rps = w.rps.unwrap_or(DEFAULT_RPS);
     let requests = g.requests();
     let out = g.out_links();
+    // Attempts into each node and of them failed: a node's fault is the
+    // share of what it served that failed, the source's retries included.
     let mut into = vec![(0.0, 0.0); g.nodes.len()];
     for l in &g.links {
-        into[l.to].0 += l.calls;
+        into[l.to].0 += l.calls + l.retries;
         into[l.to].1 += l.errors;
     }
     let mut y = String::new();
@@ -100,8 +102,17 @@ pub fn topology(g: &Graph, cuts: &[Cut], w: &Written<'_>) -> Option<String> {
         }
     };
     for (service, members) in services(g) {
-        let _ = writeln!(y, "  {}:", quote(service));
         let plain = members.len() == 1 && g.nodes[members[0]].endpoint.is_none();
+        let _ = writeln!(
+            y,
+            "  {}:{}",
+            quote(service),
+            if plain && g.nodes[members[0]].uninstrumented {
+                "   # uninstrumented: seen only as its callers' peer.service, a leaf here"
+            } else {
+                ""
+            }
+        );
         if plain {
             node(&mut y, members[0], "    ");
             continue;
@@ -169,6 +180,9 @@ fn header(y: &mut String, g: &Graph, cuts: &[Cut], w: &Written<'_>, observed: bo
     for note in &g.notes {
         let _ = writeln!(y, "# {}", note.replace(['\n', '\r'], " "));
     }
+    for warning in &g.warnings {
+        let _ = writeln!(y, "# Warning: {}", warning.replace(['\n', '\r'], " "));
+    }
     for c in cuts {
         let _ = writeln!(
             y,
@@ -217,9 +231,18 @@ fn calls(y: &mut String, g: &Graph, links: &[usize], requests: f64, indent: &str
         if p < 1.0 {
             let _ = write!(entry, ", p: {}", fmt(p));
         }
+        let retried = if l.retries > 0.0 {
+            format!(
+                "; the source's own retries added {} attempt{}, not counted as calls",
+                shown(l.retries),
+                if l.retries == 1.0 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             y,
-            "{indent}  - {entry} }}   # {} calls{unit} over {} requests{unit}",
+            "{indent}  - {entry} }}   # {} calls{unit} over {} requests{unit}{retried}",
             shown(l.calls),
             shown(requests)
         );

@@ -516,3 +516,125 @@ fn bad_traces_exit_2_naming_the_path_and_write_nothing() {
         text(&run).1
     );
 }
+
+/// A service named `user` (tests/import/servicegraph-user.prom, a social
+/// network like DeathStarBench's): something calls it, so it is a
+/// service of the mesh; only the calls the connector marks
+/// `connection_type="virtual_node"` enter from outside. Its calls stay
+/// calls (auth and social-graph are no roots), the cycle social-graph ⇄
+/// user is cut with the comment the cycle rule promises, and the header
+/// says how `user` was read.
+#[test]
+fn a_service_named_user_is_a_service_not_the_outside_world() {
+    let (t, yaml) = imported("servicegraph", &fixture("servicegraph-user.prom"), &[]);
+    assert_eq!(roots_of(&t), [("nginx", 100.0)], "{yaml}");
+    // 400 calls over the 400 requests compose-post sends it (the 50 of
+    // social-graph's are the cycle's cut edge).
+    assert_eq!(per_request(&t, "user", "auth"), Some(1.0), "{yaml}");
+    assert!(per_request(&t, "compose-post", "user").is_some(), "{yaml}");
+    assert!(
+        yaml.contains("# Cycle user -> social-graph -> user cut at its weakest edge social-graph -> user (50 calls)."),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("`user` is also a service of the mesh (compose-post, social-graph call it)"),
+        "{yaml}"
+    );
+    assert!(!yaml.contains("Warning"), "{yaml}");
+}
+
+/// A connector that marks no virtual node and names the outside
+/// `outside` (tests/import/servicegraph-user-renamed.prom): with
+/// `--virtual-client outside` its calls are the roots; without it, the
+/// reading of `user` is ambiguous, which the header and standard error
+/// say; a name no sample has is bad input.
+#[test]
+fn virtual_client_names_the_outside_and_an_ambiguous_user_is_warned_of() {
+    let file = fixture("servicegraph-user-renamed.prom");
+    let (t, yaml) = imported("servicegraph", &file, &["--virtual-client", "outside"]);
+    assert_eq!(roots_of(&t), [("nginx", 100.0)], "{yaml}");
+    assert!(t.service_id("outside").is_none(), "{yaml}");
+    assert!(!yaml.contains("Warning"), "{yaml}");
+
+    let run = chaoslab(&["import", "servicegraph", &file]);
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning: ambiguous: the servicegraph connector names callers outside the mesh `user` too"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("# Warning: ambiguous:"), "{stdout}");
+
+    for (args, says) in [
+        (
+            vec!["--virtual-client", "ingress"],
+            "--virtual-client ingress: no sample of",
+        ),
+        (
+            vec!["--virtual-client", ""],
+            "--virtual-client: give a name",
+        ),
+    ] {
+        let mut all = vec!["import", "servicegraph", file.as_str()];
+        all.extend(args);
+        let run = chaoslab(&all);
+        assert_eq!(run.status.code(), Some(2), "{all:?}");
+        assert!(text(&run).1.contains(says), "{all:?}: {}", text(&run).1);
+    }
+    let run = chaoslab(&[
+        "import",
+        "zipkin",
+        &fixture("zipkin.json"),
+        "--virtual-client",
+        "user",
+    ]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        text(&run).1.contains("only the servicegraph format"),
+        "{}",
+        text(&run).1
+    );
+}
+
+/// tests/import/jaeger-trace-leaves.json, two checkouts: frontend calls
+/// cart once per request, and in each the first attempt failed and the
+/// same client span tried again after it; frontend calls the payment
+/// provider and cart calls redis, neither of which sends spans. The
+/// retries are the source's (one call per request, its retries in the
+/// comment, frontend not `parallel`), and the uninstrumented callees are
+/// leaves, marked so.
+#[test]
+fn retries_inside_a_client_span_and_uninstrumented_callees_are_read_as_such() {
+    let (t, yaml) = imported("jaeger-trace", &fixture("jaeger-trace-leaves.json"), &[]);
+    assert_eq!(per_request(&t, "frontend", "cart"), Some(1.0), "{yaml}");
+    assert!(
+        yaml.contains("# 2 calls over 2 requests; the source's own retries added 2 attempts, not counted as calls"),
+        "{yaml}"
+    );
+    let frontend = t.service_id("frontend").unwrap();
+    assert!(!t.services[frontend].parallel, "{yaml}");
+    assert_eq!(
+        per_request(&t, "frontend", "payment-provider"),
+        Some(1.0),
+        "{yaml}"
+    );
+    assert_eq!(per_request(&t, "cart", "redis"), Some(1.0), "{yaml}");
+    for leaf in ["payment-provider", "redis"] {
+        assert!(
+            yaml.contains(&format!(
+                "  {leaf}:   # uninstrumented: seen only as its callers' peer.service, a leaf here"
+            )),
+            "{leaf}: {yaml}"
+        );
+    }
+    // One of the two charges failed: the provider's error ratio; cart
+    // failed the first of each call's two attempts: its own.
+    assert!(
+        yaml.contains("# fault: { error_rate: 0.5 }   # 1 of 2 calls into it failed"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("# fault: { error_rate: 0.5 }   # 2 of 4 calls into it failed"),
+        "{yaml}"
+    );
+}
