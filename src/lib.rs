@@ -46,8 +46,8 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Node(args) => node::serve(args),
         Command::Load(args) => node::load(args),
         Command::K8s(args) => k8s::run(args),
-        Command::Import(args) => import::run(args),
-        Command::Generate(args) => generate::run(args),
+        Command::Import(args) => import::run(args.options().map_err(RunError::usage)?),
+        Command::Generate(args) => generate::run(args.into()),
         Command::Tap(args) => tap::run(args),
         Command::Tour(args) => tour::run(args),
     }

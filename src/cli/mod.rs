@@ -3,6 +3,7 @@
 mod endpoint_args;
 mod generate;
 mod import;
+mod options;
 mod peers;
 mod pictures;
 mod population;
