@@ -20,7 +20,7 @@ use clap::{Args, Parser, Subcommand};
 pub use endpoint_args::EndpointArgs;
 pub use generate::{GenerateArgs, Like};
 pub use import::{ImportArgs, ImportFormat};
-pub use peers::{names as service_names, PeerArgs, Peers};
+pub use peers::{names as service_names, read_peers, PeerArgs, Peers};
 pub use pictures::{ComparePictures, Pictures};
 pub use population::{closed_loop_in_one_process, Population};
 pub use prepare::Prepared;
@@ -30,7 +30,7 @@ pub use values::*;
 use crate::lab::Action;
 use crate::session::Setup;
 use crate::theme::Theme;
-use crate::topology::{PolicyFields, Topology};
+use crate::topology::Topology;
 
 /// A terminal lab for retry storms: real services, real numbers.
 #[derive(Debug, Parser)]
@@ -579,28 +579,14 @@ pub struct Start {
 impl Start {
     /// The actions these flags ask for at time zero.
     pub fn actions(&self, t: &Topology) -> Result<Vec<Action>, UsageError> {
-        let mut actions = vec![];
-        if let Some(p) = &self.policy {
-            actions.push(Action::Policy(PolicyFields {
-                preset: Some(parse_policy(p)?),
-                ..Default::default()
-            }));
-        }
-        actions.extend(fail_actions(t, &self.fail)?);
-        Ok(actions)
+        crate::options::Start::from(self.clone()).actions(t)
     }
 }
 
 impl Load {
     /// The rate action `--rps` asks for, if any.
     pub fn actions(&self) -> Result<Vec<Action>, UsageError> {
-        match self.rps {
-            Some(r) if !r.is_finite() || r <= 0.0 => Err(UsageError(format!(
-                "--rps {r}: the rate must be a positive number"
-            ))),
-            Some(r) => Ok(vec![Action::SetRps(r)]),
-            None => Ok(vec![]),
-        }
+        crate::options::Load::from(self.clone()).actions()
     }
 }
 

@@ -3,8 +3,140 @@
 //! front end knows clap and each can be called (from a test, a bench,
 //! another front end) with exactly what it needs.
 
-use super::{GenerateArgs, ImportArgs, ImportFormat, UsageError};
-use crate::{generate, import};
+use super::{
+    CheckArgs, EndpointArgs, GenerateArgs, ImportArgs, ImportFormat, K8sArgs, Load, LoadArgs,
+    ModelArgs, NodeArgs, PeerArgs, ServeArgs, Start, TapArgs, UsageError,
+};
+use crate::{generate, import, inspect, k8s, node, options, serve, tap};
+
+impl From<Start> for options::Start {
+    fn from(a: Start) -> Self {
+        options::Start {
+            policy: a.policy,
+            fail: a.fail,
+        }
+    }
+}
+
+impl From<Load> for options::Load {
+    fn from(a: Load) -> Self {
+        options::Load {
+            rps: a.rps,
+            seed: a.seed,
+        }
+    }
+}
+
+impl From<EndpointArgs> for options::Endpoints {
+    fn from(a: EndpointArgs) -> Self {
+        options::Endpoints {
+            metrics: a.metrics,
+            control: a.control,
+            control_hosts: a.control_hosts,
+            control_token_file: a.control_token_file,
+            control_insecure: a.control_insecure,
+        }
+    }
+}
+
+impl From<PeerArgs> for options::Peers {
+    fn from(a: PeerArgs) -> Self {
+        options::Peers {
+            peer: a.peer,
+            peers: a.peers,
+        }
+    }
+}
+
+impl From<CheckArgs> for inspect::CheckOptions {
+    fn from(a: CheckArgs) -> Self {
+        inspect::CheckOptions {
+            topology: a.topology,
+            simulate: a.simulate,
+        }
+    }
+}
+
+impl From<ModelArgs> for inspect::ModelOptions {
+    fn from(a: ModelArgs) -> Self {
+        inspect::ModelOptions {
+            topology: a.topology,
+            start: a.start.into(),
+        }
+    }
+}
+
+impl From<ServeArgs> for serve::Options {
+    fn from(a: ServeArgs) -> Self {
+        serve::Options {
+            topology: a.topology,
+            duration: a.duration,
+            headless: a.headless,
+            start: a.start.into(),
+            seed: a.seed,
+            report: a.report,
+            endpoints: a.endpoints.into(),
+        }
+    }
+}
+
+impl From<TapArgs> for tap::Options {
+    fn from(a: TapArgs) -> Self {
+        tap::Options {
+            topology: a.topology,
+            service: a.service,
+            duration: a.duration,
+            load: a.load.into(),
+            start: a.start.into(),
+            endpoints: a.endpoints.into(),
+            processes: a.processes,
+        }
+    }
+}
+
+impl From<NodeArgs> for node::Options {
+    fn from(a: NodeArgs) -> Self {
+        node::Options {
+            topology: a.topology,
+            service: a.service,
+            listen: a.listen,
+            replica: a.replica,
+            peers: a.peers.into(),
+            start: a.start.into(),
+            seed: a.seed,
+            endpoints: a.endpoints.into(),
+            exit_with_stdin: a.exit_with_stdin,
+        }
+    }
+}
+
+impl From<LoadArgs> for node::LoadOptions {
+    fn from(a: LoadArgs) -> Self {
+        node::LoadOptions {
+            topology: a.topology,
+            peers: a.peers.into(),
+            load: a.load.into(),
+            duration: a.duration,
+            start: a.start.into(),
+            endpoints: a.endpoints.into(),
+        }
+    }
+}
+
+impl From<K8sArgs> for k8s::Request {
+    fn from(a: K8sArgs) -> Self {
+        k8s::Request {
+            topology: a.topology,
+            out: a.out,
+            namespace: a.namespace,
+            image: a.image,
+            replicas: a.replicas,
+            rps: a.rps,
+            duration: a.duration,
+            control_token_file: a.control_token_file,
+        }
+    }
+}
 
 impl From<GenerateArgs> for generate::Options {
     fn from(a: GenerateArgs) -> Self {

@@ -43,8 +43,14 @@ impl PeerArgs {
     /// topology, once, with a plain `http://` URL; the template holds
     /// `{name}`.
     pub fn read(&self, t: &Topology) -> Result<Peers, UsageError> {
-        read_as(&self.peer, self.peers.as_deref(), ("--peer", "--peers"), t)
+        read_peers(&self.peer, self.peers.as_deref(), t)
     }
+}
+
+/// `--peer NAME=URL` (`one`, each) and `--peers TEMPLATE` (`all`) read
+/// against `t`.
+pub fn read_peers(one: &[String], all: Option<&str>, t: &Topology) -> Result<Peers, UsageError> {
+    read_as(one, all, ("--peer", "--peers"), t)
 }
 
 /// `--remote NAME=URL` (repeatable) or `--remote TEMPLATE`: where each
