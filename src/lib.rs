@@ -41,8 +41,10 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
     match opts.into_command() {
         Command::Check(args) => inspect::check(args.into()),
         Command::Model(args) => inspect::model(args.into()),
-        Command::Run(args) if args.headless => headless::run(args),
-        Command::Run(args) => dashboard::run(args),
+        Command::Run(args) if args.headless => {
+            headless::run(args.options().map_err(RunError::usage)?)
+        }
+        Command::Run(args) => dashboard::run(args.options().map_err(RunError::usage)?),
         Command::Compare(args) => compare::run(args),
         Command::Sweep(args) => compare::sweep::run(args),
         Command::Serve(args) => serve::run(args.into()),
@@ -52,6 +54,6 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Import(args) => import::run(args.options().map_err(RunError::usage)?),
         Command::Generate(args) => generate::run(args.into()),
         Command::Tap(args) => tap::run(args.into()),
-        Command::Tour(args) => tour::run(args),
+        Command::Tour(args) => tour::run(args.into()),
     }
 }

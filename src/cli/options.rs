@@ -5,9 +5,70 @@
 
 use super::{
     CheckArgs, EndpointArgs, GenerateArgs, ImportArgs, ImportFormat, K8sArgs, Load, LoadArgs,
-    ModelArgs, NodeArgs, PeerArgs, ServeArgs, Start, TapArgs, UsageError,
+    ModelArgs, NodeArgs, PeerArgs, Pictures, RunArgs, ServeArgs, Start, TapArgs, TourArgs,
+    UsageError,
 };
-use crate::{generate, import, inspect, k8s, node, options, serve, tap};
+use crate::{generate, import, inspect, k8s, node, options, serve, tap, tour};
+
+impl RunArgs {
+    /// The run these flags ask for: a topology is given.
+    pub fn options(self) -> Result<options::Run, UsageError> {
+        let topology = self.topology.ok_or_else(|| {
+            UsageError(
+                "no topology given: try `chaoslab topologies/uber-chain.yaml` (see --help)".into(),
+            )
+        })?;
+        Ok(options::Run {
+            topology,
+            duration: self.clock.duration,
+            warmup: self.clock.warmup,
+            load: self.load.into(),
+            start: self.start.into(),
+            attribution: self.attribution,
+            at_least_once: self.at_least_once,
+            scenario: self.scenario,
+            report: self.report,
+            junit: self.junit,
+            pictures: self.pictures.into(),
+            fps: self.fps,
+            no_color: self.no_color,
+            big: self.big,
+            theme: self.theme,
+            record: self.record,
+            all: self.all,
+            cast: self.cast,
+            endpoints: self.endpoints.into(),
+            processes: self.processes,
+            remote: self.remote,
+            peers: self.peers.into(),
+        })
+    }
+}
+
+impl From<Pictures> for options::Pictures {
+    fn from(a: Pictures) -> Self {
+        options::Pictures {
+            html: a.html,
+            series: a.series,
+        }
+    }
+}
+
+impl From<TourArgs> for tour::Options {
+    fn from(a: TourArgs) -> Self {
+        tour::Options {
+            chapter: a.chapter,
+            list: a.list,
+            headless: a.headless,
+            export: a.export,
+            fps: a.fps,
+            no_color: a.no_color,
+            big: a.big,
+            theme: a.theme,
+            cast: a.cast,
+        }
+    }
+}
 
 impl From<Start> for options::Start {
     fn from(a: Start) -> Self {

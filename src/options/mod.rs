@@ -1,7 +1,9 @@
 //! The flag groups several front ends share, as plain data: the policy
 //! and faults to start in ([`Start`]), the load ([`Load`]), where the
 //! endpoints listen and who may call them ([`Endpoints`]), where the
-//! other services run ([`Peers`]). The command line's clap groups
+//! other services run ([`Peers`]); and a run's whole options ([`Run`]),
+//! which the headless runner, the dashboard and the tour prepare their
+//! sessions from. The command line's clap groups
 //! (`cli::Start`, `cli::Load`, `cli::EndpointArgs`, `cli::PeerArgs`) are
 //! turned into these in `cli` alone.
 //!
@@ -11,6 +13,8 @@
 //! order they always have, so the first mistake of a command line is the
 //! one reported.
 
+pub mod run;
+
 use std::path::PathBuf;
 
 use crate::cli::{fail_actions, parse_policy, UsageError};
@@ -18,6 +22,8 @@ use crate::lab::Action;
 use crate::session::access::TOKEN_VAR;
 use crate::session::{Access, Token};
 use crate::topology::{PolicyFields, Topology};
+
+pub use run::{Pictures, Prepared, Run};
 
 /// The policy and the faults a run (or the model) starts in.
 #[derive(Debug, Clone, Default, PartialEq)]
