@@ -45,8 +45,8 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
             headless::run(args.options().map_err(RunError::usage)?)
         }
         Command::Run(args) => dashboard::run(args.options().map_err(RunError::usage)?),
-        Command::Compare(args) => compare::run(args),
-        Command::Sweep(args) => compare::sweep::run(args),
+        Command::Compare(args) => compare::run(args.into()),
+        Command::Sweep(args) => compare::sweep::run(args.into()),
         Command::Serve(args) => serve::run(args.into()),
         Command::Node(args) => node::serve(args.into()),
         Command::Load(args) => node::load(args.into()),

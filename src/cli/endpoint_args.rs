@@ -5,9 +5,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::UsageError;
-use crate::session::Access;
-
 /// `--metrics` and `--control`, and who may call them.
 #[derive(Debug, Args, Default, Clone)]
 pub struct EndpointArgs {
@@ -34,12 +31,4 @@ pub struct EndpointArgs {
     /// reach the address can drive the lab.
     #[arg(long)]
     pub control_insecure: bool,
-}
-
-impl EndpointArgs {
-    /// Who may call the endpoints: the names of `--control-host`, and the
-    /// token of `--control-token-file`, else of `CHAOSLAB_CONTROL_TOKEN`.
-    pub fn access(&self) -> Result<Access, UsageError> {
-        crate::options::Endpoints::from(self.clone()).access()
-    }
 }

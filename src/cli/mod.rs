@@ -25,11 +25,7 @@ pub use population::{closed_loop_in_one_process, Population};
 pub use sweep::SweepArgs;
 pub use values::*;
 
-pub use crate::options::run::{DEFAULT_DURATION, DEFAULT_WARMUP};
-
-use crate::lab::Action;
 use crate::theme::Theme;
-use crate::topology::Topology;
 
 /// A terminal lab for retry storms: real services, real numbers.
 #[derive(Debug, Parser)]
@@ -471,20 +467,6 @@ pub struct Start {
     /// Make a service fail: `D` (every request) or `D=0.3`.
     #[arg(long = "fail", value_name = "SERVICE[=RATE]")]
     pub fail: Vec<String>,
-}
-
-impl Start {
-    /// The actions these flags ask for at time zero.
-    pub fn actions(&self, t: &Topology) -> Result<Vec<Action>, UsageError> {
-        crate::options::Start::from(self.clone()).actions(t)
-    }
-}
-
-impl Load {
-    /// The rate action `--rps` asks for, if any.
-    pub fn actions(&self) -> Result<Vec<Action>, UsageError> {
-        crate::options::Load::from(self.clone()).actions()
-    }
 }
 
 #[cfg(test)]

@@ -4,11 +4,71 @@
 //! another front end) with exactly what it needs.
 
 use super::{
-    CheckArgs, EndpointArgs, GenerateArgs, ImportArgs, ImportFormat, K8sArgs, Load, LoadArgs,
-    ModelArgs, NodeArgs, PeerArgs, Pictures, RunArgs, ServeArgs, Start, TapArgs, TourArgs,
-    UsageError,
+    CheckArgs, Clock, CompareArgs, Contenders, EndpointArgs, GenerateArgs, ImportArgs,
+    ImportFormat, K8sArgs, Load, LoadArgs, ModelArgs, NodeArgs, PeerArgs, Pictures, Population,
+    RunArgs, ServeArgs, Start, SweepArgs, TapArgs, TourArgs, UsageError,
 };
-use crate::{generate, import, inspect, k8s, node, options, serve, tap, tour};
+use crate::{compare, generate, import, inspect, k8s, node, options, serve, tap, tour};
+
+impl From<Clock> for options::Clock {
+    fn from(a: Clock) -> Self {
+        options::Clock {
+            duration: a.duration,
+            warmup: a.warmup,
+        }
+    }
+}
+
+impl From<Population> for options::Population {
+    fn from(a: Population) -> Self {
+        options::Population {
+            clients: a.clients,
+            backoff: a.backoff,
+        }
+    }
+}
+
+impl From<Contenders> for options::Contenders {
+    fn from(a: Contenders) -> Self {
+        options::Contenders {
+            fail: a.fail,
+            policies: a.policies,
+            population: a.population.into(),
+            clock: a.clock.into(),
+            load: a.load.into(),
+        }
+    }
+}
+
+impl From<CompareArgs> for compare::Options {
+    fn from(a: CompareArgs) -> Self {
+        compare::Options {
+            topology: a.topology,
+            runs: a.runs.into(),
+            model: a.model,
+            scenario: a.scenario,
+            report: a.report,
+            html: a.pictures.html,
+            metrics: a.metrics,
+            processes: a.processes,
+        }
+    }
+}
+
+impl From<SweepArgs> for compare::sweep::Options {
+    fn from(a: SweepArgs) -> Self {
+        compare::sweep::Options {
+            topology: a.topology,
+            scenario: a.scenario,
+            vary: a.vary,
+            runs: a.runs.into(),
+            csv: a.csv,
+            report: a.report,
+            html: a.html,
+            yes: a.yes,
+        }
+    }
+}
 
 impl RunArgs {
     /// The run these flags ask for: a topology is given.

@@ -1,11 +1,12 @@
 //! The flag groups several front ends share, as plain data: the policy
 //! and faults to start in ([`Start`]), the load ([`Load`]), where the
 //! endpoints listen and who may call them ([`Endpoints`]), where the
-//! other services run ([`Peers`]); and a run's whole options ([`Run`]),
-//! which the headless runner, the dashboard and the tour prepare their
-//! sessions from. The command line's clap groups
-//! (`cli::Start`, `cli::Load`, `cli::EndpointArgs`, `cli::PeerArgs`) are
-//! turned into these in `cli` alone.
+//! other services run ([`Peers`]), what `compare` and `sweep` share
+//! ([`Contenders`], [`Clock`], [`Population`]); and a run's whole options
+//! ([`Run`]), which the headless runner, the dashboard and the tour
+//! prepare their sessions from. The command line's clap groups (`Start`,
+//! `Load`, `EndpointArgs`, `PeerArgs`, `Contenders`, ...) are turned into
+//! these in `cli/options.rs` alone.
 //!
 //! They hold the flags' values as given: what needs the topology (a
 //! service's name, a `--fail` spec) is read against it by the methods
@@ -16,6 +17,7 @@
 pub mod run;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::cli::{fail_actions, parse_policy, UsageError};
 use crate::lab::Action;
@@ -151,4 +153,50 @@ impl Peers {
     pub fn read(&self, t: &Topology) -> Result<crate::cli::Peers, UsageError> {
         crate::cli::read_peers(&self.peer, self.peers.as_deref(), t)
     }
+}
+
+/// How long a run lasts, and the leading part its report leaves out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Clock {
+    /// How long to run after the warm-up; `None`: the scenario's, else
+    /// the front end's default.
+    pub duration: Option<Duration>,
+    /// Leading time not counted in the report; `None`: the scenario's,
+    /// else the front end's default.
+    pub warmup: Option<Duration>,
+}
+
+/// What `+closed` and `+backoff` mean in a comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Population {
+    /// `+closed`: this many clients, shared among the roots by their
+    /// rates.
+    pub clients: u32,
+    /// `+backoff`: the base delay before a retry.
+    pub backoff: Duration,
+}
+
+impl Default for Population {
+    fn default() -> Self {
+        Population {
+            clients: 50,
+            backoff: Duration::from_millis(100),
+        }
+    }
+}
+
+/// What `compare` and `sweep` share: the policies that run in turn on
+/// the same fleet, and what every one of their runs keeps the same.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Contenders {
+    /// The services to fail in every run: `D` or `D=0.3`.
+    pub fail: Vec<String>,
+    /// The policies, comma-separated, or `all`, read when they run.
+    pub policies: String,
+    /// What `+closed` and `+backoff` mean.
+    pub population: Population,
+    /// How long each run lasts and how much of it to leave out.
+    pub clock: Clock,
+    /// The rate and the seed.
+    pub load: Load,
 }
