@@ -5,8 +5,8 @@
 
 use super::{
     CheckArgs, Clock, CompareArgs, Contenders, EndpointArgs, GenerateArgs, ImportArgs,
-    ImportFormat, K8sArgs, Load, LoadArgs, ModelArgs, NodeArgs, PeerArgs, Pictures, Population,
-    RunArgs, ServeArgs, Start, SweepArgs, TapArgs, TourArgs, UsageError,
+    ImportFormat, K8sArgs, Like, Load, LoadArgs, ModelArgs, NodeArgs, PeerArgs, Pictures,
+    Population, RunArgs, ServeArgs, Start, SweepArgs, TapArgs, TourArgs, UsageError,
 };
 use crate::{compare, generate, import, inspect, k8s, node, options, serve, tap, tour};
 
@@ -259,11 +259,21 @@ impl From<K8sArgs> for k8s::Request {
     }
 }
 
+impl From<Like> for generate::Like {
+    fn from(l: Like) -> Self {
+        match l {
+            Like::Meta => generate::Like::Meta,
+            Like::Alibaba => generate::Like::Alibaba,
+            Like::UberIncident => generate::Like::UberIncident,
+        }
+    }
+}
+
 impl From<GenerateArgs> for generate::Options {
     fn from(a: GenerateArgs) -> Self {
         generate::Options {
             services: a.services,
-            like: a.like,
+            like: a.like.into(),
             seed: a.seed,
             rps: a.rps,
             output: a.output,
@@ -314,6 +324,24 @@ impl ImportArgs {
 mod tests {
     use super::*;
     use clap::ValueEnum;
+
+    #[test]
+    fn a_like_is_named_in_the_header_as_the_command_line_spells_it() {
+        let names: Vec<String> = Like::value_variants()
+            .iter()
+            .map(|l| {
+                let plain = generate::Like::from(*l);
+                assert_eq!(plain.name(), super::super::value_name(l));
+                plain.name().to_string()
+            })
+            .collect();
+        let all: Vec<&str> = generate::Like::ALL.iter().map(|l| l.name()).collect();
+        assert_eq!(names, all);
+        assert_eq!(
+            generate::Like::from(Like::default()),
+            generate::Like::default()
+        );
+    }
 
     #[test]
     fn an_import_format_is_named_in_messages_as_the_command_line_spells_it() {
