@@ -13,8 +13,7 @@
 //! `cargo bench --bench import_scale`; under `cargo test` one round of
 //! 2,000 links between 400 services, checked for its counts.
 
-use chaoslab::cli::{ImportArgs, ImportFormat};
-use chaoslab::import::{self, formats, write};
+use chaoslab::import::{self, formats, write, Format, Options};
 use chaoslab::topology::Topology;
 
 /// Links closing a cycle.
@@ -79,8 +78,8 @@ fn main() {
     let path =
         std::env::temp_dir().join(format!("chaoslab-import-scale-{}.json", std::process::id()));
     std::fs::write(&path, &text).expect("write the generated file");
-    let args = ImportArgs {
-        format: ImportFormat::Jaeger,
+    let args = Options {
+        format: Format::Jaeger,
         source: path.to_str().expect("a UTF-8 temp path").to_string(),
         output: None,
         name: None,

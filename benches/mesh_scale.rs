@@ -71,9 +71,9 @@ fn footprint() -> (f64, usize) {
 /// A mesh of `services` drawn like Meta's at `rps` root requests a
 /// second in all, run for `measured` after a 2 s warm-up.
 fn drawn(services: u32, rps: f64, measured: Duration) {
-    let yaml = chaoslab::generate::generate(&chaoslab::cli::GenerateArgs {
+    let yaml = chaoslab::generate::generate(&chaoslab::generate::Options {
         services,
-        like: chaoslab::cli::Like::Meta,
+        like: chaoslab::generate::Like::Meta,
         seed: 1,
         rps,
         output: None,

@@ -50,9 +50,9 @@ fn main() {
     // A mesh shaped like production's (SPEC section 12): 650 roots, each
     // root's static radius its own search. `generate` and `check` on it
     // are each to take under 2 s.
-    let like = |services: u32| chaoslab::cli::GenerateArgs {
+    let like = |services: u32| chaoslab::generate::Options {
         services,
-        like: chaoslab::cli::Like::Meta,
+        like: chaoslab::generate::Like::Meta,
         seed: 1,
         rps: 100.0,
         output: None,

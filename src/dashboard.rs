@@ -9,9 +9,9 @@ use std::io::{self, IsTerminal, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::{Prepared, RunArgs};
 use crate::endpoints::Endpoints;
 use crate::error::{check_outputs, write_output, RunError};
+use crate::options::{Prepared, Run};
 use crate::report::{html, Report};
 use crate::scenario::{record, Scenario};
 use crate::session::Session;
@@ -21,8 +21,8 @@ use crate::tui::{self, cast, play, Options};
 /// `chaoslab TOPOLOGY`: starts a session for the command line, runs the
 /// dashboard over it until the user quits, then prints a summary and
 /// writes the report and the recording if asked.
-pub fn run(args: RunArgs) -> Result<(), RunError> {
-    let path = args.topology_path().map_err(RunError::usage)?;
+pub fn run(args: Run) -> Result<(), RunError> {
+    let path = args.topology.as_path();
     check_outputs(&args.outputs(), &args.inputs())?;
     let series = args.pictures.series_format().map_err(RunError::usage)?;
     let topology = Topology::load(path)?;

@@ -10,11 +10,11 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use crate::cli::{Prepared, RunArgs};
 use crate::endpoints::Endpoints;
 use crate::error::{check_outputs, write_output, RunError};
 use crate::format::fmt_rate;
 use crate::lab::Snapshot;
+use crate::options::{Prepared, Run};
 use crate::report::{html, junit, Report};
 use crate::scenario::Scenario;
 use crate::session::Session;
@@ -22,8 +22,8 @@ use crate::signals::Interrupts;
 use crate::topology::Topology;
 
 /// `chaoslab run --headless`.
-pub fn run(args: RunArgs) -> Result<(), RunError> {
-    let path = args.topology_path().map_err(RunError::usage)?;
+pub fn run(args: Run) -> Result<(), RunError> {
+    let path = args.topology.as_path();
     if let Some(c) = &args.cast {
         return Err(RunError::Usage(format!(
             "--cast {}: records the dashboard's frames, and a headless run draws none; drop --headless, or use --record for the actions",

@@ -3,15 +3,34 @@
 //! table for the faults and policy asked for).
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
-use crate::cli::{CheckArgs, ModelArgs};
 use crate::error::RunError;
 use crate::lab::{fold, LabState};
 use crate::topology::{model, Topology};
 use error_ownership::edge_budget::BudgetModel;
 
+/// What `chaoslab check` is asked to check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// With many roots, also find each root's static radius by a
+    /// simulation of the rules on the subgraph it reaches.
+    pub simulate: bool,
+}
+
+/// What `chaoslab model` is asked to model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelOptions {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// The policy and faults to model.
+    pub start: crate::options::Start,
+}
+
 /// `chaoslab check`.
-pub fn check(args: CheckArgs) -> Result<(), RunError> {
+pub fn check(args: CheckOptions) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
     let mut text = crate::topology::check::render_check_simulated(&t, args.simulate);
     text.push_str(&needs(&t));
@@ -39,7 +58,7 @@ fn needs(t: &Topology) -> String {
 }
 
 /// `chaoslab model`: the analytical table, nothing started.
-pub fn model(args: ModelArgs) -> Result<(), RunError> {
+pub fn model(args: ModelOptions) -> Result<(), RunError> {
     let mut t = Topology::load(&args.topology)?;
     let actions = args.start.actions(&t).map_err(RunError::usage)?;
     fold(LabState::of(&t), &actions)

@@ -7,9 +7,9 @@
 //! binds must still stop it and keep what ran), and four copies of it had
 //! begun to drift in the flags they read.
 
-use crate::cli::EndpointArgs;
 use crate::endpoints::Endpoints;
 use crate::error::RunError;
+use crate::options;
 use crate::session::{Session, Setup};
 use crate::signals::Interrupts;
 
@@ -24,7 +24,7 @@ pub struct Launched {
 }
 
 /// Starts `setup` with the access and endpoints `endpoints` ask for.
-pub fn launch(endpoints: &EndpointArgs, setup: Setup) -> Result<Launched, RunError> {
+pub fn launch(endpoints: &options::Endpoints, setup: Setup) -> Result<Launched, RunError> {
     let access = endpoints.access().map_err(RunError::usage)?;
     let served = Endpoints::parse(&endpoints.metrics, &endpoints.control, &access)?;
     let interrupts = Interrupts::watch();

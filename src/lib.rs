@@ -18,6 +18,7 @@ pub mod inspect;
 pub mod k8s;
 pub mod launch;
 pub mod node;
+pub mod options;
 pub mod serve;
 pub mod tap;
 pub mod tour;
@@ -33,22 +34,26 @@ pub use error::{RunError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_EXPECTATION};
 
 /// Runs one command line: each command is a front end over a session
 /// (`run`, `compare`, `serve`, `node`, `load`, `tap`) or starts nothing
-/// (`check`, `model`, `k8s`, `import`, `generate`).
+/// (`check`, `model`, `k8s`, `import`, `generate`). The command's flags
+/// become its front end's plain options in [`cli`] (`cli/options.rs`),
+/// the one module that knows clap.
 pub fn run(opts: Opts) -> Result<(), RunError> {
     match opts.into_command() {
-        Command::Check(args) => inspect::check(args),
-        Command::Model(args) => inspect::model(args),
-        Command::Run(args) if args.headless => headless::run(args),
-        Command::Run(args) => dashboard::run(args),
-        Command::Compare(args) => compare::run(args),
-        Command::Sweep(args) => compare::sweep::run(args),
-        Command::Serve(args) => serve::run(args),
-        Command::Node(args) => node::serve(args),
-        Command::Load(args) => node::load(args),
-        Command::K8s(args) => k8s::run(args),
-        Command::Import(args) => import::run(args),
-        Command::Generate(args) => generate::run(args),
-        Command::Tap(args) => tap::run(args),
-        Command::Tour(args) => tour::run(args),
+        Command::Check(args) => inspect::check(args.into()),
+        Command::Model(args) => inspect::model(args.into()),
+        Command::Run(args) if args.headless => {
+            headless::run(args.options().map_err(RunError::usage)?)
+        }
+        Command::Run(args) => dashboard::run(args.options().map_err(RunError::usage)?),
+        Command::Compare(args) => compare::run(args.into()),
+        Command::Sweep(args) => compare::sweep::run(args.into()),
+        Command::Serve(args) => serve::run(args.into()),
+        Command::Node(args) => node::serve(args.into()),
+        Command::Load(args) => node::load(args.into()),
+        Command::K8s(args) => k8s::run(args.into()),
+        Command::Import(args) => import::run(args.options().map_err(RunError::usage)?),
+        Command::Generate(args) => generate::run(args.into()),
+        Command::Tap(args) => tap::run(args.into()),
+        Command::Tour(args) => tour::run(args.into()),
     }
 }

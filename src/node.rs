@@ -13,20 +13,65 @@
 //! the wire as the in-process fleet does.
 
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{parse_fail, service_named, LoadArgs, NodeArgs};
+use crate::cli::{parse_fail, service_named};
 use crate::endpoints::listen;
 use crate::error::RunError;
 use crate::fleet::Placement;
 use crate::launch::{launch, Launched};
+use crate::options;
 use crate::report::Report;
 use crate::session::Setup;
 use crate::topology::Topology;
 
+/// What `chaoslab node` is asked to serve, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// The service this process serves, by its name in the topology.
+    pub service: String,
+    /// Where it listens (`8080`, `:0`, `HOST:PORT`), read when it starts.
+    pub listen: String,
+    /// Which replica of a replicated service this node is (0-based);
+    /// `None`: one replica, which one unknown.
+    pub replica: Option<u32>,
+    /// Where the services it calls live.
+    pub peers: options::Peers,
+    /// The policy and faults to start in (faults only on this service).
+    pub start: options::Start,
+    /// The seed of every random choice (faults, jitter); `None` is 1.
+    pub seed: Option<u64>,
+    /// Prometheus metrics and the control API.
+    pub endpoints: options::Endpoints,
+    /// Stop when standard input closes (how `run --processes` ties each
+    /// node's life to its own).
+    pub exit_with_stdin: bool,
+}
+
+/// What `chaoslab load` is asked to drive, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadOptions {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// Where the entry (every root) lives.
+    pub peers: options::Peers,
+    /// The rate and the seed.
+    pub load: options::Load,
+    /// How long to drive load; `None`: until SIGINT or SIGTERM.
+    pub duration: Option<Duration>,
+    /// The policy and faults the nodes run: only the model's figures
+    /// read them.
+    pub start: options::Start,
+    /// Prometheus metrics (the root requests) and the control API.
+    pub endpoints: options::Endpoints,
+}
+
 /// `chaoslab node`: serves one service until SIGINT or SIGTERM, then
 /// prints the rows of what it measured (itself and its callees).
-pub fn serve(args: NodeArgs) -> Result<(), RunError> {
+pub fn serve(args: Options) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
     // A service with endpoints is served whole: its first node stands
     // for it.
@@ -117,7 +162,7 @@ pub fn serve(args: NodeArgs) -> Result<(), RunError> {
 
 /// `chaoslab load`: root requests into the entry where the peers say it
 /// runs, for `--duration` or until a signal; then the table's entry line.
-pub fn load(args: LoadArgs) -> Result<(), RunError> {
+pub fn load(args: LoadOptions) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
     let peers = args.peers.read(&t).map_err(RunError::usage)?;
     // Every root, where the peers say it runs.

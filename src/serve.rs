@@ -3,17 +3,38 @@
 //! (wrk, oha, curl) drive the fleet and the fleet counts their traffic.
 
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::ServeArgs;
 use crate::error::{check_outputs, write_output, RunError};
 use crate::launch::{launch, Launched};
+use crate::options;
 use crate::report::Report;
 use crate::session::Setup;
 use crate::topology::Topology;
 
+/// What `chaoslab serve` is asked to serve, and for how long.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// Stop after this long and print the per-service table; `None`
+    /// serves until SIGINT or SIGTERM.
+    pub duration: Option<Duration>,
+    /// Print the table at the end even when no duration ends it.
+    pub headless: bool,
+    /// The policy and faults to start in.
+    pub start: options::Start,
+    /// The seed of every random choice (faults, jitter); `None` is 1.
+    pub seed: Option<u64>,
+    /// Where to write the JSON report at the end.
+    pub report: Option<PathBuf>,
+    /// Prometheus metrics and the control API.
+    pub endpoints: options::Endpoints,
+}
+
 /// `chaoslab serve`.
-pub fn run(args: ServeArgs) -> Result<(), RunError> {
+pub fn run(args: Options) -> Result<(), RunError> {
     let outputs: Vec<(&str, &std::path::Path)> = args
         .report
         .iter()

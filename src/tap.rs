@@ -14,19 +14,41 @@
 //! after the call).
 
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::TapArgs;
 use crate::error::RunError;
 use crate::launch::{launch, Launched};
+use crate::options;
 use crate::session::Setup;
 use crate::topology::Topology;
 
 /// How long a tap runs without `--duration`.
 const DEFAULT: Duration = Duration::from_secs(10);
 
+/// What `chaoslab tap` is asked to run and show.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// The service whose exchanges (its calls, and the calls to it) are
+    /// shown, by its name in the topology.
+    pub service: String,
+    /// How long to run; `None` is 10 s.
+    pub duration: Option<Duration>,
+    /// The rate and the seed.
+    pub load: options::Load,
+    /// The policy and faults to start in.
+    pub start: options::Start,
+    /// Prometheus metrics and the control API.
+    pub endpoints: options::Endpoints,
+    /// Each service an OS process of its own, the lines read from the
+    /// nodes' taps.
+    pub processes: bool,
+}
+
 /// `chaoslab tap`.
-pub fn run(args: TapArgs) -> Result<(), RunError> {
+pub fn run(args: Options) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
     let id = crate::cli::service_named(&t, &args.service).map_err(RunError::usage)?;
     let mut initial = args.start.actions(&t).map_err(RunError::usage)?;

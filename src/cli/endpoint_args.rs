@@ -5,10 +5,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::UsageError;
-use crate::session::access::TOKEN_VAR;
-use crate::session::{Access, Token};
-
 /// `--metrics` and `--control`, and who may call them.
 #[derive(Debug, Args, Default, Clone)]
 pub struct EndpointArgs {
@@ -35,49 +31,4 @@ pub struct EndpointArgs {
     /// reach the address can drive the lab.
     #[arg(long)]
     pub control_insecure: bool,
-}
-
-impl EndpointArgs {
-    /// Who may call the endpoints: the names of `--control-host`, and the
-    /// token of `--control-token-file`, else of `CHAOSLAB_CONTROL_TOKEN`.
-    pub fn access(&self) -> Result<Access, UsageError> {
-        let mut hosts = vec![];
-        for h in &self.control_hosts {
-            let name = h.trim().trim_end_matches('.').to_ascii_lowercase();
-            if name.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
-            {
-                return Err(UsageError(format!(
-                    "--control-host {h}: not a host name (letters, digits, `-` and `.`, as `lab.example`)"
-                )));
-            }
-            hosts.push(name);
-        }
-        let token = match &self.control_token_file {
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    UsageError(format!(
-                        "--control-token-file {}: cannot read it: {e}",
-                        path.display()
-                    ))
-                })?;
-                Some(Token::new(&text).map_err(|e| {
-                    UsageError(format!("--control-token-file {}: {e}", path.display()))
-                })?)
-            }
-            None => match std::env::var(TOKEN_VAR) {
-                Ok(v) if !v.is_empty() => {
-                    Some(Token::new(&v).map_err(|e| UsageError(format!("{TOKEN_VAR}: {e}")))?)
-                }
-                _ => None,
-            },
-        };
-        Ok(Access {
-            hosts,
-            token,
-            insecure: self.control_insecure,
-        })
-    }
 }

@@ -3,15 +3,15 @@
 mod endpoint_args;
 mod generate;
 mod import;
+mod options;
 mod peers;
 mod pictures;
 mod population;
-mod prepare;
 pub mod reference;
 mod sweep;
 mod values;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -19,17 +19,13 @@ use clap::{Args, Parser, Subcommand};
 pub use endpoint_args::EndpointArgs;
 pub use generate::{GenerateArgs, Like};
 pub use import::{ImportArgs, ImportFormat};
-pub use peers::{names as service_names, PeerArgs, Peers};
+pub use peers::{names as service_names, read_peers, read_remote, PeerArgs, Peers};
 pub use pictures::{ComparePictures, Pictures};
 pub use population::{closed_loop_in_one_process, Population};
-pub use prepare::Prepared;
 pub use sweep::SweepArgs;
 pub use values::*;
 
-use crate::lab::Action;
-use crate::session::Setup;
 use crate::theme::Theme;
-use crate::topology::{PolicyFields, Topology};
 
 /// A terminal lab for retry storms: real services, real numbers.
 #[derive(Debug, Parser)]
@@ -174,108 +170,6 @@ pub struct RunArgs {
     /// Where the entry runs, for `--remote`.
     #[command(flatten)]
     pub peers: PeerArgs,
-}
-
-/// Default measured duration of a headless run.
-pub const DEFAULT_DURATION: Duration = Duration::from_secs(20);
-/// Default warm-up of a run.
-pub const DEFAULT_WARMUP: Duration = Duration::from_secs(2);
-
-impl RunArgs {
-    /// The topology file, or a usage error pointing at an example.
-    pub fn topology_path(&self) -> Result<&Path, UsageError> {
-        self.topology.as_deref().ok_or_else(|| {
-            UsageError(
-                "no topology given: try `chaoslab topologies/uber-chain.yaml` (see --help)".into(),
-            )
-        })
-    }
-
-    /// The files the run writes, with their flags.
-    pub fn outputs(&self) -> Vec<(&'static str, &Path)> {
-        [
-            ("--report", &self.report),
-            ("--junit", &self.junit),
-            ("--record", &self.record),
-            ("--cast", &self.cast),
-        ]
-        .into_iter()
-        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-        .chain(self.pictures.outputs())
-        .collect()
-    }
-
-    /// The files the run reads: the topology and the scenario.
-    pub fn inputs(&self) -> Vec<&Path> {
-        self.topology
-            .iter()
-            .chain(&self.scenario)
-            .map(PathBuf::as_path)
-            .collect()
-    }
-
-    /// The warm-up: `--warmup`, else the scenario's, else the default.
-    pub fn warmup(&self, scenario: Option<Duration>) -> Duration {
-        self.clock.warmup.or(scenario).unwrap_or(DEFAULT_WARMUP)
-    }
-
-    /// The session this command line asks for: `topology` with every
-    /// override as an action at time zero, then `initial` (a scenario's
-    /// steps at 0 s) and `steps` on the lab's clock. A run without
-    /// `duration` lasts until it is stopped.
-    pub fn setup(
-        &self,
-        topology: Topology,
-        initial: Vec<Action>,
-        steps: Vec<(Duration, Action)>,
-        warmup: Duration,
-        duration: Option<Duration>,
-    ) -> Result<Setup, UsageError> {
-        let mut first = self.start.actions(&topology)?;
-        first.extend(self.load.actions()?);
-        if let Some(a) = self.attribution {
-            first.push(Action::SetAttribution(a));
-        }
-        if let Some(on) = self.at_least_once {
-            first.push(Action::SetAtLeastOnce(on));
-        }
-        first.extend(initial);
-        let (placement, nodes) = self.remote_nodes(&topology)?;
-        let endpoints = topology.services.iter().find(|s| s.endpoint.is_some());
-        if let (Some(s), true) = (endpoints, !self.remote.is_empty()) {
-            return Err(UsageError(format!(
-                "service `{}` declares endpoints, and --remote drives one node per service it is given: run it with --processes (a node per service, serving all its endpoints) or in one process",
-                s.service_name()
-            )));
-        }
-        if self.processes || !self.remote.is_empty() {
-            closed_loop_in_one_process(&topology)?;
-        }
-        let replicated = topology.services.iter().find(|s| s.replicas > 1);
-        if let (Some(s), true) = (replicated, !self.remote.is_empty()) {
-            return Err(UsageError(format!(
-                "service `{}` has {} replicas, and --remote drives one node per service: run it with --processes (a node per replica) or in one process, where each replica is a listener of its own",
-                s.name, s.replicas
-            )));
-        }
-        Ok(Setup {
-            topology,
-            initial: first,
-            seed: self.load.seed.unwrap_or(1),
-            load: true,
-            warmup,
-            until: duration.map(|d| warmup + d),
-            steps,
-            captions: vec![],
-            placement,
-            nodes,
-            processes: match self.processes {
-                true => Some(self.topology_path()?.to_path_buf()),
-                false => None,
-            },
-            access: self.endpoints.access()?,
-        })
-    }
 }
 
 /// A flag that does not make sense, in words.
@@ -573,34 +467,6 @@ pub struct Start {
     /// Make a service fail: `D` (every request) or `D=0.3`.
     #[arg(long = "fail", value_name = "SERVICE[=RATE]")]
     pub fail: Vec<String>,
-}
-
-impl Start {
-    /// The actions these flags ask for at time zero.
-    pub fn actions(&self, t: &Topology) -> Result<Vec<Action>, UsageError> {
-        let mut actions = vec![];
-        if let Some(p) = &self.policy {
-            actions.push(Action::Policy(PolicyFields {
-                preset: Some(parse_policy(p)?),
-                ..Default::default()
-            }));
-        }
-        actions.extend(fail_actions(t, &self.fail)?);
-        Ok(actions)
-    }
-}
-
-impl Load {
-    /// The rate action `--rps` asks for, if any.
-    pub fn actions(&self) -> Result<Vec<Action>, UsageError> {
-        match self.rps {
-            Some(r) if !r.is_finite() || r <= 0.0 => Err(UsageError(format!(
-                "--rps {r}: the rate must be a positive number"
-            ))),
-            Some(r) => Ok(vec![Action::SetRps(r)]),
-            None => Ok(vec![]),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,9 +7,7 @@
 
 use clap::Args;
 
-use super::{RunArgs, UsageError};
-use crate::fleet::Placement;
-use crate::session::NodeControls;
+use super::UsageError;
 use crate::topology::spec::check_http_url;
 use crate::topology::{ServiceId, Topology};
 
@@ -43,8 +41,14 @@ impl PeerArgs {
     /// topology, once, with a plain `http://` URL; the template holds
     /// `{name}`.
     pub fn read(&self, t: &Topology) -> Result<Peers, UsageError> {
-        read_as(&self.peer, self.peers.as_deref(), ("--peer", "--peers"), t)
+        read_peers(&self.peer, self.peers.as_deref(), t)
     }
+}
+
+/// `--peer NAME=URL` (`one`, each) and `--peers TEMPLATE` (`all`) read
+/// against `t`.
+pub fn read_peers(one: &[String], all: Option<&str>, t: &Topology) -> Result<Peers, UsageError> {
+    read_as(one, all, ("--peer", "--peers"), t)
 }
 
 /// `--remote NAME=URL` (repeatable) or `--remote TEMPLATE`: where each
@@ -210,48 +214,6 @@ pub fn names(t: &Topology) -> String {
         .map(|s| s.name.as_str())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-impl RunArgs {
-    /// With `--remote`, where the entry runs and where each node answers
-    /// its control API.
-    pub(super) fn remote_nodes(
-        &self,
-        t: &Topology,
-    ) -> Result<(Option<Placement>, Option<NodeControls>), UsageError> {
-        let peers_given = !self.peers.peer.is_empty() || self.peers.peers.is_some();
-        if self.remote.is_empty() {
-            if peers_given {
-                return Err(UsageError(
-                    "--peer and --peers say where the entry of a --remote run answers: give --remote with each node's control API too".into(),
-                ));
-            }
-            return Ok((None, None));
-        }
-        if self.processes {
-            return Err(UsageError(
-                "--remote drives nodes already running and --processes starts its own: give one of them".into(),
-            ));
-        }
-        let controls = read_remote(&self.remote, t)?;
-        let peers = self.peers.read(t)?;
-        let mut c = vec![None; t.services.len()];
-        for (id, s) in t.services.iter().enumerate() {
-            if s.url.is_none() {
-                let why = format!("--remote: `{}` runs as a node", s.name);
-                c[id] = Some(controls.url(t, id, &why)?);
-            }
-        }
-        // The load goes to every root where the peers say it runs.
-        let placed = peers.roots(t)?;
-        let placement = Placement {
-            local: None,
-            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-            replica: None,
-            peers: placed,
-        };
-        Ok((Some(placement), Some(NodeControls(c))))
-    }
 }
 
 #[cfg(test)]

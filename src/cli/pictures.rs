@@ -3,12 +3,9 @@
 //! (every figure of the catalogue per sample, CSV or JSON). In a file of
 //! their own so `run` and `compare` share them without growing `cli`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
-
-use super::UsageError;
-use crate::report::samples::Format;
 
 /// `run --html` and `run --series`.
 #[derive(Debug, Args, Default, Clone)]
@@ -22,25 +19,6 @@ pub struct Pictures {
     /// when the run ends: CSV when FILE ends in .csv, JSON when in .json
     #[arg(long, value_name = "FILE")]
     pub series: Option<PathBuf>,
-}
-
-impl Pictures {
-    /// The files these flags write, with their flags.
-    pub fn outputs(&self) -> impl Iterator<Item = (&'static str, &Path)> {
-        [("--html", &self.html), ("--series", &self.series)]
-            .into_iter()
-            .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-    }
-
-    /// The format `--series` asks for by its file's name; a name ending
-    /// in neither `.csv` nor `.json` is a usage error.
-    pub fn series_format(&self) -> Result<Option<Format>, UsageError> {
-        self.series
-            .as_deref()
-            .map(Format::of)
-            .transpose()
-            .map_err(UsageError)
-    }
 }
 
 /// `compare --html`: the policies side by side on one page. A comparison

@@ -22,15 +22,6 @@ pub struct Population {
     pub backoff: Duration,
 }
 
-impl Default for Population {
-    fn default() -> Self {
-        Population {
-            clients: 50,
-            backoff: Duration::from_millis(100),
-        }
-    }
-}
-
 /// Refuses a closed-loop root where the services run as nodes (`run
 /// --processes`, `--remote`, `compare --processes`): the nodes count each
 /// service's requests, and the nominal requests a closed loop's

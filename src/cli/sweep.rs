@@ -1,6 +1,6 @@
 //! `chaoslab sweep`'s flags (SPEC section 16).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
@@ -35,18 +35,4 @@ pub struct SweepArgs {
     /// Run more than 400 cells.
     #[arg(long)]
     pub yes: bool,
-}
-
-impl SweepArgs {
-    /// The files the sweep writes, with their flags.
-    pub fn outputs(&self) -> Vec<(&'static str, &Path)> {
-        [
-            ("--csv", &self.csv),
-            ("--report", &self.report),
-            ("--html", &self.html),
-        ]
-        .into_iter()
-        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-        .collect()
-    }
 }

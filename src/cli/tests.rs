@@ -1,4 +1,5 @@
 use super::*;
+use std::path::Path;
 
 fn run_args(argv: &[&str]) -> RunArgs {
     match Opts::try_parse_from(argv).unwrap().into_command() {

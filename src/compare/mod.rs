@@ -15,16 +15,18 @@
 pub mod sweep;
 mod table;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::cli::{fail_actions, parse_policy, CompareArgs, Population};
+use crate::cli::{fail_actions, parse_policy};
 use crate::endpoints::metrics;
 use crate::error::{write_output, RunError};
 use crate::lab::figures::Figure;
 use crate::lab::{Action, RunRecord};
+use crate::options::{self, Contenders, Population};
 use crate::report::{Report, TimeSeries};
 use crate::scenario::Scenario;
 use crate::session::{Session, Setup};
@@ -241,14 +243,36 @@ pub struct Comparison {
     pub interrupted: bool,
 }
 
+/// What `chaoslab compare` is asked to compare, and what to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// The policies, and what each of their runs shares.
+    pub runs: Contenders,
+    /// Show the model's prediction under each measured figure.
+    pub model: bool,
+    /// A scenario whose steps play in every run.
+    pub scenario: Option<PathBuf>,
+    /// Where to write the comparison as JSON.
+    pub report: Option<PathBuf>,
+    /// Where to write the comparison as one HTML page.
+    pub html: Option<PathBuf>,
+    /// Where to serve Prometheus metrics of the policy running now.
+    pub metrics: Option<String>,
+    /// Each service an OS process of its own (fresh nodes for each
+    /// policy).
+    pub processes: bool,
+}
+
 /// `chaoslab compare`: the same fault under each policy, each on a fresh
 /// session, one after another.
-pub fn run(args: CompareArgs) -> Result<(), RunError> {
+pub fn run(args: Options) -> Result<(), RunError> {
     let outputs: Vec<(&str, &std::path::Path)> = args
         .report
         .iter()
         .map(|p| ("--report", p.as_path()))
-        .chain(args.pictures.html.iter().map(|p| ("--html", p.as_path())))
+        .chain(args.html.iter().map(|p| ("--html", p.as_path())))
         .collect();
     let mut inputs = vec![args.topology.as_path()];
     inputs.extend(args.scenario.as_deref());
@@ -331,7 +355,7 @@ pub fn run(args: CompareArgs) -> Result<(), RunError> {
         let json = serde_json::to_string_pretty(&cmp).expect("a comparison serialises");
         write_output(p, &json, "report")?;
     }
-    if let Some(p) = &args.pictures.html {
+    if let Some(p) = &args.html {
         write_output(p, &html_page(&cmp), "HTML report")?;
     }
     interrupts.outcome().map_err(RunError::from)
@@ -346,7 +370,7 @@ pub const MAX_RUN: Duration = Duration::from_secs(7 * 24 * 3600);
 /// against the scenario's steps and windows, and together at most
 /// [`MAX_RUN`].
 pub fn clock(
-    flags: &crate::cli::Clock,
+    flags: &options::Clock,
     scenario: &Scenario,
     duration: Duration,
 ) -> Result<(Duration, Duration), RunError> {
@@ -388,7 +412,7 @@ pub struct Contest<'a> {
     /// `--fail`.
     pub fail: &'a [String],
     /// `--rps` and `--seed`.
-    pub load: &'a crate::cli::Load,
+    pub load: &'a options::Load,
     /// Each run's warm-up.
     pub warmup: Duration,
     /// Each run's measured time.

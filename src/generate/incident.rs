@@ -29,10 +29,9 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::like::Like;
-use crate::cli::GenerateArgs;
 use crate::error::RunError;
 
-use super::{draw, like, Extra};
+use super::{draw, like, Extra, Options};
 
 /// The retrying depths of the incident's paths: the post's four to nine.
 pub const DEPTHS: std::ops::RangeInclusive<usize> = 4..=9;
@@ -62,7 +61,7 @@ pub fn fewest_services() -> usize {
 }
 
 /// The topology's text (not yet checked).
-pub fn write(args: &GenerateArgs) -> Result<String, RunError> {
+pub fn write(args: &Options) -> Result<String, RunError> {
     let n = args.services as usize;
     if n < fewest_services() {
         return Err(RunError::Usage(format!(
@@ -200,8 +199,8 @@ mod tests {
     use super::*;
     use crate::topology::Topology;
 
-    fn args(services: u32, seed: u64) -> GenerateArgs {
-        GenerateArgs {
+    fn args(services: u32, seed: u64) -> Options {
+        Options {
             services,
             like: Like::UberIncident,
             seed,

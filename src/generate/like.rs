@@ -3,7 +3,7 @@
 //! Every one of them is printed in the generated file's header.
 
 /// Whose published call-graph statistics a generated mesh follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Like {
     /// Meta's 2023 topology study: per-service fan-out median 4, p90 13,
     /// p99 about 100; call paths up to 19 services deep.
@@ -19,9 +19,16 @@ pub enum Like {
 }
 
 impl Like {
-    /// Its name on the command line.
-    pub fn name(self) -> String {
-        crate::cli::value_name(&self)
+    /// Every one, in the command line's order.
+    pub const ALL: [Like; 3] = [Like::Meta, Like::Alibaba, Like::UberIncident];
+
+    /// Its name on the command line (`--like`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Like::Meta => "meta",
+            Like::Alibaba => "alibaba",
+            Like::UberIncident => "uber-incident",
+        }
     }
 }
 

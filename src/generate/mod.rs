@@ -10,22 +10,39 @@ pub mod incident;
 pub mod like;
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
-use crate::cli::GenerateArgs;
 use crate::error::RunError;
 use crate::topology::Topology;
 
 use draw::{quantile, Mesh, Role};
 pub use like::Like;
 
+/// What `chaoslab generate` is asked to draw, and where to write it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// How many services the mesh has (the command line takes 10 to
+    /// 20,000).
+    pub services: u32,
+    /// Whose published statistics the mesh follows.
+    pub like: Like,
+    /// The random seed: the same seed writes the same file.
+    pub seed: u64,
+    /// Root requests per second over every root (100 unless asked
+    /// otherwise; the header names any other rate).
+    pub rps: f64,
+    /// Where to write the topology; `None` is standard output.
+    pub output: Option<PathBuf>,
+}
+
 /// Runs `chaoslab generate`.
-pub fn run(args: GenerateArgs) -> Result<(), RunError> {
+pub fn run(args: Options) -> Result<(), RunError> {
     let yaml = generate(&args)?;
     crate::error::write_or_print(args.output.as_deref(), &yaml, "topology")
 }
 
 /// The topology text `args` asks for, checked.
-pub fn generate(args: &GenerateArgs) -> Result<String, RunError> {
+pub fn generate(args: &Options) -> Result<String, RunError> {
     let yaml = match args.like {
         Like::UberIncident => incident::write(args)?,
         like => {
@@ -101,7 +118,7 @@ pub struct Extra {
     pub services: String,
 }
 
-fn write(mesh: &Mesh, args: &GenerateArgs, params: &like::Params, extra: &Extra) -> String {
+fn write(mesh: &Mesh, args: &Options, params: &like::Params, extra: &Extra) -> String {
     let like = args.like.name();
     let n = mesh.services.len();
     let roles = |r: Role| mesh.services.iter().filter(|s| s.role == r).count();
@@ -238,8 +255,8 @@ fn write(mesh: &Mesh, args: &GenerateArgs, params: &like::Params, extra: &Extra)
 mod tests {
     use super::*;
 
-    fn args(services: u32, like: Like, seed: u64) -> GenerateArgs {
-        GenerateArgs {
+    fn args(services: u32, like: Like, seed: u64) -> Options {
+        Options {
             services,
             like,
             seed,

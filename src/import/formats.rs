@@ -9,16 +9,16 @@ use serde_json::Value;
 
 use super::graph::Graph;
 use super::json::{count, field, json, keys, kind, string};
-use crate::cli::ImportFormat;
+use super::Format;
 
 /// Reads `text` as `format`.
-pub fn read(format: ImportFormat, text: &str, virtual_client: &str) -> Result<Graph, String> {
+pub fn read(format: Format, text: &str, virtual_client: &str) -> Result<Graph, String> {
     match format {
-        ImportFormat::Jaeger => dependencies(&json(text)?, &["data", "dependencies"]),
-        ImportFormat::Zipkin => dependencies(&json(text)?, &[]),
-        ImportFormat::Servicegraph => servicegraph(text, virtual_client),
-        ImportFormat::Kiali => kiali(&json(text)?),
-        ImportFormat::JaegerTrace => super::trace::read(&json(text)?),
+        Format::Jaeger => dependencies(&json(text)?, &["data", "dependencies"]),
+        Format::Zipkin => dependencies(&json(text)?, &[]),
+        Format::Servicegraph => servicegraph(text, virtual_client),
+        Format::Kiali => kiali(&json(text)?),
+        Format::JaegerTrace => super::trace::read(&json(text)?),
     }
 }
 
@@ -407,14 +407,14 @@ mod tests {
     use super::*;
 
     /// The formats read with the connector's default name for the outside.
-    fn read(format: ImportFormat, text: &str) -> Result<Graph, String> {
+    fn read(format: Format, text: &str) -> Result<Graph, String> {
         super::read(format, text, "user")
     }
 
     #[test]
     fn mistakes_name_their_place() {
         let e = read(
-            ImportFormat::Jaeger,
+            Format::Jaeger,
             r#"{"data":[{"parent":"a","child":"b","callCount":"12"}]}"#,
         )
         .unwrap_err();
@@ -422,12 +422,12 @@ mod tests {
             e,
             "data[0].callCount: expected a JSON number ≥ 0, found the string \"12\""
         );
-        let e = read(ImportFormat::Zipkin, r#"[{"parent":"a","callCount":1}]"#).unwrap_err();
+        let e = read(Format::Zipkin, r#"[{"parent":"a","callCount":1}]"#).unwrap_err();
         assert!(e.starts_with("[0]: no `child`"), "{e}");
-        let e = read(ImportFormat::Zipkin, "[{").unwrap_err();
+        let e = read(Format::Zipkin, "[{").unwrap_err();
         assert!(e.starts_with("line 1, column 2: not JSON"), "{e}");
         let e = read(
-            ImportFormat::Servicegraph,
+            Format::Servicegraph,
             "traces_service_graph_request_total{client=\"a\"} 3\n",
         )
         .unwrap_err();
@@ -435,7 +435,7 @@ mod tests {
             e,
             "line 1: `traces_service_graph_request_total` has no `server` label"
         );
-        let e = read(ImportFormat::Kiali, r#"{"elements":{"nodes":[{"data":{"id":"n1","service":"a"}}],"edges":[{"data":{"source":"n1","target":"n9"}}]}}"#)
+        let e = read(Format::Kiali, r#"{"elements":{"nodes":[{"data":{"id":"n1","service":"a"}}],"edges":[{"data":{"source":"n1","target":"n9"}}]}}"#)
             .unwrap_err();
         assert!(
             e.contains("elements.edges[0].data.target: `n9` is not the id of any node"),

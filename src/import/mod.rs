@@ -11,9 +11,9 @@ pub mod trace;
 pub mod write;
 
 use std::io::Read as _;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{ImportArgs, ImportFormat};
 use crate::error::RunError;
 use crate::topology::Topology;
 
@@ -22,15 +22,79 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most a source may hold.
 const MAX_SOURCE: usize = 64 << 20;
 
+/// The exports `chaoslab import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Jaeger's `/api/dependencies` (`{"data": [...]}`) or v2's
+    /// `/api/v3/dependencies` (`{"dependencies": [...]}`).
+    Jaeger,
+    /// Zipkin's `/api/v2/dependencies` (a list of links).
+    Zipkin,
+    /// The OpenTelemetry Collector servicegraph connector's metrics, as
+    /// Prometheus text or a Prometheus HTTP API query result.
+    Servicegraph,
+    /// Kiali's graph JSON (`elements.nodes` and `elements.edges`).
+    Kiali,
+    /// Jaeger's trace JSON (`/api/traces`, or a trace the UI downloads).
+    JaegerTrace,
+}
+
+impl Format {
+    /// Every format, in the command line's order.
+    pub const ALL: [Format; 5] = [
+        Format::Jaeger,
+        Format::Zipkin,
+        Format::Servicegraph,
+        Format::Kiali,
+        Format::JaegerTrace,
+    ];
+
+    /// Its name on the command line, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Jaeger => "jaeger",
+            Format::Zipkin => "zipkin",
+            Format::Servicegraph => "servicegraph",
+            Format::Kiali => "kiali",
+            Format::JaegerTrace => "jaeger-trace",
+        }
+    }
+}
+
+/// What `chaoslab import` is asked to read and write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// What `source` holds.
+    pub format: Format,
+    /// A file, `-` for standard input, or the `http://` URL of the
+    /// running tool (its API path, or the tool's address alone).
+    pub source: String,
+    /// Where to write the topology; `None` is standard output.
+    pub output: Option<PathBuf>,
+    /// The topology's `name:`; `None` takes the source's file name, or
+    /// `imported`.
+    pub name: Option<String>,
+    /// Root requests per second over every root, shared as observed;
+    /// `None` takes the observed rates where the source gives them, else
+    /// 100.
+    pub rps: Option<f64>,
+    /// Write the observed error ratios as live faults (else commented).
+    pub with_faults: bool,
+    /// The servicegraph connector's name for callers outside the mesh,
+    /// not empty; `None` is `user`. Only the servicegraph format reads
+    /// it (the command line refuses it with any other).
+    pub virtual_client: Option<String>,
+}
+
 /// Runs `chaoslab import`.
-pub fn run(args: ImportArgs) -> Result<(), RunError> {
+pub fn run(args: Options) -> Result<(), RunError> {
     let yaml = import(&args)?;
     crate::error::write_or_print(args.output.as_deref(), &yaml, "topology")
 }
 
 /// The topology text `args` asks for, checked.
-pub fn import(args: &ImportArgs) -> Result<String, RunError> {
-    let virtual_client = virtual_client(args)?;
+pub fn import(args: &Options) -> Result<String, RunError> {
+    let virtual_client = args.virtual_client.as_deref().unwrap_or("user");
     let text = read_source(args.format, &args.source)?;
     let mut g = formats::read(args.format, &text, virtual_client)
         .map_err(|e| RunError::Usage(format!("{} {}: {e}", args.format.name(), args.source)))?;
@@ -64,7 +128,7 @@ pub fn import(args: &ImportArgs) -> Result<String, RunError> {
         with_faults: args.with_faults,
     };
     let yaml = write::topology(&g, &cuts, &written).ok_or_else(|| {
-        let hint = if args.format == ImportFormat::Servicegraph {
+        let hint = if args.format == Format::Servicegraph {
             format!(
                 " (requests from outside are the calls of the client `{virtual_client}`: give --virtual-client NAME if the connector names them otherwise)"
             )
@@ -82,20 +146,6 @@ pub fn import(args: &ImportArgs) -> Result<String, RunError> {
     Ok(yaml)
 }
 
-/// The connector's name for the callers outside the mesh: `user`, or
-/// `--virtual-client`, which only the servicegraph format reads.
-fn virtual_client(args: &ImportArgs) -> Result<&str, RunError> {
-    match args.virtual_client.as_deref() {
-        None => Ok("user"),
-        Some(_) if args.format != ImportFormat::Servicegraph => Err(RunError::Usage(format!(
-            "--virtual-client: only the servicegraph format names the callers outside the mesh (not {})",
-            args.format.name()
-        ))),
-        Some("") => Err(RunError::Usage("--virtual-client: give a name".into())),
-        Some(name) => Ok(name),
-    }
-}
-
 /// `name:` from the source: a file's stem, else `imported`.
 fn default_name(source: &str) -> String {
     if source == "-" || source.starts_with("http://") {
@@ -111,7 +161,7 @@ fn default_name(source: &str) -> String {
 
 /// The text of SOURCE: a file, standard input, or what the tool at a URL
 /// answers (its API's default path when the URL gives none).
-fn read_source(format: ImportFormat, source: &str) -> Result<String, RunError> {
+fn read_source(format: Format, source: &str) -> Result<String, RunError> {
     let bad = |why: String| RunError::Usage(format!("{} {source}: {why}", format.name()));
     if source.starts_with("https://") {
         return Err(bad("only plain http:// URLs are fetched".into()));
@@ -119,7 +169,7 @@ fn read_source(format: ImportFormat, source: &str) -> Result<String, RunError> {
     if let Some(rest) = source.strip_prefix("http://") {
         let url = match rest.split_once('/') {
             Some((_, path)) if !path.is_empty() => source.to_string(),
-            _ if format == ImportFormat::JaegerTrace => {
+            _ if format == Format::JaegerTrace => {
                 return Err(bad(format!(
                     "give Jaeger's trace search with the service to trace, e.g. http://{}/api/traces?service=frontend&limit=100&lookback=1h",
                     rest.trim_end_matches('/')
@@ -150,19 +200,19 @@ fn read_source(format: ImportFormat, source: &str) -> Result<String, RunError> {
 }
 
 /// The API path each tool answers its graph on, for a URL without one.
-fn default_path(format: ImportFormat) -> String {
+fn default_path(format: Format) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
     match format {
-        ImportFormat::Jaeger => format!("/api/dependencies?endTs={now}&lookback=3600000"),
-        ImportFormat::Zipkin => format!("/api/v2/dependencies?endTs={now}&lookback=3600000"),
+        Format::Jaeger => format!("/api/dependencies?endTs={now}&lookback=3600000"),
+        Format::Zipkin => format!("/api/v2/dependencies?endTs={now}&lookback=3600000"),
         // A range selector: Prometheus answers a matrix of samples, whose
         // rates are the rates the mesh saw.
-        ImportFormat::Servicegraph => format!("/api/v1/query?query={SERVICEGRAPH_QUERY}"),
-        ImportFormat::Kiali => "/kiali/api/namespaces/graph?graphType=service".into(),
+        Format::Servicegraph => format!("/api/v1/query?query={SERVICEGRAPH_QUERY}"),
+        Format::Kiali => "/kiali/api/namespaces/graph?graphType=service".into(),
         // `/api/traces` needs a `service=`: no default would do.
-        ImportFormat::JaegerTrace => String::new(),
+        Format::JaegerTrace => String::new(),
     }
 }
 

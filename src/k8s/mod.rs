@@ -35,12 +35,11 @@ pub mod emit;
 pub mod names;
 pub mod objects;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::cli::K8sArgs;
 use crate::error::{write_output, RunError};
 use crate::format::fmt_duration;
 use crate::topology::{Topology, TopologyError};
@@ -130,6 +129,29 @@ pub enum K8sError {
     },
 }
 
+/// What `chaoslab k8s` is asked for: the topology file, where to write,
+/// and the flags [`Options::from_request`] reads against the topology.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// A directory for one file per object and a kustomization.yaml;
+    /// `None` writes one multi-document YAML on stdout.
+    pub out: Option<PathBuf>,
+    /// Every object's namespace; `None` leaves it to kubectl.
+    pub namespace: Option<String>,
+    /// The container image every pod runs.
+    pub image: String,
+    /// Pods of one service, `NAME=N` each.
+    pub replicas: Vec<String>,
+    /// The load Job's root requests per second; `None` is `load.rps`.
+    pub rps: Option<f64>,
+    /// How long the load Job drives the entry.
+    pub duration: Duration,
+    /// A file with the token for the Secret; `None` draws a fresh one.
+    pub control_token_file: Option<PathBuf>,
+}
+
 /// What the manifests are made with, besides the topology.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
@@ -161,8 +183,9 @@ impl Options {
         }
     }
 
-    /// The options `chaoslab k8s` flags ask for, checked.
-    pub fn from_args(args: &K8sArgs, t: &Topology) -> Result<Options, K8sError> {
+    /// The options a `chaoslab k8s` request asks for, checked against
+    /// `t`.
+    pub fn from_request(args: &Request, t: &Topology) -> Result<Options, K8sError> {
         let mut o = Options::new(t);
         if let Some(ns) = &args.namespace {
             names::check_namespace(ns)?;
@@ -396,7 +419,7 @@ fn loopback_notes(t: &Topology) -> Vec<String> {
 }
 
 /// `chaoslab k8s`.
-pub fn run(args: K8sArgs) -> Result<(), RunError> {
+pub fn run(args: Request) -> Result<(), RunError> {
     let file = args.topology.display().to_string();
     let text = std::fs::read_to_string(&args.topology).map_err(|source| TopologyError::Read {
         file: file.clone(),
@@ -409,7 +432,7 @@ pub fn run(args: K8sArgs) -> Result<(), RunError> {
             bytes: text.len(),
         }));
     }
-    let options = Options::from_args(&args, &t).map_err(RunError::usage)?;
+    let options = Options::from_request(&args, &t).map_err(RunError::usage)?;
     let docs = manifests(&t, &text, &options).map_err(RunError::usage)?;
     if objects::needs_binary(&text) {
         eprintln!("chaoslab: note: {file} holds U+0085 (NEL), which kubectl kustomize reads as a space: the ConfigMap carries the file base64-encoded under binaryData");

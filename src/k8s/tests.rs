@@ -6,13 +6,13 @@ fn topology(text: &str) -> Topology {
     Topology::from_yaml(text, "t.yaml").unwrap()
 }
 
-fn args(extra: &[&str]) -> K8sArgs {
+fn args(extra: &[&str]) -> Request {
     let argv = ["chaoslab", "k8s", "t.yaml"].iter().chain(extra);
     match crate::cli::Opts::try_parse_from(argv)
         .unwrap()
         .into_command()
     {
-        crate::cli::Command::K8s(a) => a,
+        crate::cli::Command::K8s(a) => a.into(),
         other => panic!("{other:?}"),
     }
 }
@@ -108,7 +108,7 @@ fn flags_set_replicas_namespace_rate_and_duration() {
         "--image",
         "ghcr.io/x/chaoslab:1",
     ]);
-    let o = Options::from_args(&a, &t).unwrap();
+    let o = Options::from_request(&a, &t).unwrap();
     assert_eq!(o.replicas, [1, 3, 1]);
     let docs = manifests(&t, OUTSIDE, &o).unwrap();
     assert_eq!(docs[0].value["kind"], "Namespace");
@@ -158,11 +158,11 @@ fn every_run_gets_a_fresh_token_unless_one_is_given() {
     assert!(crate::session::Token::new(&a).is_ok());
     let file = std::env::temp_dir().join(format!("chaoslab-k8s-{}.token", std::process::id()));
     std::fs::write(&file, "given-token-0123456789\n").unwrap();
-    let o =
-        Options::from_args(&args(&["--control-token-file", file.to_str().unwrap()]), &t).unwrap();
+    let o = Options::from_request(&args(&["--control-token-file", file.to_str().unwrap()]), &t)
+        .unwrap();
     assert_eq!(o.control_token, "given-token-0123456789");
     std::fs::write(&file, "short").unwrap();
-    let e = Options::from_args(&args(&["--control-token-file", file.to_str().unwrap()]), &t)
+    let e = Options::from_request(&args(&["--control-token-file", file.to_str().unwrap()]), &t)
         .unwrap_err();
     assert!(e.to_string().contains("at least 16"), "{e}");
     let _ = std::fs::remove_file(&file);
@@ -185,7 +185,7 @@ fn bad_flags_are_refused_with_what_to_write() {
         (&["--namespace", "Lab"], "--namespace"),
         (&["--image", "Not An Image"], "--image"),
     ] {
-        let e = Options::from_args(&args(flags), &t)
+        let e = Options::from_request(&args(flags), &t)
             .unwrap_err()
             .to_string();
         assert!(e.contains(needle), "{flags:?}: {e}");

@@ -7,17 +7,19 @@
 //! printed lesson, which exits 1 when a chapter's expectations fail.
 
 use std::io::{IsTerminal as _, Write as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::{Prepared, RunArgs, TourArgs, DEFAULT_DURATION};
 use crate::error::{write_output, RunError};
+use crate::options::run::DEFAULT_DURATION;
+use crate::options::{Prepared, Run};
 use crate::report::Report;
 use crate::scenario::Scenario;
 use crate::session::{Session, Setup};
 use crate::signals::Interrupts;
+use crate::theme::Theme;
 use crate::topology::Topology;
-use crate::tui::{self, Ended, Options};
+use crate::tui::{self, Ended};
 
 /// One chapter: a figure of the post.
 #[derive(Debug, Clone, Copy)]
@@ -109,8 +111,33 @@ impl Chapter {
     }
 }
 
+/// What `chaoslab tour` is asked to play, list or export.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The chapter to start at and, if given, the last to play
+    /// (numbered from 1); `None` plays them all.
+    pub chapter: Option<(usize, Option<usize>)>,
+    /// List the chapters.
+    pub list: bool,
+    /// Run every chapter without the dashboard, printing each one's
+    /// text, captions and measured figures.
+    pub headless: bool,
+    /// Write the chapters' topologies and scenarios into this folder.
+    pub export: Option<PathBuf>,
+    /// Dashboard frames per second.
+    pub fps: u32,
+    /// No colours.
+    pub no_color: bool,
+    /// The layout for a projector.
+    pub big: bool,
+    /// Colours for a dark or a light background.
+    pub theme: Theme,
+    /// Record the chapters played as one asciicast v2 file.
+    pub cast: Option<PathBuf>,
+}
+
 /// `chaoslab tour`.
-pub fn run(args: TourArgs) -> Result<(), RunError> {
+pub fn run(args: Options) -> Result<(), RunError> {
     if args.list {
         for (i, c) in CHAPTERS.iter().enumerate() {
             println!("{:>2}. {}  ({})", i + 1, c.title, c.topology.0);
@@ -156,10 +183,10 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
         .skip(chapters.start)
     {
         let (t, scenario) = c.load()?;
-        let run = RunArgs {
+        let run = Run {
             fps: args.fps,
             no_color: args.no_color,
-            ..RunArgs::default()
+            ..Run::default()
         };
         let Prepared {
             setup,
@@ -170,7 +197,7 @@ pub fn run(args: TourArgs) -> Result<(), RunError> {
         let session = Session::start(setup)?;
         let lab = crate::dashboard::lab(&session);
         let verdicts = tui::play::judge(&lab, expectations, warmup);
-        let opts = Options {
+        let opts = tui::Options {
             fps: args.fps,
             no_color: args.no_color,
             listening: vec![],

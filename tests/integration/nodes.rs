@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use chaoslab::cli::Start;
 use chaoslab::lab::{fold, LabState};
+use chaoslab::options::Start;
 use chaoslab::topology::{model, Topology};
 
 use crate::common::{chaoslab, fleet_lock, get, raw_get, root, text, wait_until, Killed};

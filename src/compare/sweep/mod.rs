@@ -17,7 +17,7 @@
 pub mod grid;
 pub mod heatmap;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -25,9 +25,9 @@ use tokio::time::Instant;
 use serde::Serialize;
 
 use super::{clock, kept_steps, spike, Choice, Contest};
-use crate::cli::SweepArgs;
 use crate::error::{write_output, RunError};
 use crate::lab::{Action, RunRecord};
+use crate::options::Contenders;
 use crate::scenario::Scenario;
 use crate::signals::Interrupts;
 use crate::topology::Topology;
@@ -193,7 +193,7 @@ fn read(p: &Path, what: &str) -> Result<String, RunError> {
 
 /// Puts every point of `grid` into the topology's and the scenario's
 /// text and checks what comes out, before any fleet starts.
-fn prepare(args: &SweepArgs, grid: &Grid) -> Result<(Texts, Vec<Prepared>), RunError> {
+fn prepare(args: &Options, grid: &Grid) -> Result<(Texts, Vec<Prepared>), RunError> {
     let scenario_path = args.scenario.as_deref().ok_or_else(|| {
         RunError::Usage(
             "no --scenario: a sweep plays a scenario in every cell, with the swept values written `${NAME}` in it".into(),
@@ -328,8 +328,44 @@ fn minutes(secs: f64) -> String {
     }
 }
 
+/// What `chaoslab sweep` is asked to sweep, and what to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The topology file (it may use the swept names as `${NAME}` too).
+    pub topology: PathBuf,
+    /// The scenario every cell plays; a sweep refuses to run without one.
+    pub scenario: Option<PathBuf>,
+    /// A name and its values each, `LOAD=60..140:20`: one for a line of
+    /// cells, two for a grid.
+    pub vary: Vec<String>,
+    /// The policies (a heatmap each), and what every cell's runs share.
+    pub runs: Contenders,
+    /// Where to write every cell as CSV.
+    pub csv: Option<PathBuf>,
+    /// Where to write the sweep as JSON.
+    pub report: Option<PathBuf>,
+    /// Where to write the heatmaps as one HTML file.
+    pub html: Option<PathBuf>,
+    /// Run more than [`MAX_CELLS`] cells.
+    pub yes: bool,
+}
+
+impl Options {
+    /// The files the sweep writes, with their flags.
+    pub fn outputs(&self) -> Vec<(&'static str, &Path)> {
+        [
+            ("--csv", &self.csv),
+            ("--report", &self.report),
+            ("--html", &self.html),
+        ]
+        .into_iter()
+        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+        .collect()
+    }
+}
+
 /// `chaoslab sweep`.
-pub fn run(args: SweepArgs) -> Result<(), RunError> {
+pub fn run(args: Options) -> Result<(), RunError> {
     let mut inputs = vec![args.topology.as_path()];
     inputs.extend(args.scenario.as_deref());
     crate::error::check_outputs(&args.outputs(), &inputs)?;
