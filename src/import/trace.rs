@@ -488,17 +488,19 @@ type Made = HashMap<usize, Vec<(f64, f64)>>;
 fn calls(g: &mut Graph, spans: &[Span], above: &[Option<usize>], node_of: &[usize]) -> Made {
     let mut made = Made::new();
     // The entry spans below each client span that is not itself an
-    // entry, by start: a call made again shows as several of them.
-    let mut under_client: HashMap<usize, Vec<usize>> = HashMap::new();
+    // entry, by start (a call made again shows as several of them), and
+    // the last attempt when they are one call made again.
+    let mut under_client: HashMap<usize, (Vec<usize>, Option<usize>)> = HashMap::new();
     for (k, s) in spans.iter().enumerate() {
         if let Some(p) = s.parent.filter(|&p| is_entry(spans, k) && spans[p].client) {
             if above[p] != Some(p) {
-                under_client.entry(p).or_default().push(k);
+                under_client.entry(p).or_default().0.push(k);
             }
         }
     }
-    for served in under_client.values_mut() {
+    for (served, last) in under_client.values_mut() {
         served.sort_by(|a, b| spans[*a].start.total_cmp(&spans[*b].start));
+        *last = retried(spans, node_of, served);
     }
     let error = |k: usize| f64::from(u8::from(spans[k].error));
     for (k, s) in spans.iter().enumerate() {
@@ -511,12 +513,12 @@ fn calls(g: &mut Graph, spans: &[Span], above: &[Option<usize>], node_of: &[usiz
         };
         let caller = above[p].unwrap_or(p);
         let (from, to) = (node_of[caller], node_of[k]);
-        let Some(served) = under_client.get(&p) else {
+        let Some((served, last)) = under_client.get(&p) else {
             g.link_nodes(from, to, 1.0, error(k));
             made.entry(caller).or_default().push((s.start, s.end));
             continue;
         };
-        match retried(spans, node_of, served) {
+        match *last {
             // A call made again: once, when its last attempt comes; each
             // failed attempt is its callee's error all the same.
             Some(last) if last == k => {
