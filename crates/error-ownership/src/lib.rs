@@ -69,6 +69,7 @@ pub mod breaker;
 pub mod budget;
 pub mod claim;
 pub mod concurrency;
+pub mod conditions;
 pub mod edge_budget;
 pub mod gradient;
 pub mod hedge;

@@ -30,6 +30,7 @@
 //!     backoff: Duration::ZERO,
 //!     timeout: Duration::from_secs(1),
 //!     deadline_propagate: false,
+//!     retry_on: error_ownership::conditions::RetryOn::ANY,
 //! };
 //! let mut budget = p.new_budget().expect("a ratio is set");
 //! budget.call_started(Duration::ZERO);
@@ -40,6 +41,7 @@
 use std::time::Duration;
 
 use super::breaker::BreakerConfig;
+use super::conditions::RetryOn;
 use super::edge_budget::{BudgetModel, EdgeBudget};
 use super::hedge::HedgeConfig;
 use super::signal::Signal;
@@ -100,6 +102,9 @@ pub struct EdgePolicy {
     /// `deadline: propagate`: each call carries the time its caller has
     /// left, and the callee's attempts never outlive it (SPEC section 7).
     pub deadline_propagate: bool,
+    /// Which failed attempts are retried at all (Envoy's `retry_on`);
+    /// [`RetryOn::ANY`] retries every error.
+    pub retry_on: RetryOn,
 }
 
 impl EdgePolicy {

@@ -175,6 +175,9 @@ pub enum DontRetry {
     PushbackMalformed,
     /// `sre`: the backend answered "overloaded; don't retry".
     OverloadedDontRetry,
+    /// The edge's retry conditions (`retry_on`) do not cover this failure:
+    /// a status, or a missing answer, its retrier does not retry.
+    NotRetriable,
 }
 
 impl DontRetry {
@@ -187,6 +190,7 @@ impl DontRetry {
             DontRetry::PushbackNegative => "pushback-negative",
             DontRetry::PushbackMalformed => "pushback-malformed",
             DontRetry::OverloadedDontRetry => "overloaded-dont-retry",
+            DontRetry::NotRetriable => "not-retriable",
         }
     }
 }

@@ -223,6 +223,12 @@ fn policy(f: &PolicyFields) -> Option<String> {
     if let Some(o) = f.retry_other_host {
         parts.push(format!("retry_other_host: {o}"));
     }
+    if let Some(on) = &f.retry_on {
+        parts.push(format!(
+            "retry_on: {}",
+            crate::topology::conditions_written(on)
+        ));
+    }
     Some(format!("policy: {{ {} }}", parts.join(", ")))
 }
 

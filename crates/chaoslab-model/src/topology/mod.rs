@@ -10,11 +10,13 @@
 
 pub mod check;
 mod concurrency;
+mod conditions_spec;
 mod error;
 pub mod generate;
+pub mod mesh;
 pub mod model;
 mod per_root;
-mod policy;
+pub mod policy;
 mod policy_spec;
 pub mod sim;
 pub mod spec;
@@ -29,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use error_ownership::{Attribution, DependencyMode, DEFAULT_CLAIM_HEADER};
 
 pub use concurrency::Concurrency;
+pub use conditions_spec::written as conditions_written;
 pub use per_root::PerRoot;
 
 pub use error::TopologyError;
@@ -555,6 +558,10 @@ pub struct Service {
     /// The endpoint's own `fault:` (in force when the service's fault is
     /// not on this endpoint).
     pub endpoint_fault: Fault,
+    /// `errors:` the statuses of the errors it causes and passes up.
+    pub errors: mesh::Errors,
+    /// `sidecar:` the real proxy carrying its calls, if any.
+    pub sidecar: Option<mesh::Sidecar>,
 }
 
 /// Where endpoint `endpoint` of a service reached at `urls` (its

@@ -24,6 +24,16 @@
 //! | `aws-2026`  | `quota` 500, transient 14, throttling 5       | `retry-after` |
 //! | `sre`       | `window` 10%, 10 s; R capped at 3; adaptive throttling | `sre` |
 //!
+//! Each of these retries every error (`retry_on` [`RetryOn::ANY`]). The
+//! mesh presets (SPEC section 17) retry only what their retrier's
+//! documented default retries, and set R where that default sets it:
+//!
+//! | preset        | R | retry_on | budget | source |
+//! |---------------|---|----------|--------|--------|
+//! | `istio`       | 3 | `connect-failure, refused-stream, unavailable, cancelled, retriable-status-codes [503]`; 25 ms backoff | none | Istio's implicit retry policy (no VirtualService `retries`) |
+//! | `linkerd`     | 2 | statuses 500-599 | none | Linkerd 2.16 `retry.linkerd.io/http: 5xx`, `retry.linkerd.io/limit: 1` |
+//! | `gateway-api` | the topology's | 500, 502, 503, 504 | none | HTTPRoute `retry` (GEP-1731): the codes every implementation must support |
+//!
 //! ```
 //! use chaoslab_model::topology::{Policy, Preset};
 //!
@@ -41,6 +51,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use error_ownership::breaker::BreakerConfig;
+use error_ownership::conditions::{Condition, RetryOn};
 use error_ownership::edge_budget::BudgetModel;
 use error_ownership::hedge::HedgeConfig;
 use error_ownership::policy::EdgePolicy;
@@ -79,9 +90,62 @@ pub enum Preset {
     /// Google SRE: client-side adaptive throttling, a 10% per-client retry
     /// budget, at most 3 attempts, the retry counter in the request.
     Sre,
+    /// Istio's implicit retries (no VirtualService `retries`): 3 attempts
+    /// on a refused connection or a 503, 25 ms backoff, no budget.
+    Istio,
+    /// Linkerd 2.16+: `retry.linkerd.io/http: 5xx`, `limit: 1`.
+    Linkerd,
+    /// Gateway API HTTPRoute `retry` (GEP-1731): 500, 502, 503, 504.
+    #[serde(rename = "gateway-api")]
+    GatewayApi,
 }
 
+/// Istio's implicit retry conditions (pilot's default `RetryPolicy`:
+/// `connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes`
+/// with 503 retriable).
+pub const ISTIO_RETRY_ON: RetryOn = RetryOn::EMPTY
+    .with(Condition::ConnectFailure)
+    .with(Condition::RefusedStream)
+    .with(Condition::Unavailable)
+    .with(Condition::Cancelled)
+    .with_status(503);
+
+/// Istio's implicit attempts: 2 retries, 3 attempts in all.
+pub const ISTIO_ATTEMPTS: u32 = 3;
+
+/// Envoy's default backoff base, which Istio's implicit retries keep.
+pub const ENVOY_BACKOFF: Duration = Duration::from_millis(25);
+
+/// Linkerd's `retry.linkerd.io/http: 5xx`: the statuses 500 to 599 (no
+/// connection errors: the balancer handles those before a response).
+pub const LINKERD_RETRY_ON: RetryOn = {
+    let mut r = RetryOn::EMPTY;
+    let mut c = 500;
+    while c < 600 {
+        r = r.with_status(c);
+        c += 1;
+    }
+    r
+};
+
+/// The Gateway API's retriable codes every implementation must support.
+pub const GATEWAY_API_RETRY_ON: RetryOn = RetryOn::EMPTY
+    .with_status(500)
+    .with_status(502)
+    .with_status(503)
+    .with_status(504);
+
 impl Preset {
+    /// The presets of the mesh retriers (SPEC section 17), which run
+    /// under their own names and are not in [`Preset::ALL`] (the set
+    /// `compare --policies all`, `check` and the dashboard's cycle run).
+    pub const MESH: [Preset; 3] = [Preset::Istio, Preset::Linkerd, Preset::GatewayApi];
+
+    /// Every preset: [`Preset::ALL`], then [`Preset::MESH`].
+    pub fn every() -> impl Iterator<Item = Preset> {
+        Preset::ALL.into_iter().chain(Preset::MESH)
+    }
+
     /// All presets: the lab's four first (keys `1`-`4`), then the
     /// industry's, in SPEC section 8's order.
     pub const ALL: [Preset; 10] = [
@@ -110,12 +174,15 @@ impl Preset {
             Preset::Aws => "aws",
             Preset::Aws2026 => "aws-2026",
             Preset::Sre => "sre",
+            Preset::Istio => "istio",
+            Preset::Linkerd => "linkerd",
+            Preset::GatewayApi => "gateway-api",
         }
     }
 
     /// Parses a preset name.
     pub fn parse(s: &str) -> Option<Preset> {
-        Preset::ALL.into_iter().find(|p| p.name() == s)
+        Preset::every().find(|p| p.name() == s)
     }
 
     /// The parts of a policy this preset sets.
@@ -127,6 +194,9 @@ impl Preset {
             model: BudgetKind::Window,
             signal: None,
             throttle: false,
+            retry_on: RetryOn::ANY,
+            attempts: None,
+            backoff: None,
         };
         let industry = |model, signal| Mode {
             retries: true,
@@ -135,6 +205,15 @@ impl Preset {
             model,
             signal: Some(signal),
             throttle: false,
+            retry_on: RetryOn::ANY,
+            attempts: None,
+            backoff: None,
+        };
+        let mesh = |retry_on, attempts, backoff| Mode {
+            retry_on,
+            attempts,
+            backoff,
+            ..lab(true, false, false)
         };
         match self {
             Preset::None => lab(false, false, false),
@@ -150,6 +229,9 @@ impl Preset {
                 throttle: true,
                 ..industry(BudgetKind::Sre, Signal::Sre)
             },
+            Preset::Istio => mesh(ISTIO_RETRY_ON, Some(ISTIO_ATTEMPTS), Some(ENVOY_BACKOFF)),
+            Preset::Linkerd => mesh(LINKERD_RETRY_ON, Some(2), None),
+            Preset::GatewayApi => mesh(GATEWAY_API_RETRY_ON, None, None),
         }
     }
 }
@@ -169,6 +251,13 @@ pub struct Mode {
     pub signal: Option<Signal>,
     /// Client-side adaptive throttling on every edge.
     pub throttle: bool,
+    /// Which failures are retried at all.
+    pub retry_on: RetryOn,
+    /// R as the preset's retrier sets it, over the topology's (an explicit
+    /// `attempts:` after the preset wins).
+    pub attempts: Option<u32>,
+    /// The backoff base the preset's retrier sets, likewise.
+    pub backoff: Option<Duration>,
 }
 
 /// Which budget model caps retries, and whose numbers it runs with.
@@ -303,6 +392,8 @@ pub struct PolicyFields {
     /// `retry_other_host:` a retry goes to a replica this call has not
     /// tried while one is left.
     pub retry_other_host: Option<bool>,
+    /// `retry_on:` which failures are retried (Envoy's tokens).
+    pub retry_on: Option<RetryOn>,
 }
 
 impl PolicyFields {
@@ -410,7 +501,9 @@ impl Policy {
                     && !now.budget_on
                     && !now.ownership
                     && now.signal.is_none()
-                    && !now.throttle)
+                    && !now.throttle
+                    && (now.retry_on, now.attempts, now.backoff)
+                        == (m.retry_on, m.attempts, m.backoff))
         })
     }
 
@@ -438,6 +531,9 @@ impl Policy {
         }
         if self.mode.throttle {
             parts.push("throttle");
+        }
+        if !self.mode.retry_on.is_any() {
+            parts.push("conditions");
         }
         if parts.is_empty() {
             "none".into()
@@ -492,6 +588,7 @@ impl Policy {
         }
         if let Some(a) = f.attempts {
             self.attempts = a;
+            self.mode.attempts = None;
         }
         if let Some(b) = f.budget {
             self.budget = match b {
@@ -507,6 +604,10 @@ impl Policy {
         }
         if let Some(b) = f.backoff {
             self.backoff = b;
+            self.mode.backoff = None;
+        }
+        if let Some(r) = f.retry_on {
+            self.mode.retry_on = r;
         }
         if let Some(t) = f.timeout {
             self.timeout = t;
@@ -591,7 +692,8 @@ impl Policy {
         } else {
             None
         };
-        let mut attempts = if p.mode.retries { p.attempts.max(1) } else { 1 };
+        let r = p.mode.attempts.unwrap_or(p.attempts);
+        let mut attempts = if p.mode.retries { r.max(1) } else { 1 };
         if matches!(budget, Some(BudgetModel::Tokens { .. })) {
             attempts = attempts.min(MAX_ATTEMPTS_CAP);
         }
@@ -603,9 +705,10 @@ impl Policy {
             budget,
             ownership: p.mode.ownership,
             signal: p.mode.signal,
-            backoff: p.backoff,
+            backoff: p.mode.backoff.unwrap_or(p.backoff),
             timeout: p.timeout,
             deadline_propagate: p.deadline,
+            retry_on: p.mode.retry_on,
             breaker: p.breaker,
             throttle: p.mode.throttle.then_some(p.throttle_config),
             hedge: p.hedge,

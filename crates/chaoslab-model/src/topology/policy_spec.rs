@@ -94,6 +94,9 @@ pub struct PolicySpec {
     /// `retry_other_host:` a retry avoids the replicas its call tried.
     #[serde(default)]
     pub retry_other_host: Option<bool>,
+    /// `retry_on:` which failures are retried, in Envoy's words.
+    #[serde(default, deserialize_with = "super::conditions_spec::retry_on")]
+    pub retry_on: Option<error_ownership::conditions::RetryOn>,
 }
 
 /// `breaker:` as a map: each number optional, the defaults fill the rest.
@@ -351,6 +354,7 @@ impl PolicySpec {
             hedge: self.hedge,
             lb: self.lb,
             retry_other_host: self.retry_other_host,
+            retry_on: self.retry_on,
         }
     }
 }
@@ -442,7 +446,7 @@ pub fn preset<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Preset>, D::Erro
 
 /// A preset's name, or what is wrong with it (did-you-mean included).
 pub fn parse_preset(v: &str) -> Result<Preset, String> {
-    let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+    let names: Vec<&str> = Preset::every().map(|p| p.name()).collect();
     word(v, "preset", &names)?;
     Ok(Preset::parse(v).expect("a listed name parses"))
 }

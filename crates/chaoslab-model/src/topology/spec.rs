@@ -254,6 +254,13 @@ pub struct ServiceSpec {
     /// `default`, made of its own `calls`, `parallel` and `work`.
     #[serde(default)]
     pub endpoints: Option<EndpointMap>,
+    /// `errors:` the status of an error it causes and of one it passes up
+    /// (SPEC section 17).
+    #[serde(default)]
+    pub errors: super::mesh::ErrorsSpec,
+    /// `sidecar:` a real proxy carrying its calls (SPEC section 17).
+    #[serde(default)]
+    pub sidecar: Option<super::mesh::SidecarSpec>,
 }
 
 impl Default for ServiceSpec {
@@ -273,6 +280,8 @@ impl Default for ServiceSpec {
             cancel: None,
             replicas: None,
             endpoints: None,
+            errors: Default::default(),
+            sidecar: None,
         }
     }
 }

@@ -322,9 +322,48 @@ fn services_and_edges(
             group,
             endpoint: node.endpoint.map(str::to_string),
             endpoint_fault: node.fault.map(|f| f.to_fault()).unwrap_or_default(),
+            errors: s.errors.to_errors(),
+            sidecar: sidecar(name, s, loc)?,
         });
     }
     Ok((services, edges))
+}
+
+/// A service's `sidecar:`, refused where it carries nothing (no calls) or
+/// sets a key its proxy lacks.
+fn sidecar(
+    name: &str,
+    s: &ServiceSpec,
+    loc: &Locator,
+) -> Result<Option<super::mesh::Sidecar>, TopologyError> {
+    let Some(spec) = &s.sidecar else {
+        return Ok(None);
+    };
+    let calls = !s.calls.is_empty()
+        || s.endpoints
+            .as_ref()
+            .is_some_and(|e| e.0.iter().any(|(_, e)| !e.calls.is_empty()));
+    if !calls {
+        return Err(TopologyError::Yaml {
+            at: loc.in_service(name, "sidecar"),
+            service: Some(name.to_string()),
+            message: format!(
+                "services.{name}.sidecar: {name} makes no calls, so a {} sidecar would carry nothing; give it calls or remove the sidecar",
+                spec.kind.name()
+            ),
+        });
+    }
+    if let Some(key) = spec.foreign_keys().first() {
+        return Err(TopologyError::Yaml {
+            at: loc.in_service(name, key),
+            service: Some(name.to_string()),
+            message: format!(
+                "services.{name}.sidecar.{key}: {} has no `{key}` (it is nginx's); HAProxy's retries come from the calls' policy (attempts, retry_on, retry_other_host)",
+                spec.kind.name()
+            ),
+        });
+    }
+    Ok(Some(spec.to_sidecar()))
 }
 
 /// The error for a cycle, spelled from its first service back to it.
