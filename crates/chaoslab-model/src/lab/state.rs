@@ -224,7 +224,7 @@ impl LabState {
                 }),
                 lb: Some(p.lb),
                 retry_other_host: Some(p.retry_other_host),
-                retry_on: Some(p.mode.retry_on),
+                retry_on: Some(Box::new(p.mode.retry_on)),
                 ..PolicyFields::default()
             }),
             Action::Mode {

@@ -261,7 +261,7 @@ mod tests {
                     )),
                     lb: Some(error_ownership::policy::Lb::P2c),
                     retry_other_host: Some(false),
-                    retry_on: Some(crate::topology::policy::ISTIO_RETRY_ON),
+                    retry_on: Some(Box::new(crate::topology::policy::ISTIO_RETRY_ON)),
                 }),
             ),
             ev(

@@ -393,7 +393,7 @@ pub struct PolicyFields {
     /// tried while one is left.
     pub retry_other_host: Option<bool>,
     /// `retry_on:` which failures are retried (Envoy's tokens).
-    pub retry_on: Option<RetryOn>,
+    pub retry_on: Option<Box<RetryOn>>,
 }
 
 impl PolicyFields {
@@ -606,8 +606,8 @@ impl Policy {
             self.backoff = b;
             self.mode.backoff = None;
         }
-        if let Some(r) = f.retry_on {
-            self.mode.retry_on = r;
+        if let Some(r) = &f.retry_on {
+            self.mode.retry_on = **r;
         }
         if let Some(t) = f.timeout {
             self.timeout = t;

@@ -354,7 +354,7 @@ impl PolicySpec {
             hedge: self.hedge,
             lb: self.lb,
             retry_other_host: self.retry_other_host,
-            retry_on: self.retry_on,
+            retry_on: self.retry_on.map(Box::new),
         }
     }
 }
