@@ -18,6 +18,7 @@ pub mod model;
 mod per_root;
 pub mod policy;
 mod policy_spec;
+pub mod proxy;
 pub mod sim;
 pub mod spec;
 mod subgraph;

@@ -80,7 +80,8 @@ impl Sim<'_> {
             if !edge.is_made() {
                 continue; // `p: 0`: no request makes it
             }
-            let mut ep = self.policy.for_edge(&edge.policy);
+            // As its retrier runs it: a sidecar's proxy, or the client.
+            let mut ep = super::proxy::edge_as_run(self.t, self.policy, e).policy;
             ep.ownership &= s.ownership;
             let callee = self.play(edge.to);
             // A zero budget never grants; any other grants some.

@@ -7,6 +7,7 @@ use super::budget::{self, EdgeRates};
 use super::hedge;
 use super::throttle;
 use super::{CallOutcome, Dist, Record};
+use crate::topology::proxy::Reselect;
 use crate::topology::EdgePolicy;
 use error_ownership::claim::Outbound;
 use error_ownership::hedge::HedgeConfig;
@@ -46,7 +47,7 @@ impl Split {
 }
 
 impl Callee {
-    fn mix(&self) -> Dist {
+    pub(super) fn mix(&self) -> Dist {
         match self {
             Callee::One(d) => *d,
             Callee::Split(s) => s.mix(),
@@ -56,18 +57,21 @@ impl Callee {
     /// The chance that attempt `j` (0-based) reaches a bad replica when
     /// the call's `b` earlier attempts reached bad ones, and how each kind
     /// answers. A retry to another host draws from the replicas not yet
-    /// tried (SPEC section 11); otherwise every attempt draws afresh.
-    fn branches(&self, j: u32, b: u32, other_host: bool) -> [(f64, Dist); 2] {
+    /// tried (SPEC section 11); a retry to the same host (HAProxy without
+    /// `option redispatch`) goes where the first attempt went; otherwise
+    /// every attempt draws afresh.
+    fn branches(&self, j: u32, b: u32, reselect: Reselect) -> [(f64, Dist); 2] {
         match *self {
             Callee::One(d) => [(0.0, d), (1.0, d)],
             Callee::Split(s) => {
-                let p_bad = if other_host && j < s.n {
-                    f64::from(s.bad.saturating_sub(b)) / f64::from(s.n - j)
-                } else if other_host {
-                    // Every replica tried: any, again.
-                    f64::from(s.bad) / f64::from(s.n.max(1))
-                } else {
-                    f64::from(s.bad) / f64::from(s.n.max(1))
+                let p_bad = match reselect {
+                    Reselect::OtherHost if j < s.n => {
+                        f64::from(s.bad.saturating_sub(b)) / f64::from(s.n - j)
+                    }
+                    Reselect::SameHost if j > 0 => f64::from(u8::from(b > 0)),
+                    // Every replica tried, a first attempt, or a draw
+                    // afresh: any.
+                    _ => f64::from(s.bad) / f64::from(s.n.max(1)),
                 };
                 [(p_bad, s.bad_dist), (1.0 - p_bad, s.good_dist)]
             }
@@ -90,14 +94,14 @@ fn retried_and_spared(p: &EdgePolicy, d: Dist) -> (f64, f64) {
 
 /// One logical call on an edge with policy `p` to `callee`: attempts
 /// independent, or, for a callee with one bad host among its replicas,
-/// each attempt's replica drawn as the edge's balancer draws it
-/// (`other_host`: a retry goes to a replica not yet tried).
+/// each attempt's replica drawn as the edge's balancer (or its proxy)
+/// draws it ([`Reselect`]).
 /// A hedged edge (`hedge:`) sends its attempts as [`hedged_call`] says,
 /// its callee answering `latency_s` after each.
 pub(super) fn call_outcome(
     p: &EdgePolicy,
     callee: Callee,
-    other_host: bool,
+    reselect: Reselect,
     (mode, attribution): (DependencyMode, Attribution),
     rates: Option<EdgeRates>,
     latency_s: f64,
@@ -105,7 +109,7 @@ pub(super) fn call_outcome(
     let mix = callee.mix();
     let mut o = match p.hedge {
         Some(cfg) => hedged_call(p, cfg, mix, (mode, attribution), rates, latency_s),
-        None => retried_call(p, callee, other_host, (mode, attribution), rates),
+        None => retried_call(p, callee, reselect, (mode, attribution), rates),
     };
     let rate = rates.map(|r| r.first_per_sec * o.attempts);
     if let Some(b) = &p.breaker {
@@ -178,7 +182,7 @@ fn hedged_call(
 fn retried_call(
     p: &EdgePolicy,
     callee: Callee,
-    other_host: bool,
+    reselect: Reselect,
     (mode, attribution): (DependencyMode, Attribution),
     rates: Option<EdgeRates>,
 ) -> CallOutcome {
@@ -202,7 +206,7 @@ fn retried_call(
             }
             o.attempts += m;
             for (bad, (w, d)) in callee
-                .branches(j, b as u32, other_host)
+                .branches(j, b as u32, reselect)
                 .into_iter()
                 .enumerate()
             {
@@ -252,7 +256,7 @@ fn retried_call(
 /// Only a share `pass` of the calls is sent; the others fail fast at the
 /// caller (an open breaker, a throttle's rejection): no attempt, the
 /// caller's own error.
-fn fail_fast(o: &mut CallOutcome, pass: f64) {
+pub(super) fn fail_fast(o: &mut CallOutcome, pass: f64) {
     if pass >= 1.0 {
         return;
     }

@@ -63,9 +63,11 @@ mod call;
 pub mod capacity;
 mod hedge;
 pub mod limit;
+mod proxied;
 mod radius;
 pub mod throttle;
 
+use super::proxy::{AsRun, Passive, Reselect};
 use super::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};
 use budget::EdgeRates;
 use call::failed_call;
@@ -146,15 +148,16 @@ pub fn predict_with_latency(
     // A window's floor and a concurrency cap depend on the edge's calls a
     // second, which depend on the retries granted above it: iterate from
     // the rate-free answer until the loads settle.
-    let rate_bound = m.policies.iter().any(|p| {
-        p.breaker.is_some_and(|b| b.consecutive > 0)
-            || matches!(
-                p.budget,
-                Some(BudgetModel::Window { min_per_sec, .. }) if min_per_sec > 0.0
-            )
-            || matches!(p.budget, Some(BudgetModel::Concurrency { .. }))
-            || p.throttle.is_some()
-    });
+    let rate_bound = m.passive.iter().any(Option::is_some)
+        || m.policies.iter().any(|p| {
+            p.breaker.is_some_and(|b| b.consecutive > 0)
+                || matches!(
+                    p.budget,
+                    Some(BudgetModel::Window { min_per_sec, .. }) if min_per_sec > 0.0
+                )
+                || matches!(p.budget, Some(BudgetModel::Concurrency { .. }))
+                || p.throttle.is_some()
+        });
     let mut load = vec![];
     for _ in 0..50 {
         for &v in order.iter().rev() {
@@ -419,10 +422,14 @@ struct Model<'a> {
     /// Per service, its bad and good replicas when its fault is on some of
     /// them only (as last evaluated).
     split: Vec<Option<Split>>,
-    /// Per edge, whether a retry goes to a replica the call has not tried
-    /// (`retry_other_host`); every balancer draws a retry's replica
-    /// uniformly from those it may take.
-    other_host: Vec<bool>,
+    /// Per edge, where a retry goes: to a replica the call has not tried
+    /// (`retry_other_host`, nginx, HAProxy's redispatch), the same one
+    /// (HAProxy's `retries`) or any; every balancer draws a retry's
+    /// replica uniformly from those it may take.
+    reselect: Vec<Reselect>,
+    /// Per edge through an nginx sidecar that takes failing servers out,
+    /// how (see [`proxied`]).
+    passive: Vec<Option<Passive>>,
 }
 
 impl<'a> Model<'a> {
@@ -433,19 +440,21 @@ impl<'a> Model<'a> {
         let order =
             super::topological_order(&t.services, &t.edges).unwrap_or_else(|_| (0..n).collect());
         let floor_s = floor_latencies(t, &order);
+        // Each edge as its retrier runs it: the lab's client, or the
+        // caller's sidecar proxy (SPEC section 17).
+        let runs: Vec<AsRun> = (0..t.edges.len())
+            .map(|e| super::proxy::edge_as_run(t, policy, e))
+            .collect();
         Model {
             t,
-            policies: t.edges.iter().map(|e| policy.for_edge(&e.policy)).collect(),
+            policies: runs.iter().map(|r| r.policy).collect(),
             order,
             dist: vec![Dist::HEALTHY; n],
             calls: vec![EdgeCall::default(); t.edges.len()],
             rates: vec![None; t.edges.len()],
             split: vec![None; n],
-            other_host: t
-                .edges
-                .iter()
-                .map(|e| policy.balancing(&e.policy).1)
-                .collect(),
+            reselect: runs.iter().map(|r| r.reselect).collect(),
+            passive: runs.iter().map(|r| r.passive).collect(),
             floor_s,
         }
     }
@@ -537,16 +546,27 @@ impl<'a> Model<'a> {
         run[0][Record::Clean as usize] = 1.0 - before;
         for &e in &s.calls {
             let edge = &t.edges[e];
-            let out = call_outcome(
+            let callee = self.callee(edge.to);
+            let mut out = call_outcome(
                 &self.policies[e],
-                self.callee(edge.to),
-                self.other_host[e],
+                callee,
+                self.reselect[e],
                 (edge.mode, attribution),
                 self.rates[e],
                 self.rates[e]
                     .and_then(|r| r.attempt_latency_s)
                     .unwrap_or(self.floor_s[edge.to]),
             );
+            if let (Some(passive), Some(rates)) = (self.passive[e], self.rates[e]) {
+                proxied::out_of_servers(
+                    &mut out,
+                    passive,
+                    1.0 - callee.mix().s,
+                    rates.first_per_sec,
+                    &self.policies[e],
+                    (edge.mode, attribution),
+                );
+            }
             let closes = edge.mode == DependencyMode::FailClose;
             let per_invocation = if edge.p >= 1.0 {
                 make_calls(&mut run, &mut err, &out, edge.count, closes, s.parallel)

@@ -189,7 +189,7 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
     }
 
     let d = OwnershipSettings::default();
-    Ok(Topology {
+    let t = Topology {
         transport: spec.transport,
         name: spec.name,
         description: spec.description,
@@ -209,7 +209,26 @@ fn build(spec: TopologySpec, loc: &Locator) -> Result<Topology, TopologyError> {
         services,
         edges,
         scenario: spec.scenario,
-    })
+    };
+    check_sidecars(&t, loc)?;
+    Ok(t)
+}
+
+/// Every edge through a sidecar under a policy its proxy can express: a
+/// budget, a breaker, a dialect or a condition it has no word for is
+/// refused, naming the edge (SPEC section 17).
+fn check_sidecars(t: &Topology, loc: &Locator) -> Result<(), TopologyError> {
+    for e in 0..t.edges.len() {
+        if let Some(message) = super::proxy::refusal(t, &t.policy, e) {
+            let from = &t.services[t.edges[e].from];
+            return Err(TopologyError::Yaml {
+                at: loc.in_service(from.service_name(), "sidecar"),
+                service: Some(from.service_name().to_string()),
+                message,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Names: non-empty and unique.
