@@ -14,6 +14,8 @@
 //! - [`metrics`], [`observe`]: the live counters and the events that feed them.
 //! - [`session`]: one run, its snapshots and its actions.
 //! - [`endpoints`]: `/metrics` and the control API.
+//! - [`sidecar`]: real nginx and HAProxy processes carrying a service's
+//!   calls (SPEC section 17).
 //! - [`signals`]: SIGINT and SIGTERM for the front ends without a terminal.
 
 // The model's modules, named as this crate's code names them.
@@ -26,4 +28,5 @@ pub mod metrics;
 pub mod middleware;
 pub mod observe;
 pub mod session;
+pub mod sidecar;
 pub mod signals;

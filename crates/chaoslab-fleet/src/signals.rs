@@ -51,7 +51,10 @@ impl Interrupts {
                             .compare_exchange(0, c, Ordering::SeqCst, Ordering::SeqCst)
                             .is_err()
                         {
-                            // A second signal: the user means it.
+                            // A second signal: the user means it. Nothing
+                            // is dropped on the way out: the sidecars go
+                            // first.
+                            crate::sidecar::kill_all();
                             std::process::exit(i32::from(code.load(Ordering::SeqCst)));
                         }
                         eprintln!(

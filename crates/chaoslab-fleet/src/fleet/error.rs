@@ -98,6 +98,10 @@ pub enum FleetError {
         /// What bounds it.
         what: &'static str,
     },
+    /// A sidecar proxy could not start (not installed, a policy it cannot
+    /// express, or it did not come up).
+    #[error(transparent)]
+    Sidecar(#[from] crate::sidecar::SidecarError),
 }
 
 fn fd_message(need: &super::FdNeed, limit: u64) -> String {
@@ -174,10 +178,23 @@ impl FleetError {
     /// (ports, file descriptors, an HTTP client), as opposed to the fleet
     /// being given a topology that was never validated.
     pub fn is_environment(&self) -> bool {
-        !matches!(
-            self,
-            FleetError::ClaimHeader { .. } | FleetError::FdLimit { .. } | FleetError::Memory { .. }
-        )
+        match self {
+            FleetError::Sidecar(e) => !e.is_bad_input(),
+            _ => !matches!(
+                self,
+                FleetError::ClaimHeader { .. }
+                    | FleetError::FdLimit { .. }
+                    | FleetError::Memory { .. }
+            ),
+        }
+    }
+
+    /// Whether the fleet was refused for what the topology asks of this
+    /// machine, which the user changes (exit status 2): too big for its
+    /// limits, a sidecar whose proxy is not installed or cannot express
+    /// its calls' policy.
+    pub fn is_bad_input(&self) -> bool {
+        self.is_too_big() || matches!(self, FleetError::Sidecar(e) if e.is_bad_input())
     }
 
     /// Whether the fleet was refused before starting because of the

@@ -295,14 +295,27 @@ fn edges(t: &Topology, services: &[ServiceLayout]) -> Vec<EdgeLayout> {
                 lb,
                 other_host,
                 policy: edge_policy(t, &t.policy, id),
-                in_process: services[e.to].here,
+                // Through a sidecar, the callee is called at its proxy.
+                in_process: services[e.to].here && t.services[e.from].sidecar.is_none(),
             }
         })
         .collect()
 }
 
-/// The policy `edge` runs under `policy`.
+/// The policy `edge`'s client runs under `policy`: the edge's retry
+/// policy, or through the caller's sidecar one attempt per call (every
+/// retry is the proxy's).
 pub(super) fn edge_policy(t: &Topology, policy: &Policy, edge: usize) -> EdgePolicy {
+    let p = retry_policy(t, policy, edge);
+    match t.services[t.edges[edge].from].sidecar {
+        Some(s) => crate::sidecar::client_policy(&p, s.kind),
+        None => p,
+    }
+}
+
+/// The policy `edge`'s retrier runs under `policy` (the lab's client, or
+/// the caller's sidecar).
+pub(super) fn retry_policy(t: &Topology, policy: &Policy, edge: usize) -> EdgePolicy {
     let e = &t.edges[edge];
     let mut p = policy.for_edge(&e.policy);
     // A service without the middleware ignores claims.

@@ -16,6 +16,7 @@ mod error;
 mod layout;
 mod limits;
 mod service;
+mod sidecars;
 mod start;
 pub mod workers;
 
@@ -28,6 +29,7 @@ use tokio::task::JoinHandle;
 use crate::metrics::Metrics;
 use crate::middleware::client::EdgeState;
 use crate::middleware::server::{OwnershipControl, ServerConfig};
+use crate::sidecar::Sidecars;
 use crate::topology::{Fault, Policy, ServiceId, Topology};
 use error_ownership::Attribution;
 
@@ -110,6 +112,9 @@ pub struct Fleet {
     metrics: Arc<Metrics>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// The proxies carrying its services' calls (SPEC section 17): killed
+    /// with the fleet (last, when it shuts down).
+    sidecars: Sidecars,
 }
 
 impl std::fmt::Debug for Fleet {
@@ -144,7 +149,10 @@ impl Fleet {
         let policy = topology.policy.clone();
         control.set_root_deadline(topology.load.timeout, policy.deadline);
         let (listeners, addrs) = bind(&topology, &layout).await?;
-        let edges = edges(&topology, &layout, &addrs);
+        // The sidecars start once their callees' ports are bound, before
+        // any edge is built (an edge through one calls its listener).
+        let sidecars = Sidecars::start(&sidecars::plan(&topology, &layout, &addrs)).await?;
+        let edges = edges(&topology, &layout, &addrs, &sidecars);
         let (services, layers) =
             Wiring::new(&topology, &layout, &addrs, &edges, &metrics, &control).services()?;
         let (shutdown, _) = watch::channel(false);
@@ -158,6 +166,7 @@ impl Fleet {
             metrics,
             shutdown,
             tasks,
+            sidecars,
         };
         fleet.speak_dialects(&policy);
         Ok(fleet)
@@ -326,12 +335,18 @@ impl Fleet {
         }
     }
 
-    /// Stops every server and waits for them.
-    pub async fn shutdown(self) {
+    /// The sidecar proxies it runs.
+    pub fn sidecars(&self) -> Vec<crate::sidecar::Started> {
+        self.sidecars.started()
+    }
+
+    /// Stops every server and waits for them, then its sidecars.
+    pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(true);
-        for t in self.tasks {
+        for t in std::mem::take(&mut self.tasks) {
             let _ = t.await;
         }
+        self.sidecars.stop();
     }
 }
 

@@ -24,6 +24,8 @@ use crate::middleware::balance::Balancer;
 use crate::middleware::client::{http1_client, http2_client, EdgeState, RetryClient};
 use crate::middleware::server::{self, OwnershipControl, ServerConfig};
 use crate::middleware::Observer;
+use crate::sidecar::retries::ProxiedCalls;
+use crate::sidecar::Sidecars;
 use crate::topology::{Service, ServiceId, Topology, Transport};
 
 /// The fleet's counters, shaped as the layout says: which callees are
@@ -91,17 +93,25 @@ async fn listen(
     Ok((l, addr))
 }
 
-/// Every edge, calling its callee where it lives.
+/// Every edge, calling its callee where it lives, or its caller's
+/// sidecar.
 pub(super) fn edges(
     t: &Topology,
     layout: &FleetLayout,
     addrs: &[Vec<SocketAddr>],
+    sidecars: &Sidecars,
 ) -> Vec<Arc<EdgeState>> {
     t.edges
         .iter()
         .zip(&layout.edges)
         .enumerate()
         .map(|(id, (e, at))| {
+            if let Some(proxy) = sidecars.url(id) {
+                let url = format!("{proxy}{}", super::sidecars::path(t, layout, e.to));
+                let balancer = Balancer::new(vec![url], at.lb, at.other_host);
+                let edge = EdgeState::balanced(id, e.to, e.mode, balancer, at.policy);
+                return Arc::new(edge.through_sidecar());
+            }
             let urls = match &layout.services[e.to].remote {
                 Some(urls) => urls.clone(),
                 None => {
@@ -135,6 +145,8 @@ pub(super) struct Wiring<'a> {
     edges: &'a [Arc<EdgeState>],
     metrics: &'a Arc<Metrics>,
     control: &'a Arc<OwnershipControl>,
+    /// How callees count their callers' sidecars' retries.
+    proxied: Option<Arc<ProxiedCalls>>,
     observer: Arc<dyn Observer>,
     roots: Arc<AtomicU64>,
     /// Over HTTP/2 every caller shares the process's connections: one
@@ -161,6 +173,7 @@ impl<'a> Wiring<'a> {
             edges,
             metrics,
             control,
+            proxied: super::sidecars::proxied_calls(topology),
             observer: metrics.clone(),
             roots: Arc::new(AtomicU64::new(layout.first_root)),
             outbound: mesh.as_ref().map(|_| http1_client()),
@@ -185,6 +198,7 @@ impl<'a> Wiring<'a> {
                 self.control.clone(),
                 self.observer.clone(),
                 self.roots.clone(),
+                self.proxied.clone(),
             )
             .map_err(|source| claim_header(spec, source))?;
             shared.push(if spec.group == id {

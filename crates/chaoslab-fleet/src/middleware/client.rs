@@ -33,6 +33,7 @@ use super::context::{self, Trace, TraceHeader as _, DEADLINE, TRACE};
 use super::server::BadHeaderName;
 use super::{Attempted, CallFailed, Observer, RetrySent};
 use crate::observe::{is_out_of_files, Exchanged, Then, WireValue};
+use crate::sidecar::retries::CALL;
 use error_ownership::attempt::{attempt_timeout, AttemptMachine, CallOutcome, Next};
 use error_ownership::claim::Outbound;
 use error_ownership::policy::EdgePolicy;
@@ -248,6 +249,11 @@ impl RetryClient {
         let mut req = http.get(url);
         if let Some(t) = trace {
             req = req.header(&TRACE, t.header_value());
+        }
+        // Through a sidecar: one attempt per call, numbered, so the callee
+        // can count the proxy's retries.
+        if let Some(calls) = &edge.proxied {
+            req = req.header(&CALL, calls.next(edge.id));
         }
         if propagate {
             req = req.header(&DEADLINE, context::deadline_header_value(timeout));
@@ -553,6 +559,11 @@ impl RetryClient {
             || books.try_retry(reply.kind),
             || self.uniform(),
         );
+        // Through a sidecar, the tap shows the proxy's attempts as the
+        // callee answered them (see `server::LabObserver`).
+        if call.edge.proxied.is_some() {
+            return next;
+        }
         self.observer.exchanged(&Exchanged {
             service: self.service,
             edge: call.edge.id,

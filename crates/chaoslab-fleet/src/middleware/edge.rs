@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::balance::Balancer;
 use super::slots::Slots;
+use crate::sidecar::retries::CallNumbers;
 use error_ownership::breaker::{Breaker, BreakerState};
 use error_ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
 use error_ownership::policy::{EdgePolicy, Lb};
@@ -40,6 +41,9 @@ pub struct EdgeState {
     /// Whether the callee is served by this process, and so reached over
     /// the client's mesh connections when it has them.
     pub(super) in_process: bool,
+    /// Through a sidecar proxy: its calls' numbers, which let the callee
+    /// count the proxy's retries (see [`crate::sidecar::retries`]).
+    pub(super) proxied: Option<CallNumbers>,
 }
 
 /// Attempts one edge keeps in flight at most. An attempt that cannot get a
@@ -88,6 +92,7 @@ impl EdgeState {
             throttle: Mutex::new(throttle),
             slots: Slots::new(MAX_IN_FLIGHT_PER_EDGE),
             in_process: false,
+            proxied: None,
         }
     }
 
@@ -95,6 +100,14 @@ impl EdgeState {
     /// mesh connections ([`RetryClient::with_mesh`]) calls it over them.
     pub fn in_process(mut self) -> EdgeState {
         self.in_process = true;
+        self
+    }
+
+    /// The same edge through a sidecar proxy at the balancer's URL: each
+    /// call carries its number, and is never called over the mesh.
+    pub fn through_sidecar(mut self) -> EdgeState {
+        self.proxied = Some(CallNumbers::new());
+        self.in_process = false;
         self
     }
 

@@ -17,8 +17,10 @@ use tower_error_ownership::layer::Answer;
 use tower_error_ownership::Settings;
 
 use super::context::{self, RequestContext, Trace, TraceHeader as _};
-use super::{Observer, Served, ABANDONED};
-use error_ownership::Attribution;
+use super::{Attempted, Observer, RetrySent, Served, ABANDONED};
+use crate::observe::{Exchanged, Then, WireValue};
+use crate::sidecar::retries::{ProxiedAttempt, ProxiedCalls};
+use error_ownership::{Attribution, Claim, Classified};
 
 /// The layer every service of the fleet runs.
 pub type OwnershipLayer = tower_error_ownership::OwnershipLayer<LabObserver>;
@@ -115,7 +117,8 @@ pub struct BadHeaderName(pub String);
 /// The layer for service number `service`, writing `header` (or, with
 /// `enabled: false`, only observing, as for a service without the
 /// middleware), sharing the fleet's `control` and root-id source, and
-/// reporting to `observer`.
+/// reporting to `observer`; counting the retries of its callers'
+/// sidecars in `proxied` (see [`crate::sidecar::retries`]).
 pub fn layer(
     service: usize,
     header: &str,
@@ -123,6 +126,7 @@ pub fn layer(
     control: Arc<OwnershipControl>,
     observer: Arc<dyn Observer>,
     roots: Arc<AtomicU64>,
+    proxied: Option<Arc<ProxiedCalls>>,
 ) -> Result<OwnershipLayer, BadHeaderName> {
     let name =
         HeaderName::from_bytes(header.as_bytes()).map_err(|_| BadHeaderName(header.into()))?;
@@ -134,6 +138,7 @@ pub fn layer(
             control,
             observer,
             roots,
+            proxied,
         });
     layer.set_enabled(enabled);
     Ok(layer)
@@ -146,6 +151,9 @@ pub struct LabObserver {
     control: Arc<OwnershipControl>,
     observer: Arc<dyn Observer>,
     roots: Arc<AtomicU64>,
+    /// The edges into it through a caller's sidecar, whose retries it
+    /// counts as they arrive.
+    proxied: Option<Arc<ProxiedCalls>>,
 }
 
 impl std::fmt::Debug for LabObserver {
@@ -157,7 +165,7 @@ impl std::fmt::Debug for LabObserver {
 }
 
 impl tower_error_ownership::Observer for LabObserver {
-    type Tag = (Arc<RequestContext>, Instant);
+    type Tag = (Arc<RequestContext>, Instant, Option<ProxiedAttempt>);
 
     /// Reads (or opens) the root trace and the deadline, and hands the
     /// context to the handler in the request's extensions.
@@ -176,13 +184,17 @@ impl tower_error_ownership::Observer for LabObserver {
         let (deadline, propagated) = deadline(&self.control, req.headers(), is_root, started);
         let ctx = Arc::new(RequestContext::new(trace, is_root).with_deadline(deadline, propagated));
         req.extensions_mut().insert(ctx.clone());
-        (ctx, started)
+        let proxied = self.proxied_attempt(req.headers(), trace, is_root);
+        (ctx, started, proxied)
     }
 
     /// Reports the answer; a request dropped before its answer (its
     /// caller's attempt timed out, or it disconnected) was received all
     /// the same, and is reported as abandoned, with no status and no claim.
-    fn answered(&self, (ctx, started): Self::Tag, a: &Answer<'_>) {
+    fn answered(&self, (ctx, started, proxied): Self::Tag, a: &Answer<'_>) {
+        if let Some(p) = proxied {
+            self.proxied_answered(p, started, a);
+        }
         self.observer.served(&Served {
             service: self.service,
             trace: ctx.trace,
@@ -192,6 +204,70 @@ impl tower_error_ownership::Observer for LabObserver {
             own_fault: a.error && a.record.own_fault,
             dependency_failed: a.record.outbound.iter().any(|o| o.failed),
             elapsed: started.elapsed(),
+        });
+    }
+}
+
+impl LabObserver {
+    /// An attempt through a caller's sidecar: a retry (the call seen
+    /// before) is counted on its edge as the caller's client counts its
+    /// own, by the caller's trace.
+    fn proxied_attempt(
+        &self,
+        headers: &http::HeaderMap,
+        trace: Trace,
+        is_root: bool,
+    ) -> Option<ProxiedAttempt> {
+        let a = self.proxied.as_ref()?.arrived(self.service, headers)?;
+        if a.is_retry() {
+            self.observer.retry_sent(&RetrySent {
+                service: a.caller,
+                edge: a.edge,
+                trace: (!is_root).then_some(Trace {
+                    root: trace.root,
+                    depth: trace.depth.saturating_sub(1),
+                }),
+            });
+        }
+        Some(a)
+    }
+
+    /// An attempt of a sidecar's answered: a retry is counted among its
+    /// edge's attempts (the caller's client counted the call's first),
+    /// and the wire tap is offered it as its callee answered it (the
+    /// proxy's next move is its own).
+    fn proxied_answered(&self, p: ProxiedAttempt, started: Instant, a: &Answer<'_>) {
+        if p.is_retry() {
+            let claim = match a.claim {
+                Some(d) if d.claimed => Claim::Claimed,
+                Some(_) => Claim::Unclaimed,
+                None => Claim::Missing,
+            };
+            self.observer.attempted(&Attempted {
+                service: p.caller,
+                edge: p.edge,
+                attempt: p.attempt,
+                outcome: match a.status {
+                    None => Classified::NoResponse,
+                    Some(_) if a.error => Classified::Error { claim },
+                    Some(_) => Classified::Success,
+                },
+                late: false,
+                elapsed: started.elapsed(),
+                timed_out: a.status.is_none(),
+                cancelled: false,
+            });
+        }
+        self.observer.exchanged(&Exchanged {
+            service: p.caller,
+            edge: p.edge,
+            attempt: p.attempt,
+            status: a.status,
+            claim: a
+                .claim
+                .map(|d| WireValue::of(Claim::wire_value(d.claimed).as_bytes())),
+            then: Then::Proxy,
+            sent: started,
         });
     }
 }

@@ -87,7 +87,7 @@ impl SessionError {
     /// the fleet, the load or the nodes need, 1 otherwise.
     pub fn exit_status(&self) -> u8 {
         match self {
-            SessionError::Fleet(e) if e.is_too_big() => EXIT_BAD_INPUT,
+            SessionError::Fleet(e) if e.is_bad_input() => EXIT_BAD_INPUT,
             SessionError::Fleet(e) if e.is_environment() => EXIT_ENVIRONMENT,
             SessionError::Load(_) | SessionError::Processes(_) | SessionError::Nodes(_) => {
                 EXIT_ENVIRONMENT

@@ -143,6 +143,17 @@ fn node_ports((lo, hi): (u16, u16)) -> Option<(u16, u16)> {
 /// A free port on 127.0.0.1, held until the nodes are started: outside
 /// the ephemeral range when there is room ([`node_ports`]), else any.
 fn reserve(service: &str) -> Result<TcpListener, ProcessesError> {
+    free_port().map_err(|source| ProcessesError::Port {
+        service: service.to_string(),
+        source,
+    })
+}
+
+/// A port on 127.0.0.1 for another process to listen on, held (bound)
+/// until it is let go just before that process starts: outside the
+/// ephemeral range when there is room ([`node_ports`]), where only another
+/// explicit bind can take it in between, else any free one.
+pub(crate) fn free_port() -> std::io::Result<TcpListener> {
     use rand::RngExt;
     if let Some((a, b)) = node_ports(ephemeral_range()) {
         let span = u32::from(b - a) + 1;
@@ -154,10 +165,7 @@ fn reserve(service: &str) -> Result<TcpListener, ProcessesError> {
             }
         }
     }
-    TcpListener::bind(("127.0.0.1", 0)).map_err(|source| ProcessesError::Port {
-        service: service.to_string(),
-        source,
-    })
+    TcpListener::bind(("127.0.0.1", 0))
 }
 
 fn addr_of(l: &TcpListener, service: &str) -> Result<SocketAddr, ProcessesError> {

@@ -229,11 +229,13 @@ impl TapLine {
     }
 }
 
-/// What a caller did after an answer, in words.
-fn then_text(then: Then) -> String {
+/// What a caller did after an answer to its attempt `attempt`, in words.
+fn then_text(then: Then, attempt: u32) -> String {
     match then {
         Then::Done => "done".into(),
         Then::Retried => "retried".into(),
+        Then::Proxy if attempt == 0 => "the sidecar's first try".into(),
+        Then::Proxy => format!("the sidecar's retry {attempt}"),
         Then::Stopped(r) => match r {
             StopReason::Suppressed => "not retried: unclaimed".into(),
             StopReason::Refused(_) => "not retried: told not to".into(),
@@ -266,7 +268,7 @@ fn tap_lines(tapped: &[Tapped], t: &Topology) -> Vec<TapLine> {
                 header: x
                     .claim
                     .map(|v| format!("{}: {}", t.ownership.header, v.text())),
-                then: then_text(x.then),
+                then: then_text(x.then, x.attempt),
             })
         })
         .collect()

@@ -106,4 +106,7 @@ pub enum Then {
     Retried,
     /// It stopped, and why.
     Stopped(StopReason),
+    /// The caller's sidecar proxy decides (an attempt of the proxy's, as
+    /// its callee answered it).
+    Proxy,
 }

@@ -405,7 +405,7 @@ pub fn as_run(sidecar: Sidecar, p: &EdgePolicy, other_host: bool, replicas: u32)
             let passive = (n > 1 && sidecar.max_fails > 0).then(|| Passive {
                 servers: n,
                 max_fails: sidecar.max_fails,
-                out_for: sidecar.fail_timeout + Duration::from_secs(1),
+                out_for: nginx_fail_timeout(sidecar.fail_timeout) + Duration::from_secs(1),
             });
             AsRun {
                 policy,
@@ -443,6 +443,12 @@ pub fn edge_as_run(t: &Topology, policy: &Policy, e: usize) -> AsRun {
             passive: None,
         },
     }
+}
+
+/// nginx's `fail_timeout` for `d`: whole seconds (nginx reads no finer
+/// unit there), rounded up.
+pub fn nginx_fail_timeout(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
 }
 
 /// How a proxy spreads a call's first attempt over the servers.
