@@ -57,6 +57,9 @@ pub fn run(args: Run) -> Result<(), RunError> {
     for node in session.nodes() {
         let _ = writeln!(std::io::stderr().lock(), "{node}");
     }
+    for sidecar in session.sidecars() {
+        let _ = writeln!(std::io::stderr().lock(), "{sidecar}");
+    }
     let mut snaps = session.snapshots();
     session.block_on(async {
         let mut next = Duration::from_secs(1);

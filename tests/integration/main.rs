@@ -31,6 +31,7 @@ mod processes;
 mod saturation;
 mod scale;
 mod scenario;
+mod sidecars;
 mod signals;
 mod sweep;
 mod tables;

@@ -226,6 +226,8 @@ pub struct Session {
     snapshots: watch::Receiver<Arc<Snapshot>>,
     stop: watch::Sender<bool>,
     urls: Vec<String>,
+    /// The fleet's sidecar proxies, as they started.
+    sidecars: Vec<crate::sidecar::Started>,
     topology: Topology,
     metrics: Arc<Metrics>,
     warmup: Duration,
@@ -278,6 +280,7 @@ impl Session {
             .map(|i| lab.fleet().url(i))
             .collect();
         let metrics = lab.fleet().metrics().clone();
+        let sidecars = lab.fleet().sidecars();
         let (commands, commands_rx) = mpsc::channel(ACTION_QUEUE);
         let actions = Actions {
             commands,
@@ -301,6 +304,7 @@ impl Session {
             snapshots,
             stop,
             urls,
+            sidecars,
             topology,
             metrics,
             warmup: setup.warmup,
@@ -313,6 +317,12 @@ impl Session {
     /// Who may call the session's endpoints.
     pub fn access(&self) -> &Access {
         &self.access
+    }
+
+    /// The sidecar proxies of the fleet (SPEC section 17), as they
+    /// started.
+    pub fn sidecars(&self) -> &[crate::sidecar::Started] {
+        &self.sidecars
     }
 
     /// The node processes of a `--processes` run, topology order (empty

@@ -261,6 +261,19 @@ pub struct Started {
     pub dir: PathBuf,
 }
 
+impl std::fmt::Display for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "sidecar {} of {} pid {} (configuration and logs in {})",
+            self.kind.name(),
+            self.service,
+            self.pid,
+            self.dir.display()
+        )
+    }
+}
+
 /// The sidecars of a fleet, stopped when dropped.
 #[derive(Debug, Default)]
 pub struct Sidecars {
