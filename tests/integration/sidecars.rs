@@ -311,3 +311,56 @@ fn no_proxy_outlives_its_run() {
         .collect();
     assert!(dirs.is_empty(), "their directories are removed: {dirs:?}");
 }
+
+/// nginx's passive health check: B's two replicas fail every request, so
+/// nginx takes each out after `max_fails` failed attempts for
+/// `fail_timeout` (and up to a second more); a server's first try back
+/// that is a call's last try clears its failures. The model plays those
+/// rules: `max_fails` + 2 attempts per 2 s here, whatever the load (100
+/// calls a second), and every call fails, most at nginx with its 502.
+/// Measured over 8 s, within one period's attempts.
+#[test]
+fn nginx_takes_failing_servers_out_as_the_model_plays_it() {
+    let _fleet = fleet_lock();
+    let files: Vec<(u32, String)> = [1, 2, 3]
+        .into_iter()
+        .map(|max_fails| {
+            let file = topology_file(
+                &format!("nginx-max-fails-{max_fails}"),
+                &format!(
+                    "name: mf{max_fails}\nload: {{ rps: 100 }}\npolicy: {{ preset: retry, attempts: 2 }}\nservices:\n  \
+                     A: {{ calls: [B], sidecar: {{ kind: nginx, max_fails: {max_fails}, fail_timeout: 1s }} }}\n  \
+                     B: {{ replicas: 2, fault: {{ error_rate: 1.0 }} }}\n"
+                ),
+            );
+            (max_fails, file)
+        })
+        .collect();
+    // Side by side: three chains of two at 100 root requests a second,
+    // nearly every call answered by nginx at once (0.1 of a core).
+    let reports = side_by_side(files, |(mf, f)| {
+        (
+            mf,
+            headless_report(&f, &["--duration", "8s", "--warmup", "2s"]),
+        )
+    });
+    for (max_fails, r) in &reports {
+        let roots = num(&r["root"], "requests");
+        let b = node(r, "B");
+        let (got, model) = (
+            num(b, "amplification") * roots,
+            num(b, "model_amplification") * roots,
+        );
+        let period = f64::from(max_fails + 2);
+        assert!(
+            (model - 4.0 * period).abs() < 0.5,
+            "max_fails {max_fails}: the model sends {model} attempts in 8 s, nginx's rules {}",
+            4.0 * period
+        );
+        assert!(
+            (got - model).abs() <= period,
+            "max_fails {max_fails}: B took {got} attempts in 8 s, the model {model:.1} (± {period})"
+        );
+        assert_eq!(r["root"]["availability"], 0.0);
+    }
+}

@@ -185,6 +185,11 @@ impl tower_error_ownership::Observer for LabObserver {
         let ctx = Arc::new(RequestContext::new(trace, is_root).with_deadline(deadline, propagated));
         req.extensions_mut().insert(ctx.clone());
         let proxied = self.proxied_attempt(req.headers(), trace, is_root);
+        if let Some(a) = proxied {
+            // For the replica that serves it: which replica the proxy sent
+            // a first attempt or a retry to.
+            req.extensions_mut().insert(a);
+        }
         (ctx, started, proxied)
     }
 

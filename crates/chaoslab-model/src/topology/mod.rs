@@ -15,6 +15,7 @@ mod error;
 pub mod generate;
 pub mod mesh;
 pub mod model;
+mod nginx_upstream;
 mod per_root;
 pub mod policy;
 mod policy_spec;

@@ -39,6 +39,8 @@
 use std::time::Duration;
 
 use super::mesh::{ProxyKind, Sidecar};
+use super::nginx_upstream;
+pub use super::nginx_upstream::Steady;
 use super::{EdgePolicy, Policy, Topology};
 use crate::format::fmt_duration;
 use error_ownership::conditions::{Condition, RetryOn};
@@ -364,6 +366,8 @@ pub struct Passive {
     pub servers: u32,
     /// Failed attempts that take a server out.
     pub max_fails: u32,
+    /// `fail_timeout` in nginx's whole seconds.
+    pub fail_timeout_s: u64,
     /// How long a server stays out: `fail_timeout` and up to a second
     /// more, nginx's clock counting whole seconds (a server out at second
     /// T is tried again once `now - T > fail_timeout`).
@@ -371,11 +375,25 @@ pub struct Passive {
 }
 
 impl Passive {
+    /// The steady state of calls through it, `tries` each at most,
+    /// `calls_per_sec` of them, its servers failing every attempt
+    /// (`bad[i]`) or none: nginx's rules played second by second (see
+    /// `nginx_upstream`).
+    pub fn steady(&self, bad: &[bool], tries: u32, calls_per_sec: f64) -> Steady {
+        nginx_upstream::steady(
+            bad,
+            self.max_fails,
+            self.fail_timeout_s,
+            tries,
+            calls_per_sec,
+        )
+    }
+
     /// Attempts a second the upstream's servers take at most when an
-    /// attempt fails with probability `p_fail`, in the steady state: each
-    /// server in turn takes attempts until `max_fails` have failed, then
-    /// is out for [`out_for`](Self::out_for); with every attempt failing,
-    /// `max_fails` per server per `out_for`. `None` when nothing fails.
+    /// attempt fails with probability `p_fail`, in the steady state, as
+    /// a rough bound for servers that fail some attempts: each server in
+    /// turn takes attempts until `max_fails` have failed, then is out for
+    /// [`out_for`](Self::out_for). `None` when nothing fails.
     pub fn cap_per_sec(&self, p_fail: f64) -> Option<f64> {
         if p_fail <= 0.0 {
             return None;
@@ -402,10 +420,12 @@ pub fn as_run(sidecar: Sidecar, p: &EdgePolicy, other_host: bool, replicas: u32)
     match sidecar.kind {
         ProxyKind::Nginx => {
             policy.attempts = p.attempts.clamp(1, n);
+            let fail_timeout = nginx_fail_timeout(sidecar.fail_timeout);
             let passive = (n > 1 && sidecar.max_fails > 0).then(|| Passive {
                 servers: n,
                 max_fails: sidecar.max_fails,
-                out_for: nginx_fail_timeout(sidecar.fail_timeout) + Duration::from_secs(1),
+                fail_timeout_s: fail_timeout.as_secs(),
+                out_for: fail_timeout + Duration::from_secs(1),
             });
             AsRun {
                 policy,

@@ -12,6 +12,8 @@ use tokio::time::Instant;
 
 use crate::fleet::workers::QueueFull;
 use crate::middleware::context::{self, Trace};
+use crate::middleware::Observer as _;
+use crate::sidecar::retries::ProxiedAttempt;
 use crate::topology::{Fault, Phase};
 use error_ownership::retry_counter::RETRY_ATTEMPT_HEADER;
 use error_ownership::signal::{
@@ -92,6 +94,13 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, mut req: Request) -> Resp
     let ctx = req
         .extensions_mut()
         .remove::<Arc<context::RequestContext>>();
+    // Sent by a caller's sidecar: the proxy chose this replica (its
+    // caller's client, which counts the replicas it sends to, did not).
+    if let Some(a) = req.extensions().get::<ProxiedAttempt>() {
+        if rt.replicated {
+            rt.metrics.sent_to_replica(rt.id, rt.replica, a.is_retry());
+        }
+    }
     if rt.counts_attempts.load(Ordering::Relaxed) {
         rt.saw_attempt(
             req.headers()

@@ -558,10 +558,10 @@ impl<'a> Model<'a> {
                     .unwrap_or(self.floor_s[edge.to]),
             );
             if let (Some(passive), Some(rates)) = (self.passive[e], self.rates[e]) {
-                proxied::out_of_servers(
+                proxied::passive_check(
                     &mut out,
                     passive,
-                    1.0 - callee.mix().s,
+                    callee,
                     rates.first_per_sec,
                     &self.policies[e],
                     (edge.mode, attribution),

@@ -6,29 +6,70 @@
 //! nginx takes a server out once `max_fails` attempts on it have failed,
 //! for `fail_timeout` (and up to a second more: its clock counts whole
 //! seconds); a request that finds every server out is answered 502 "no
-//! live upstreams" without being sent. A server back in takes attempts
-//! again until `max_fails` of them fail. So with every attempt failing an
-//! upstream of N servers takes about N × `max_fails` attempts per
-//! `fail_timeout` + 1 s, whatever the load, and the rest of the calls
-//! fail at the proxy; with a share p failing, 1/p times that. Measured
-//! with Debian's nginx 1.22 (two servers answering 500 to 50 requests a
-//! second for 30 s): `max_fails` 2 and 3 within 10% of this, `max_fails` 1
-//! about 1.5 times it (a server that failed once is sometimes taken back
-//! by a request whose last try it answered). nginx ignores both keys for
-//! an upstream of one server.
+//! live upstreams" without being sent. When each server fails every
+//! attempt or none, the model plays nginx's rules to their steady state
+//! (`topology::nginx_upstream`: over two servers failing everything,
+//! `max_fails` + 2 attempts per `fail_timeout` + 1 s, as measured); when
+//! they fail a share of their attempts, it bounds the attempts by
+//! `max_fails` per server per `fail_timeout` + 1 s, over that share, a
+//! rough figure. nginx ignores both keys for an upstream of one server.
 
-use super::call::{fail_fast, failed_call};
-use super::{CallOutcome, Record};
+use super::call::{fail_fast, failed_call, Callee};
+use super::{CallOutcome, Dist, Record};
 use crate::topology::proxy::Passive;
 use crate::topology::EdgePolicy;
 use error_ownership::{Attribution, Claim, DependencyMode};
 
+/// A call through nginx with its passive health check, `first_per_sec`
+/// calls a second, to `callee`: when each server fails every attempt or
+/// none, nginx's rules played to their steady state
+/// ([`Passive::steady`]); otherwise a rough bound ([`out_of_servers`]).
+pub(super) fn passive_check(
+    o: &mut CallOutcome,
+    passive: Passive,
+    callee: Callee,
+    first_per_sec: f64,
+    p: &EdgePolicy,
+    (mode, attribution): (DependencyMode, Attribution),
+) {
+    let n = passive.servers as usize;
+    let (bad, errors): (Vec<bool>, Dist) = match callee {
+        Callee::One(d) if d.s <= 0.0 => (vec![true; n], d),
+        Callee::One(d) if d.s >= 1.0 => return,
+        Callee::Split(s) if s.bad_dist.s <= 0.0 && s.good_dist.s >= 1.0 => {
+            ((0..n).map(|i| i < s.bad as usize).collect(), s.bad_dist)
+        }
+        _ => {
+            let p_fail = 1.0 - callee.mix().s;
+            return out_of_servers(o, passive, p_fail, first_per_sec, p, (mode, attribution));
+        }
+    };
+    let st = passive.steady(&bad, p.attempts, first_per_sec);
+    *o = CallOutcome {
+        attempts: st.attempts,
+        retries: (st.attempts - st.sent).max(0.0),
+        ok: st.ok,
+        ..CallOutcome::default()
+    };
+    let failing = 1.0 - errors.s;
+    for k in Claim::ALL {
+        let share = if failing > 0.0 {
+            errors.of(k) / failing
+        } else {
+            0.0
+        };
+        o.fail[failed_call(p, k, mode, attribution) as usize] += st.error * share;
+    }
+    // nginx's own 502: no claim on it.
+    o.fail[failed_call(p, Claim::Missing, mode, attribution) as usize] += st.no_live;
+}
+
 /// A call through nginx whose servers fail a share `p_fail` of their
 /// attempts, `first_per_sec` calls a second: only the attempts the
-/// upstream's servers take in the steady state are sent, and the calls
-/// that find every server out fail at the proxy with its 502, no claim
-/// on it.
-pub(super) fn out_of_servers(
+/// upstream's servers take in the steady state are sent (a rough bound,
+/// [`Passive::cap_per_sec`]), and the calls that find every server out
+/// fail at the proxy with its 502, no claim on it.
+fn out_of_servers(
     o: &mut CallOutcome,
     passive: Passive,
     p_fail: f64,
@@ -151,18 +192,35 @@ mod tests {
     #[test]
     fn nginx_passive_checks_cap_a_failing_upstream() {
         // 100 calls a second, two servers failing everything, out for
-        // 2 s + 1: 2 × 2 attempts per 3 s at most, of the 200 a second
-        // a call's two tries would send.
-        let t = topo(
+        // 2 s + 1: max_fails + 2 attempts per 3 s, of the 200 a second a
+        // call's two tries would send (what the lab measured with
+        // nginx 1.22: 30, 40 and 50 attempts in 30 s).
+        for (max_fails, want) in [(1, 1.0), (2, 4.0 / 3.0), (3, 5.0 / 3.0)] {
+            let t = topo(&format!(
+                "name: t\nload: {{ rps: 100 }}\npolicy: {{ preset: retry, attempts: 2 }}\nservices:\n  \
+                 A: {{ calls: [B], sidecar: {{ kind: nginx, max_fails: {max_fails}, fail_timeout: 2s }} }}\n  \
+                 B: {{ replicas: 2, fault: {{ error_rate: 1.0 }} }}\n"
+            ));
+            let p = predict_with_latency(&t, &t.policy, None);
+            let per_sec = p.services[1].load * 100.0;
+            assert!(
+                (per_sec - want).abs() < 0.02,
+                "max_fails {max_fails}: {per_sec}"
+            );
+            // Every call fails: at the proxy or at B.
+            assert!((p.services[0].p_error - 1.0).abs() < 1e-9);
+            assert!(p.edges[0].retries < 0.01);
+        }
+        // One bad replica of three is kept out nearly all the time, and
+        // the calls succeed on the others.
+        let one_bad = topo(
             "name: t\nload: { rps: 100 }\npolicy: { preset: retry, attempts: 2 }\nservices:\n  \
-             A: { calls: [B], sidecar: { kind: nginx, max_fails: 2, fail_timeout: 2s } }\n  \
-             B: { replicas: 2, fault: { error_rate: 1.0 } }\n",
+             A: { calls: [B], sidecar: { kind: nginx } }\n  \
+             B: { replicas: 3, fault: { error_rate: 1.0, replicas: [0] } }\n",
         );
-        let p = predict_with_latency(&t, &t.policy, None);
-        let per_sec = p.services[1].load * 100.0;
-        assert!((per_sec - 4.0 / 3.0).abs() < 1e-6, "{per_sec}");
-        // Every call fails: at the proxy or at B.
-        assert!((p.services[0].p_error - 1.0).abs() < 1e-9);
+        let p = predict_with_latency(&one_bad, &one_bad.policy, None);
+        assert!(p.services[0].p_error < 1e-9, "{:?}", p.services[0]);
+        assert!(p.services[1].load < 1.01, "{}", p.services[1].load);
         // With max_fails 0 nothing is taken out.
         let off = topo(
             "name: t\nload: { rps: 100 }\npolicy: { preset: retry, attempts: 2 }\nservices:\n  \
