@@ -9,11 +9,12 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 
 use super::balance::Tried;
-use super::client::{InFlight, Reply, RetryClient, FAR_FUTURE};
+use super::client::{Called, InFlight, Reply, RetryClient, FAR_FUTURE};
 use super::context::Trace;
 use super::edge::{Books, EdgeState};
 use super::{Attempted, CallFailed, RetrySent};
 use error_ownership::claim::Outbound;
+use error_ownership::conditions::RetryOn;
 use error_ownership::hedge::{Answer, Hedge, HedgeConfig, Step};
 use error_ownership::policy::EdgePolicy;
 use error_ownership::retry::StopReason;
@@ -30,9 +31,13 @@ impl RetryClient {
         trace: Option<Trace>,
         policy: &EdgePolicy,
         cfg: HedgeConfig,
-    ) -> Outbound {
+    ) -> Called {
         let race = self.race(edge, trace, policy, cfg).await;
-        self.conclude_hedged(edge, race)
+        let last = race.last.and_then(|r| r.failure);
+        Called {
+            outbound: self.conclude_hedged(edge, race),
+            last,
+        }
     }
 
     /// Sends the attempts the hedge asks for and waits for their answers
@@ -161,6 +166,8 @@ impl RetryClient {
                 (sent, policy.timeout),
                 false,
                 (policy.signal, n),
+                // Hedging has its own rule for failures (`non_fatal`).
+                &RetryOn::ANY,
             )
             .await;
         in_flight.attempted.outcome = reply.class;

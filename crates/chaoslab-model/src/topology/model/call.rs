@@ -4,6 +4,7 @@
 
 use super::breaker;
 use super::budget::{self, EdgeRates};
+use super::codes::Codes;
 use super::hedge;
 use super::throttle;
 use super::{CallOutcome, Dist, Record};
@@ -41,12 +42,16 @@ impl Split {
             c: k * b.c + (1.0 - k) * g.c,
             u: k * b.u + (1.0 - k) * g.u,
             m: k * b.m + (1.0 - k) * g.m,
+            codes: Codes::blend(&[
+                (b.codes, k * (1.0 - b.s)),
+                (g.codes, (1.0 - k) * (1.0 - g.s)),
+            ]),
         }
     }
 }
 
 impl Callee {
-    fn mix(&self) -> Dist {
+    pub(super) fn mix(&self) -> Dist {
         match self {
             Callee::One(d) => *d,
             Callee::Split(s) => s.mix(),
@@ -75,12 +80,17 @@ impl Callee {
     }
 }
 
-/// The errors of `d` a policy retries, and those it spares a retry.
+/// The errors of `d` a policy retries, and those it spares a retry (its
+/// signal, or its retry conditions).
 fn retried_and_spared(p: &EdgePolicy, d: Dist) -> (f64, f64) {
     let (mut e, mut su) = (0.0, 0.0);
+    let a = d.codes.retried_share(&p.retry_on);
     for k in Claim::ALL {
         match retry::decide(Classified::Error { claim: k }, p.ownership) {
-            RetryVerdict::Retry => e += d.of(k),
+            RetryVerdict::Retry => {
+                e += d.of(k) * a;
+                su += d.of(k) * (1.0 - a);
+            }
             RetryVerdict::Suppress => su += d.of(k),
             RetryVerdict::Done => {}
         }
@@ -213,6 +223,8 @@ fn retried_call(
                 o.ok += mass * d.s;
                 let (de, dsu) = retried_and_spared(p, d);
                 o.suppressed += mass * dsu;
+                // The share of its errors the conditions retry.
+                let a = d.codes.retried_share(&p.retry_on);
                 let mut again = 0.0;
                 for (i, k) in Claim::ALL.into_iter().enumerate() {
                     let pk = mass * d.of(k);
@@ -222,8 +234,8 @@ fn retried_call(
                     match retry::decide(Classified::Error { claim: k }, p.ownership) {
                         RetryVerdict::Suppress => ended[i] += pk,
                         RetryVerdict::Retry if j + 1 < r => {
-                            ended[i] += pk * (1.0 - q);
-                            again += pk * q;
+                            ended[i] += pk * (1.0 - a * q);
+                            again += pk * a * q;
                         }
                         RetryVerdict::Retry => ended[i] += pk,
                         RetryVerdict::Done => {}

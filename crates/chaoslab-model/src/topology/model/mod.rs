@@ -61,16 +61,20 @@ mod breaker;
 mod budget;
 mod call;
 pub mod capacity;
+mod codes;
 mod hedge;
 pub mod limit;
 mod radius;
 pub mod throttle;
 
+use super::mesh::Passed;
 use super::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};
 use budget::EdgeRates;
 use call::failed_call;
 use call::{call_outcome, Callee, Split};
+use codes::Codes;
 use error_ownership::claim::{self, ClaimReason, Outbound};
+use error_ownership::conditions::Failure;
 use error_ownership::edge_budget::BudgetModel;
 use error_ownership::{is_error_status, Attribution, Claim, DependencyMode};
 
@@ -302,6 +306,8 @@ struct Dist {
     c: f64,
     u: f64,
     m: f64,
+    /// How its errors failed: statuses, timeouts, refused connections.
+    codes: Codes,
 }
 
 impl Dist {
@@ -310,6 +316,7 @@ impl Dist {
         c: 0.0,
         u: 0.0,
         m: 0.0,
+        codes: Codes::NONE,
     };
 
     /// Every attempt times out: no response, so no claim.
@@ -318,6 +325,7 @@ impl Dist {
         c: 0.0,
         u: 0.0,
         m: 1.0,
+        codes: Codes::of(Failure::Timeout),
     };
 
     fn of(&self, claim: Claim) -> f64 {
@@ -522,6 +530,11 @@ impl<'a> Model<'a> {
                 c: 0.0,
                 u: 0.0,
                 m: f,
+                codes: Codes::of(if fault.down {
+                    Failure::Refused
+                } else {
+                    Failure::Status(fault.status)
+                }),
             };
         }
         let (before, after) = match fault.phase {
@@ -535,8 +548,11 @@ impl<'a> Model<'a> {
         // holds the mass in which a fail-close call has failed.
         let mut run = [[0.0; 4]; 2];
         run[0][Record::Clean as usize] = 1.0 - before;
+        // The calls' failures, each with how its callee's errors failed.
+        let mut failed_calls: Vec<(Codes, f64)> = Vec::new();
         for &e in &s.calls {
             let edge = &t.edges[e];
+            let callee_codes = self.callee(edge.to).mix().codes;
             let out = call_outcome(
                 &self.policies[e],
                 self.callee(edge.to),
@@ -563,17 +579,32 @@ impl<'a> Model<'a> {
                 }
                 per
             };
+            if edge.mode == DependencyMode::FailClose {
+                let fails: f64 = out.fail.iter().sum();
+                failed_calls.push((callee_codes, per_invocation * fails));
+            }
             self.calls[e] = EdgeCall {
                 per_invocation,
                 out,
             };
         }
         let mut ok = 0.0;
+        let mut own = before;
         for st in 0..4 {
             err[st] += run[0][st] * after + run[1][st];
             ok += run[0][st] * (1.0 - after);
+            own += run[0][st] * after;
         }
-        response(s, t.ownership.at_least_once, ok, &err)
+        let passed = match s.errors.passed {
+            Passed::Status(c) => Codes::of(Failure::Status(c)),
+            Passed::Same => Codes::blend(&failed_calls).passed_same(),
+        };
+        let total: f64 = err.iter().sum();
+        let codes = Codes::blend(&[
+            (Codes::of(Failure::Status(fault.status)), own),
+            (passed, (total - own).max(0.0)),
+        ]);
+        response(s, t.ownership.at_least_once, ok, &err, codes)
     }
 }
 
@@ -626,12 +657,13 @@ fn make_calls(
 
 /// Service `s`'s response: success `ok`, and its errors `err` (by record)
 /// split by the claim it writes on them.
-fn response(s: &Service, at_least_once: bool, ok: f64, err: &[f64; 4]) -> Dist {
+fn response(s: &Service, at_least_once: bool, ok: f64, err: &[f64; 4], codes: Codes) -> Dist {
     let mut d = Dist {
         s: ok,
         c: 0.0,
         u: 0.0,
         m: 0.0,
+        codes,
     };
     for (st, &p) in err.iter().enumerate() {
         if !s.ownership {
