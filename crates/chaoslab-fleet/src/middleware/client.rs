@@ -83,10 +83,12 @@ impl Reply {
     /// The reply with the edge's retry conditions applied: a failure they
     /// do not cover is not retried, whatever the signal invited.
     fn under(mut self, retry_on: &RetryOn, retriable: bool) -> Reply {
-        if !retry_on.is_any() && self.failure.is_some() && !retriable {
-            if !matches!(self.advice, Advice::DontRetry(_)) {
-                self.advice = Advice::DontRetry(DontRetry::NotRetriable);
-            }
+        if !retry_on.is_any()
+            && self.failure.is_some()
+            && !retriable
+            && !matches!(self.advice, Advice::DontRetry(_))
+        {
+            self.advice = Advice::DontRetry(DontRetry::NotRetriable);
         }
         self
     }

@@ -226,6 +226,28 @@ impl Window<'_> {
     }
 }
 
+/// Error responses whose status is none of 500, 502, 503 and 504.
+fn other_errors(c: &ServiceCounts) -> u64 {
+    c.errors
+        .saturating_sub(c.errors_500 + c.errors_502 + c.errors_503 + c.errors_504)
+}
+
+/// The status most error responses carried: 500, 502, 503 or 504, or 1
+/// for another status being the most common; 0 without errors.
+fn main_status(c: &ServiceCounts) -> f64 {
+    let by = [
+        (500.0, c.errors_500),
+        (502.0, c.errors_502),
+        (503.0, c.errors_503),
+        (504.0, c.errors_504),
+        (1.0, other_errors(c)),
+    ];
+    by.into_iter()
+        .filter(|(_, n)| *n > 0)
+        .max_by_key(|(_, n)| *n)
+        .map_or(0.0, |(s, _)| s)
+}
+
 fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 {
         a / b
@@ -327,6 +349,24 @@ catalogue! {
     /// Error responses it answered.
     Errors = "errors" at "errors", Service Count "requests",
         None, |w, i| w.svc(i).errors as f64;
+    /// Error responses it answered with status 500.
+    Errors500 = "errors_500" at "errors_by_status.500", Service Count "requests",
+        None, |w, i| w.svc(i).errors_500 as f64;
+    /// Error responses it answered with status 502.
+    Errors502 = "errors_502" at "errors_by_status.502", Service Count "requests",
+        None, |w, i| w.svc(i).errors_502 as f64;
+    /// Error responses it answered with status 503.
+    Errors503 = "errors_503" at "errors_by_status.503", Service Count "requests",
+        None, |w, i| w.svc(i).errors_503 as f64;
+    /// Error responses it answered with status 504.
+    Errors504 = "errors_504" at "errors_by_status.504", Service Count "requests",
+        None, |w, i| w.svc(i).errors_504 as f64;
+    /// Error responses with another status (429, or a 5xx other than 500, 502, 503 and 504).
+    ErrorsOther = "errors_other" at "errors_by_status.other", Service Count "requests",
+        None, |w, i| other_errors(w.svc(i)) as f64;
+    /// The status most of its error responses carried (0: none).
+    ErrorStatus = "error_status" at "error_status", Service Count "status",
+        col("code", 5, Style::Int), |w, i| main_status(w.svc(i));
     /// Errors ÷ requests.
     ErrorRate = "error_rate" at "error_rate", Service Real "fraction",
         col("err%", 6, Style::Percent(1)), |w, i| ratio(w.svc(i).errors as f64, w.svc(i).requests as f64);

@@ -19,6 +19,14 @@ macro_rules! with_service_counters {
                 requests,
                 /// Error responses.
                 errors,
+                /// Error responses with status 500.
+                errors_500,
+                /// Error responses with status 502.
+                errors_502,
+                /// Error responses with status 503.
+                errors_503,
+                /// Error responses with status 504.
+                errors_504,
                 /// Root requests it opened (the entry's count of end-user requests).
                 roots,
                 /// Root requests its closed-loop clients offer while answers are

@@ -53,6 +53,8 @@ macro_rules! catalogue {
 catalogue! {
     "chaoslab_requests" Counter ["service"] Figure::Requests.help();
     "chaoslab_errors" Counter ["service"] Figure::Errors.help();
+    "chaoslab_error_responses" Counter ["service, status"]
+        "Error responses it returned, by status: 500, 502, 503, 504, or other (429, another 5xx).";
     "chaoslab_claims_returned" Counter ["service, claim"]
         "Error responses it returned, by the claim header it wrote: true (it owns them), false (passed up from below), missing.";
     "chaoslab_claims_seen" Counter ["service, claim"]

@@ -360,6 +360,7 @@ impl Source {
             "chaoslab_errors",
             self.per_service(|i| counter(sc(i).errors)),
         )?;
+        self.encode_statuses(e, c)?;
         self.encode_claims(e, c)?;
         family(
             e,
@@ -381,6 +382,36 @@ impl Source {
             "chaoslab_own_errors",
             self.per_service(|i| counter(sc(i).own_errors)),
         )
+    }
+
+    /// Each service's error responses by status.
+    fn encode_statuses(
+        &self,
+        e: &mut DescriptorEncoder,
+        c: &Counts,
+    ) -> Result<(), std::fmt::Error> {
+        let values = (0..self.services.len())
+            .flat_map(|i| {
+                let s = &c.services[i];
+                let other = s
+                    .errors
+                    .saturating_sub(s.errors_500 + s.errors_502 + s.errors_503 + s.errors_504);
+                [
+                    ("500", s.errors_500),
+                    ("502", s.errors_502),
+                    ("503", s.errors_503),
+                    ("504", s.errors_504),
+                    ("other", other),
+                ]
+                .into_iter()
+                .map(move |(status, v)| {
+                    let mut l = self.svc(i);
+                    l.insert(1, ("status", status.to_string()));
+                    (l, counter(v))
+                })
+            })
+            .collect();
+        family(e, "chaoslab_error_responses", values)
     }
 
     /// Each service's claims returned and seen, by claim (true, false,

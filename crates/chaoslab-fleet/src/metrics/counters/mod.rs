@@ -519,6 +519,13 @@ impl Observer for Metrics {
             return;
         }
         bump(&s.errors);
+        match e.status {
+            500 => bump(&s.errors_500),
+            502 => bump(&s.errors_502),
+            503 => bump(&s.errors_503),
+            504 => bump(&s.errors_504),
+            _ => {}
+        }
         let claim = match e.claim {
             Some((true, _)) => Claim::Claimed,
             Some((false, _)) => Claim::Unclaimed,
