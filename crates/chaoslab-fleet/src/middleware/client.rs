@@ -249,8 +249,7 @@ impl RetryClient {
         trace: Option<Trace>,
         (sent, timeout): (Instant, Duration),
         propagate: bool,
-        (signal, attempt): (Option<Signal>, u32),
-        retry_on: &RetryOn,
+        (signal, attempt, retry_on): (Option<Signal>, u32, &RetryOn),
     ) -> Reply {
         // The attempt's end, on the clock read when it began (no second
         // read for its timer); past the clock's range, never.
@@ -550,8 +549,7 @@ impl RetryClient {
                 call.child,
                 (cleared.sent, cleared.timeout),
                 call.propagate,
-                (call.policy.signal, attempt),
-                &call.policy.retry_on,
+                (call.policy.signal, attempt, &call.policy.retry_on),
             )
             .await;
         drop(host);

@@ -165,9 +165,8 @@ impl RetryClient {
                 child,
                 (sent, policy.timeout),
                 false,
-                (policy.signal, n),
                 // Hedging has its own rule for failures (`non_fatal`).
-                &RetryOn::ANY,
+                (policy.signal, n, &RetryOn::ANY),
             )
             .await;
         in_flight.attempted.outcome = reply.class;
