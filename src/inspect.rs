@@ -76,7 +76,7 @@ pub fn model_table(t: &Topology) -> String {
         "{} · model · policy {} (R={}, B={}) · attribution {}",
         t.name,
         t.policy.name(),
-        t.policy.attempts,
+        t.policy.effective_attempts(),
         t.policy
             .budget
             .map_or_else(|| "off".into(), |b| format!("{b}")),

@@ -28,6 +28,7 @@ mod outside;
 mod overload;
 mod papercuts;
 mod processes;
+mod retriers;
 mod saturation;
 mod scale;
 mod scenario;

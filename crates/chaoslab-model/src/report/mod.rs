@@ -432,7 +432,7 @@ impl Report {
         Report {
             topology: t.name.clone(),
             policy: t.policy.name(),
-            attempts: t.policy.attempts,
+            attempts: t.policy.effective_attempts(),
             budget: t.policy.budget,
             attribution: t.ownership.attribution.name().into(),
             at_least_once: t.ownership.at_least_once,

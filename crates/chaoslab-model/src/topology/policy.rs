@@ -489,7 +489,7 @@ impl Policy {
     /// preset names (e.g. ownership without a budget).
     pub fn preset(&self) -> Option<Preset> {
         let now = self.mode;
-        Preset::ALL.into_iter().find(|p| {
+        Preset::every().find(|p| {
             let m = p.mode();
             // Without retries, or without a budget, the model and the
             // signal do not matter to the lab's own presets.
@@ -505,6 +505,12 @@ impl Policy {
                     && (now.retry_on, now.attempts, now.backoff)
                         == (m.retry_on, m.attempts, m.backoff))
         })
+    }
+
+    /// R as an edge without overrides runs it: the topology's, or the one
+    /// the preset's retrier sets (Istio's 3).
+    pub fn effective_attempts(&self) -> u32 {
+        self.mode.attempts.unwrap_or(self.attempts)
     }
 
     /// A short name for the mode: the preset's, or the parts spelled out

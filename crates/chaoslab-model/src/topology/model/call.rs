@@ -80,14 +80,40 @@ impl Callee {
     }
 }
 
+/// Which claims an edge's `retriable-headers` rules retry whatever their
+/// status: a rule on the topology's claim header `header` naming `true`
+/// retries claimed errors, `false` unclaimed ones (in [`Claim::ALL`]'s
+/// order).
+pub(super) fn claims_retried(p: &EdgePolicy, header: &str) -> [bool; 3] {
+    Claim::ALL.map(|k| {
+        let value: &[u8] = match k {
+            Claim::Claimed => b"true",
+            Claim::Unclaimed => b"false",
+            Claim::Missing => return false,
+        };
+        p.retry_on
+            .header_rules()
+            .any(|r| r.name() == header && r.value() == value)
+    })
+}
+
+/// The share of `d`'s errors claimed `k` that the edge's conditions retry.
+fn retriable(p: &EdgePolicy, claims: [bool; 3], d: &Dist, k: Claim) -> f64 {
+    if claims[k.index()] {
+        1.0
+    } else {
+        d.codes.retried_share(&p.retry_on)
+    }
+}
+
 /// The errors of `d` a policy retries, and those it spares a retry (its
 /// signal, or its retry conditions).
-fn retried_and_spared(p: &EdgePolicy, d: Dist) -> (f64, f64) {
+fn retried_and_spared(p: &EdgePolicy, claims: [bool; 3], d: Dist) -> (f64, f64) {
     let (mut e, mut su) = (0.0, 0.0);
-    let a = d.codes.retried_share(&p.retry_on);
     for k in Claim::ALL {
         match retry::decide(Classified::Error { claim: k }, p.ownership) {
             RetryVerdict::Retry => {
+                let a = retriable(p, claims, &d, k);
                 e += d.of(k) * a;
                 su += d.of(k) * (1.0 - a);
             }
@@ -111,11 +137,12 @@ pub(super) fn call_outcome(
     (mode, attribution): (DependencyMode, Attribution),
     rates: Option<EdgeRates>,
     latency_s: f64,
+    claims: [bool; 3],
 ) -> CallOutcome {
     let mix = callee.mix();
     let mut o = match p.hedge {
         Some(cfg) => hedged_call(p, cfg, mix, (mode, attribution), rates, latency_s),
-        None => retried_call(p, callee, other_host, (mode, attribution), rates),
+        None => retried_call(p, callee, other_host, (mode, attribution), rates, claims),
     };
     let rate = rates.map(|r| r.first_per_sec * o.attempts);
     if let Some(b) = &p.breaker {
@@ -191,10 +218,11 @@ fn retried_call(
     other_host: bool,
     (mode, attribution): (DependencyMode, Attribution),
     rates: Option<EdgeRates>,
+    claims: [bool; 3],
 ) -> CallOutcome {
     let r = p.attempts.max(1);
     let mix = callee.mix();
-    let (e, _) = retried_and_spared(p, mix);
+    let (e, _) = retried_and_spared(p, claims, mix);
     let allowed = p
         .budget
         .map(|b| budget::allowance(&b, 1.0 - mix.s, unbudgeted_retries(e, r), rates));
@@ -221,16 +249,16 @@ fn retried_call(
                     continue;
                 }
                 o.ok += mass * d.s;
-                let (de, dsu) = retried_and_spared(p, d);
+                let (de, dsu) = retried_and_spared(p, claims, d);
                 o.suppressed += mass * dsu;
-                // The share of its errors the conditions retry.
-                let a = d.codes.retried_share(&p.retry_on);
                 let mut again = 0.0;
                 for (i, k) in Claim::ALL.into_iter().enumerate() {
                     let pk = mass * d.of(k);
                     if pk == 0.0 {
                         continue;
                     }
+                    // The share of these errors the conditions retry.
+                    let a = retriable(p, claims, &d, k);
                     match retry::decide(Classified::Error { claim: k }, p.ownership) {
                         RetryVerdict::Suppress => ended[i] += pk,
                         RetryVerdict::Retry if j + 1 < r => {

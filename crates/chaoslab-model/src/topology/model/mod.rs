@@ -562,6 +562,7 @@ impl<'a> Model<'a> {
                 self.rates[e]
                     .and_then(|r| r.attempt_latency_s)
                     .unwrap_or(self.floor_s[edge.to]),
+                call::claims_retried(&self.policies[e], &t.ownership.header),
             );
             let closes = edge.mode == DependencyMode::FailClose;
             let per_invocation = if edge.p >= 1.0 {
