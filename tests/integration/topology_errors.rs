@@ -764,7 +764,10 @@ fn mesh_keys_say_where_and_what() {
         "retry-on-typo",
         "name: t\npolicy: { retry_on: [5xx, gateway-eror] }\nservices:\n  A:\n",
         ":2:",
-        &["unknown retry_on condition `gateway-eror`", "did you mean `gateway-error`"],
+        &[
+            "unknown retry_on condition `gateway-eror`",
+            "did you mean `gateway-error`",
+        ],
     );
     rejects(
         "retry-on-status",
