@@ -65,6 +65,7 @@ mod codes;
 mod hedge;
 pub mod limit;
 mod radius;
+pub mod spread;
 pub mod throttle;
 
 use super::mesh::Passed;
