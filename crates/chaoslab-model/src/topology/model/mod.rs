@@ -99,6 +99,8 @@ pub struct Prediction {
     pub roots: Vec<f64>,
     /// The longest path of consecutive edges that send retries.
     pub storm_radius: usize,
+    /// How much each service's count varies by chance per root request.
+    pub spread: spread::Spread,
 }
 
 /// One service's predicted figures.
@@ -219,9 +221,10 @@ pub fn predict_with_latency(
             }
         })
         .collect();
-    Prediction {
+    let mut p = Prediction {
         services,
         edges,
+        spread: spread::Spread::default(),
         root_availability: t
             .load
             .shares()
@@ -234,7 +237,9 @@ pub fn predict_with_latency(
             .map(|r| m.dist.get(r.entry).map_or(1.0, |d| d.s))
             .collect(),
         storm_radius,
-    }
+    };
+    p.spread = spread::spread(t, &p);
+    p
 }
 
 /// Each service's answer time with no queue and no failure, seconds: its

@@ -34,7 +34,7 @@ use crate::topology::{Arrival, Topology};
 /// Per service (in [`Topology::services`] order), the mean and variance
 /// of the requests it receives per root request, over every root by its
 /// share of the root requests.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Spread {
     /// Mean requests per root request (the prediction's load).
     pub mean: Vec<f64>,
