@@ -172,7 +172,7 @@ fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snaps
 const CHAIN: [&str; 7] = ["A", "B", "C", "D", "E", "F", "G"];
 
 /// uber-chain under `ownership` with no fault: 200 rps, nothing retries.
-pub fn uber_chain_healthy() -> Snapshot {
+fn uber_chain_healthy_built() -> Snapshot {
     let services = CHAIN
         .iter()
         .enumerate()
@@ -190,7 +190,7 @@ pub fn uber_chain_healthy() -> Snapshot {
 
 /// uber-chain under naive `retry` with D failing every request: the storm
 /// (1, 2, 4, 8, 8, 8, 8), 30 s after D started failing.
-pub fn uber_chain_retry() -> Snapshot {
+fn uber_chain_retry_built() -> Snapshot {
     let amps = [1.0, 2.0, 4.0, 8.0, 7.995, 7.995, 7.995];
     let rps = [200.2, 400.4, 800.6, 1600.8, 1600.0, 1600.0, 1600.0];
     let services = CHAIN
@@ -255,7 +255,7 @@ pub fn uber_chain_retry() -> Snapshot {
 
 /// The same run 15 s after `4` switched to `ownership`: only C retries D,
 /// within the budget; B suppresses; D and below carry 1.1×.
-pub fn uber_chain_ownership() -> Snapshot {
+fn uber_chain_ownership_built() -> Snapshot {
     let mut s = uber_chain_retry();
     s.t = Duration::from_secs(60);
     s.state.policy = policy(Preset::Ownership);
@@ -351,7 +351,7 @@ pub fn uber_chain_ownership() -> Snapshot {
 
 /// deep-chain: 25 services under `ownership`, the deepest three failing
 /// now and then (S23, S24 5%, S25 20%).
-pub fn deep_chain() -> Snapshot {
+fn deep_chain_built() -> Snapshot {
     let services: Vec<ServiceView> = (0..25)
         .map(|i| {
             let mut v = svc(&format!("S{:02}", i + 1), i, 200.0);
@@ -412,7 +412,7 @@ pub fn deep_chain() -> Snapshot {
 
 /// fanout: a DAG with a sequential caller, a parallel fan-out and a
 /// fail-open dependency; shard2 failing under `ownership`.
-pub fn fanout() -> Snapshot {
+fn fanout_built() -> Snapshot {
     let spec: [(&str, usize, f64); 9] = [
         ("gateway", 0, 200.0),
         ("auth", 1, 200.0),
@@ -491,7 +491,7 @@ pub fn fanout() -> Snapshot {
 /// time out and are retried (3 per root request), DB sheds what its queue
 /// cannot hold and finishes work nobody waits for. Goodput is near 0. The
 /// recovery threshold is the model's, for the shipped file.
-pub fn metastable_storm() -> Snapshot {
+fn metastable_storm_built() -> Snapshot {
     let t = crate::topology::Topology::from_yaml(
         include_str!("../../../topologies/metastable.yaml"),
         "metastable.yaml",
@@ -562,7 +562,7 @@ pub fn metastable_storm() -> Snapshot {
 
 /// The uber chain under retry, D given ten replicas of which replica 0
 /// fails every request: the replicas panel's fixture.
-pub fn uber_chain_replicas() -> Snapshot {
+fn uber_chain_replicas_built() -> Snapshot {
     let mut s = uber_chain_retry();
     if let Some(d) = s.services.iter_mut().find(|v| v.name == "D") {
         d.replicas = (0..10u32)
@@ -584,7 +584,7 @@ pub fn uber_chain_replicas() -> Snapshot {
 
 /// Two roots, and a service C of two endpoints (SPEC section 11): the
 /// roots panel and the expanded service.
-pub fn multi_root_endpoints() -> Snapshot {
+fn multi_root_endpoints_built() -> Snapshot {
     let mut s = uber_chain_healthy();
     for (i, e) in [(2, "x"), (3, "y")] {
         s.services[i].name = format!("C/{e}");
@@ -611,5 +611,85 @@ pub fn multi_root_endpoints() -> Snapshot {
         }
     };
     s.roots = vec![root("A", 150.0, 1.0, 0, 3), root("C/y", 50.0, 0.96, 1, 1)];
+    s
+}
+
+/// What the lab derives from a window's counts, from the figures a
+/// fixture sets by hand, over a 2-second window with no chance spread
+/// beyond one request: the expected requests (baseline × 2 s), the
+/// excess over baseline in those units, whether the measured
+/// amplification differs from the model's by over 5%, and the ratio
+/// withheld (NaN) below the lab's minimum count. A test that changes a
+/// fixture's rates calls it again.
+pub fn derive(s: &mut Snapshot) {
+    use crate::lab::figures::MIN_EXPECTED_REQUESTS;
+    for v in &mut s.services {
+        let f = &mut v.live;
+        let (rps, base) = (f[Figure::Rps], f[Figure::BaselineRps]);
+        f.set(Figure::ExpectedRequests, base * 2.0);
+        f.set(Figure::ExcessSigma, (rps - base) * 2.0);
+        let (amp, model) = (f[Figure::Amplification], f[Figure::ModelAmplification]);
+        let differs = model > 0.0 && (amp / model - 1.0).abs() > 0.05;
+        f.set(Figure::ModelDiffers, f64::from(u8::from(differs)));
+        if base > 0.0 && base * 2.0 < MIN_EXPECTED_REQUESTS {
+            f.set(Figure::Amplification, f64::NAN);
+            f.set(Figure::Requests, (rps * 2.0).round());
+        }
+    }
+}
+
+/// [`uber_chain_healthy_built`] with the figures derived from the others ([`derive`]).
+pub fn uber_chain_healthy() -> Snapshot {
+    let mut s = uber_chain_healthy_built();
+    derive(&mut s);
+    s
+}
+
+/// [`uber_chain_retry_built`] with the figures derived from the others ([`derive`]).
+pub fn uber_chain_retry() -> Snapshot {
+    let mut s = uber_chain_retry_built();
+    derive(&mut s);
+    s
+}
+
+/// [`uber_chain_ownership_built`] with the figures derived from the others ([`derive`]).
+pub fn uber_chain_ownership() -> Snapshot {
+    let mut s = uber_chain_ownership_built();
+    derive(&mut s);
+    s
+}
+
+/// [`deep_chain_built`] with the figures derived from the others ([`derive`]).
+pub fn deep_chain() -> Snapshot {
+    let mut s = deep_chain_built();
+    derive(&mut s);
+    s
+}
+
+/// [`fanout_built`] with the figures derived from the others ([`derive`]).
+pub fn fanout() -> Snapshot {
+    let mut s = fanout_built();
+    derive(&mut s);
+    s
+}
+
+/// [`metastable_storm_built`] with the figures derived from the others ([`derive`]).
+pub fn metastable_storm() -> Snapshot {
+    let mut s = metastable_storm_built();
+    derive(&mut s);
+    s
+}
+
+/// [`uber_chain_replicas_built`] with the figures derived from the others ([`derive`]).
+pub fn uber_chain_replicas() -> Snapshot {
+    let mut s = uber_chain_replicas_built();
+    derive(&mut s);
+    s
+}
+
+/// [`multi_root_endpoints_built`] with the figures derived from the others ([`derive`]).
+pub fn multi_root_endpoints() -> Snapshot {
+    let mut s = multi_root_endpoints_built();
+    derive(&mut s);
     s
 }

@@ -188,6 +188,65 @@ impl Window<'_> {
             .baseline(i, |r| self.rate(self.svc(r).baseline_roots()))
     }
 
+    /// Root requests the window's roots opened.
+    fn roots_seen(&self) -> f64 {
+        self.root_rate() * self.dt
+    }
+
+    /// Whether service `i`'s baseline brings it too few requests in the
+    /// window for a ratio ([`MIN_EXPECTED_REQUESTS`]).
+    pub fn too_few(&self, i: usize) -> bool {
+        self.baseline(i) * self.dt < MIN_EXPECTED_REQUESTS
+    }
+
+    /// Requests over baseline, or NaN (null) over too few requests.
+    fn amplification(&self, i: usize) -> f64 {
+        if self.too_few(i) {
+            return f64::NAN;
+        }
+        ratio(self.rate(self.svc(i).requests), self.baseline(i))
+    }
+
+    /// The chance spread of service `i`'s count over the window: the
+    /// model's variance over the roots seen, and one request more or less
+    /// (a root request the window's edge cut through).
+    fn chance(&self, i: usize) -> f64 {
+        let var = self.prediction.spread.var.get(i).copied().unwrap_or(0.0);
+        (self.roots_seen() * var + 1.0).sqrt()
+    }
+
+    /// Amplification's 95% interval; NaN over too few requests.
+    fn amplification_interval(&self, i: usize) -> (f64, f64) {
+        let base = self.baseline(i) * self.dt;
+        if self.too_few(i) || base <= 0.0 {
+            return (f64::NAN, f64::NAN);
+        }
+        let n = self.svc(i).requests as f64;
+        let half = Z_INTERVAL * self.chance(i);
+        (((n - half) / base).max(0.0), (n + half) / base)
+    }
+
+    /// Whether service `i`'s count differs from the model's beyond chance
+    /// (outside its [`Z_DIFFERS`] interval) and by over 5%.
+    pub fn differs_from_model(&self, i: usize) -> bool {
+        if self.too_few(i) {
+            return false;
+        }
+        let expected = self.baseline(i) * self.dt * self.prediction.services[i].amplification;
+        let n = self.svc(i).requests as f64;
+        let gap = (n - expected).abs();
+        gap > Z_DIFFERS * self.chance(i) && gap > MODEL_TOLERANCE * expected
+    }
+
+    /// Service `i`'s load above its baseline in units of its chance
+    /// spread: a storm's services stand far out, a healthy service that
+    /// happened to get a request more does not.
+    pub fn excess_sigma(&self, i: usize) -> f64 {
+        let base = self.baseline(i) * self.dt;
+        let n = self.svc(i).requests as f64;
+        (n - base) / self.chance(i)
+    }
+
     /// Service `i`'s workers, when it has them.
     /// Over every replica: workers are per replica.
     fn workers(&self, i: usize) -> Option<f64> {
@@ -225,6 +284,20 @@ impl Window<'_> {
         }
     }
 }
+
+/// Below this many requests expected in a window (from its baseline) a
+/// service's ratios are withheld: at 20 a Poisson count's relative spread
+/// is 22%, and below it chance moves a ratio further than any storm the
+/// tests read.
+pub const MIN_EXPECTED_REQUESTS: f64 = 20.0;
+/// The interval around a ratio: 95%, two-sided.
+pub const Z_INTERVAL: f64 = 1.96;
+/// "Differs from the model": outside its 99.9% interval, two-sided (a
+/// healthy mesh of 4,000 services flags about 4 by chance alone).
+pub const Z_DIFFERS: f64 = 3.29;
+/// "Differs from the model" also needs a gap over this share of the
+/// expected count (the model's own approximations, at large counts).
+pub const MODEL_TOLERANCE: f64 = 0.05;
 
 /// Error responses whose status is none of 500, 502, 503 and 504.
 fn other_errors(c: &ServiceCounts) -> u64 {
@@ -337,9 +410,24 @@ catalogue! {
     /// Entry rate × the service's calls per root request with no faults or retries.
     BaselineRps = "baseline_rps" at "baseline_rps", Service Real "req/s",
         col("baseline", 9, Style::Fixed(1)), |w, i| w.baseline(i);
-    /// Requests per second ÷ baseline: how much the storm multiplied its load.
+    /// Requests per second ÷ baseline: how much the storm multiplied its load (null below 20 expected requests in the window: too few for a ratio).
     Amplification = "amplification" at "amplification", Service Real "×",
-        col("amp", 7, Style::Times(2)), |w, i| ratio(w.rate(w.svc(i).requests), w.baseline(i));
+        col("amp", 7, Style::Times(2)), |w, i| w.amplification(i);
+    /// Requests the window's root requests were expected to bring it with no faults and no retries (the baseline's count).
+    ExpectedRequests = "expected_requests" at "expected_requests", Service Real "requests",
+        None, |w, i| w.baseline(i) * w.dt;
+    /// The low end of amplification's 95% interval (the sampling model's chance: sampled calls, attempts, arrivals).
+    AmplificationLow = "amplification_low" at "amplification_interval.low", Service Real "×",
+        None, |w, i| w.amplification_interval(i).0;
+    /// The high end of amplification's 95% interval.
+    AmplificationHigh = "amplification_high" at "amplification_interval.high", Service Real "×",
+        None, |w, i| w.amplification_interval(i).1;
+    /// 1 when the requests measured differ from the model's beyond chance (outside its 99.9% interval) and by over 5%; 0 otherwise.
+    ModelDiffers = "model_differs" at "model_differs", Service Count "flag",
+        None, |w, i| f64::from(u8::from(w.differs_from_model(i)));
+    /// Load above baseline over its chance spread: how unlikely the excess is by chance alone (what mesh views rank by).
+    ExcessSigma = "excess_sigma" at "excess_sigma", Service Real "σ",
+        None, |w, i| w.excess_sigma(i);
     /// The analytical model's amplification for the faults and policy in force.
     ModelAmplification = "model_amplification" at "model_amplification", Service Real "×",
         col("model", 7, Style::Times(2)), |w, i| w.prediction.services[i].amplification;

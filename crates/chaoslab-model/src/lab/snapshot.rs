@@ -76,7 +76,22 @@ impl ServiceView {
     /// `rps / baseline_rps` over the window, `None` with no baseline
     /// traffic.
     pub fn amplification(&self) -> Option<f64> {
-        (self.live[Figure::BaselineRps] > 0.0).then(|| self.live[Figure::Amplification])
+        let a = self.live[Figure::Amplification];
+        (self.live[Figure::BaselineRps] > 0.0 && !a.is_nan()).then_some(a)
+    }
+
+    /// The requests it answered over the live window, when that window
+    /// expected too few of them for a ratio: what a view shows instead
+    /// (`n=3`).
+    pub fn too_few(&self) -> Option<u64> {
+        let a = self.live[Figure::Amplification];
+        (self.live[Figure::BaselineRps] > 0.0 && a.is_nan())
+            .then(|| self.live.count(Figure::Requests))
+    }
+
+    /// Whether its live count differs from the model's beyond chance.
+    pub fn differs_from_model(&self) -> bool {
+        self.live[Figure::ModelDiffers] > 0.0
     }
 
     /// A count figure since the last reset and the two after it in the

@@ -67,6 +67,7 @@ pub mod limit;
 mod radius;
 pub mod spread;
 pub mod throttle;
+pub mod window;
 
 use super::mesh::Passed;
 use super::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};

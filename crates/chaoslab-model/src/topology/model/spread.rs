@@ -71,9 +71,16 @@ pub fn spread(t: &Topology, p: &Prediction) -> Spread {
                 return (0.0, 0.0);
             }
             let k1 = sent / load;
-            let per_call = sent / pe.first_attempts.max(f64::MIN_POSITIVE);
-            let when_made = f64::from(e.count) * per_call;
-            (k1, k1 * when_made)
+            let a = sent / pe.first_attempts.max(f64::MIN_POSITIVE);
+            let c = f64::from(e.count);
+            // A call's attempts taken as two-valued, between the whole
+            // numbers either side of their mean: the least variance that
+            // mean allows (none when every call makes the same attempts).
+            let var_a = (a - a.floor()) * (a.ceil() - a);
+            // Made (a share p of the time), the c calls send Σ A: its
+            // second moment c·Var[A] + (c·a)²; so E[K²] = p·that.
+            let p_made = k1 / (c * a);
+            (k1, p_made * (c * var_a + c * c * a * a))
         })
         .collect();
     let mut mean = vec![0.0; n];
@@ -222,6 +229,20 @@ services:
         assert!((s.mean[1] - 2.0).abs() < 1e-12);
         assert!((s.var[1] - 4.0).abs() < 1e-12);
         let (m, sd) = s.count(1, 100.0);
+        // Half the attempts fail: a call makes 1 or 2, variance 1/4.
+        let half = topo(
+            "name: t
+policy: { preset: retry, attempts: 2 }
+services:
+  A: { calls: [B] }
+  B: { fault: { error_rate: 0.5 } }
+",
+        );
+        let h = spread(&half, &predict(&half, &half.policy));
+        assert!(
+            (h.mean[1] - 1.5).abs() < 1e-12 && (h.var[1] - 0.25).abs() < 1e-12,
+            "{h:?}"
+        );
         assert!((m - 200.0).abs() < 1e-9 && (sd - 20.0).abs() < 1e-9);
     }
 }
