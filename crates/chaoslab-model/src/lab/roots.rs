@@ -75,8 +75,12 @@ pub fn beyond_chance(f: &super::figures::Figures) -> f64 {
     const BEYOND: f64 = 1e15;
     let z = f[Figure::ExcessSigma];
     let expected = f[Figure::ExpectedRequests];
+    // Over too few requests for a ratio (whose amplification is withheld)
+    // a normal spread says little of a count of 3 where 0.2 were due:
+    // such a service is never ranked as beyond chance.
+    let withheld = f[Figure::Amplification].is_nan();
     match (z.is_nan(), expected.is_nan()) {
-        (false, _) if z > Z_DIFFERS => BEYOND + z,
+        (false, _) if z > Z_DIFFERS && !withheld => BEYOND + z,
         (_, false) => expected,
         _ => f64::NEG_INFINITY,
     }

@@ -10,9 +10,13 @@
 //! shrinks as `1/√n`, and a service whose expected count is small reads
 //! a ratio that chance alone moves a long way.
 //!
-//! Counts below one service add up over its callers; two callers' counts
-//! are taken as independent (exact on a tree; on a graph whose paths meet
-//! again below a shared caller the covariance they share is left out).
+//! Counts below one service add up over its callers. On a tree they are
+//! independent and the variance is exact; where paths that split above
+//! meet again (one root request's fan-out reaching a service through
+//! several callers) their counts move together, and the spread takes the
+//! largest variance their correlation allows, `(Σ σ)²`: an upper bound,
+//! so an interval is never narrower than chance makes it, and nothing is
+//! flagged that correlated chance could explain.
 //!
 //! ```
 //! use chaoslab_model::topology::Topology;
@@ -38,8 +42,9 @@ use crate::topology::{Arrival, Topology};
 pub struct Spread {
     /// Mean requests per root request (the prediction's load).
     pub mean: Vec<f64>,
-    /// Their variance per root request (for a Poisson root, the second
-    /// moment: its count of roots varies too).
+    /// Their variance per root request, at most (see the module's
+    /// bound; for a Poisson root, the second moment: its count of roots
+    /// varies too).
     pub var: Vec<f64>,
 }
 
@@ -85,16 +90,18 @@ pub fn spread(t: &Topology, p: &Prediction) -> Spread {
         .collect();
     let mut mean = vec![0.0; n];
     let mut var = vec![0.0; n];
-    let (mut m1, mut m2) = (vec![0.0; n], vec![0.0; n]);
+    // Per root: each service's mean count, and the sum of the standard
+    // deviations its callers send it (its variance is that squared).
+    let (mut m1, mut sd) = (vec![0.0; n], vec![0.0; n]);
     for (root, share) in t.load.shares() {
         m1.iter_mut().for_each(|x| *x = 0.0);
-        m2.iter_mut().for_each(|x| *x = 0.0);
+        sd.iter_mut().for_each(|x| *x = 0.0);
         m1[root] = 1.0;
-        m2[root] = 1.0;
         for &u in &order {
             if m1[u] == 0.0 {
                 continue;
             }
+            let var_u = sd[u] * sd[u];
             for &e in &t.services[u].calls {
                 let v = t.edges[e].to;
                 let (k1, k2) = moments[e];
@@ -102,12 +109,10 @@ pub fn spread(t: &Topology, p: &Prediction) -> Spread {
                     continue;
                 }
                 // S = the sum of X_u draws of K: E[S] = E[X]E[K],
-                // E[S²] = E[X]Var[K] + E[X²]E[K]²; added to what v's other
-                // callers send it as an independent sum.
-                let s1 = m1[u] * k1;
-                let s2 = m1[u] * (k2 - k1 * k1) + m2[u] * k1 * k1;
-                m2[v] += s2 + 2.0 * m1[v] * s1;
-                m1[v] += s1;
+                // Var[S] = E[X]Var[K] + Var[X]E[K]².
+                let var_s = m1[u] * (k2 - k1 * k1).max(0.0) + var_u * k1 * k1;
+                sd[v] += var_s.sqrt();
+                m1[v] += m1[u] * k1;
             }
         }
         let poisson = t
@@ -121,12 +126,9 @@ pub fn spread(t: &Topology, p: &Prediction) -> Spread {
                 continue;
             }
             mean[i] += share * m1[i];
-            var[i] += share
-                * if poisson {
-                    m2[i]
-                } else {
-                    (m2[i] - m1[i] * m1[i]).max(0.0)
-                };
+            let v = sd[i] * sd[i];
+            // A Poisson count of roots: the second moment.
+            var[i] += share * if poisson { v + m1[i] * m1[i] } else { v };
         }
     }
     Spread { mean, var }
@@ -210,6 +212,38 @@ services:
         // A node every request reaches by fixed calls does not vary.
         assert_eq!(s.var[0], 0.0);
         assert!(s.var[2].abs() < 1e-12);
+    }
+
+    #[test]
+    fn paths_that_meet_again_are_bounded_from_above() {
+        // E gets B's fan-out twice, through C and D: perfectly correlated,
+        // the bound is exact; F through two independent draws: above.
+        let t = topo(
+            "name: t
+services:
+  A: { calls: [{ to: B, p: 0.5 }, { to: X, p: 0.5 }, { to: Y, p: 0.5 }] }
+  B: { calls: [C, D] }
+  C: { calls: [E] }
+  D: { calls: [E] }
+  E:
+  X: { calls: [F] }
+  Y: { calls: [F] }
+  F:
+",
+        );
+        let s = spread(&t, &predict(&t, &t.policy));
+        let (mean, var) = simulated(&t, 200_000);
+        let e = t.service_id("E").unwrap();
+        let f = t.service_id("F").unwrap();
+        assert!((s.mean[e] - mean[e]).abs() < 0.01);
+        assert!(
+            (s.var[e] - var[e]).abs() < 0.03,
+            "{} vs {}",
+            s.var[e],
+            var[e]
+        );
+        assert!(s.var[f] >= var[f] * 0.97, "{} vs {}", s.var[f], var[f]);
+        assert!((s.var[f] - 1.0).abs() < 1e-12 && (var[f] - 0.5).abs() < 0.01);
     }
 
     #[test]
