@@ -1,6 +1,8 @@
 //! One replica's figures over a window, for a service of more than one
-//! (SPEC section 11): what it received and answered, and how its callers'
-//! load balancers spread their first attempts and retries over it.
+//! (SPEC section 11): what it received and answered, how its callers'
+//! load balancers spread their first attempts and retries over it, and
+//! what its callers' outlier detection did to it (SPEC section 17): in
+//! all, and per edge ([`edge_outliers`]).
 
 use serde::Serialize;
 
@@ -27,6 +29,42 @@ pub struct ReplicaReport {
     pub retry_rps: f64,
     /// Its share of the first attempts sent to the service's replicas.
     pub first_attempt_share: f64,
+    /// Times its callers' outlier detection ejected it, summed over the
+    /// edges into the service.
+    pub ejections: u64,
+    /// How many of those edges have it ejected at the window's end.
+    pub ejected_now: u64,
+}
+
+/// One replica of an edge's callee under the edge's outlier detection.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OutlierReport {
+    /// The replica (0-based).
+    pub replica: u32,
+    /// Whether the edge has it ejected at the window's end.
+    pub ejected_now: bool,
+    /// Times the edge ejected it over the window.
+    pub ejections: u64,
+    /// What the model predicts for `ejections` (when the window is known
+    /// from the detector's start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_ejections: Option<f64>,
+}
+
+/// Edge `edge`'s outlier rows over a window: one per replica of its
+/// callee, when it has more than one.
+pub fn edge_outliers(w: &Window<'_>, edge: usize) -> Vec<OutlierReport> {
+    w.counts
+        .outliers
+        .iter()
+        .filter(|o| o.edge == edge)
+        .map(|o| OutlierReport {
+            replica: o.replica,
+            ejected_now: o.ejected > 0,
+            ejections: o.ejections,
+            model_ejections: None,
+        })
+        .collect()
 }
 
 /// Service `i`'s replicas over a window, when it has more than one.
@@ -38,6 +76,14 @@ pub fn replicas(w: &Window<'_>, i: usize) -> Vec<ReplicaReport> {
         .filter(|r| r.service == i)
         .collect();
     let firsts: u64 = mine.iter().map(|r| r.first_attempts).sum();
+    let edges = &w.topology.edges;
+    let outliers = |r: u32| {
+        w.counts
+            .outliers
+            .iter()
+            .filter(|o| o.replica == r && edges.get(o.edge).is_some_and(|e| e.to == i))
+            .fold((0, 0), |(n, out), o| (n + o.ejections, out + o.ejected))
+    };
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     mine.iter()
         .map(|r| ReplicaReport {
@@ -50,6 +96,8 @@ pub fn replicas(w: &Window<'_>, i: usize) -> Vec<ReplicaReport> {
             retries: r.retries,
             retry_rps: w.rate(r.retries),
             first_attempt_share: ratio(r.first_attempts, firsts),
+            ejections: outliers(r.replica).0,
+            ejected_now: outliers(r.replica).1,
         })
         .collect()
 }

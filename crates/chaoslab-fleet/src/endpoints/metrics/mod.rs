@@ -213,8 +213,20 @@ impl Source {
             .collect()
     }
 
+    /// Each edge's callee replica's labels: the edge's, and the replica.
+    fn edge_replica(&self, edge: usize, replica: u32) -> Labels {
+        let mut l = self.edge(edge);
+        let at = l
+            .iter()
+            .position(|(k, _)| *k == "callee")
+            .map_or(l.len(), |i| i + 1);
+        l.insert(at, ("replica", replica.to_string()));
+        l
+    }
+
     /// Each replica's requests, errors and attempts; a service without
-    /// replicas is its own replica 0.
+    /// replicas is its own replica 0. Then each edge's outlier ejections
+    /// per replica of its callee.
     fn encode_replicas(
         &self,
         e: &mut DescriptorEncoder,
@@ -279,6 +291,15 @@ impl Source {
                         (l, counter(v))
                     })
                 })
+                .collect(),
+        )?;
+        family(
+            e,
+            "chaoslab_outlier_ejections",
+            c.outliers
+                .iter()
+                .filter(|o| o.edge < self.edges.len())
+                .map(|o| (self.edge_replica(o.edge, o.replica), counter(o.ejections)))
                 .collect(),
         )
     }
@@ -564,6 +585,20 @@ impl Source {
             e,
             "chaoslab_breaker_state",
             self.per_edge(|i| gauge(ec(i).breaker as f64)),
+        )?;
+        family(
+            e,
+            "chaoslab_outlier_ejected",
+            c.outliers
+                .iter()
+                .filter(|o| o.edge < self.edges.len())
+                .map(|o| {
+                    (
+                        self.edge_replica(o.edge, o.replica),
+                        gauge(o.ejected as f64),
+                    )
+                })
+                .collect(),
         )
     }
 
