@@ -105,9 +105,9 @@ pub fn time_to_ejection(cfg: &OutlierConfig, q: f64, attempts_per_sec: f64, gate
 /// The ejections of one host (or one slot of the cap) over a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
-    /// Each ejection: when it began and when the sweep brought the host
-    /// back (the run's end for one still out), seconds from the
-    /// detector's start.
+    /// Each ejection that began within the run: when it began and when
+    /// the sweep brings the host back (past the run's end for one still
+    /// out then), seconds from the detector's start.
     pub spans: Vec<(f64, f64)>,
 }
 
@@ -117,7 +117,7 @@ impl Schedule {
         self.spans.first().map(|s| s.0)
     }
 
-    /// How long each ejection lasted (the last to the run's end).
+    /// How long each ejection lasts.
     pub fn ejected_for_s(&self) -> Vec<f64> {
         self.spans.iter().map(|(a, b)| b - a).collect()
     }
@@ -206,7 +206,7 @@ fn schedule_with(cfg: &OutlierConfig, streak_s: f64, run_s: f64, fresh: bool) ->
         };
         k = cfg.next_multiplier(from);
         let until = sweep(out + cfg.ejected_for(k).as_secs_f64());
-        spans.push((out, until.min(run_s)));
+        spans.push((out, until));
         if until >= run_s {
             break;
         }
@@ -421,7 +421,7 @@ mod tests {
         let s = schedule(&c, 1.0, 10.0, false, 30.0);
         // 0.5 s to a streak; 2 s to 2.5, the sweep at 3; 4 s from 3.5 to
         // 7.5, the sweep at 8; then the 5 s cap: 8.5 to 14, 14.5 to 20,
-        // 20.5 to 26, 26.5 to the end.
+        // 20.5 to 26, 26.5 to 32 (past the run's end).
         assert_eq!(
             s.spans,
             [
@@ -430,7 +430,7 @@ mod tests {
                 (8.5, 14.0),
                 (14.5, 20.0),
                 (20.5, 26.0),
-                (26.5, 30.0)
+                (26.5, 32.0)
             ]
         );
         assert_eq!(s.first_ejection_s(), Some(0.5));
@@ -470,7 +470,8 @@ mod tests {
         assert_eq!((bad.q, bad.attempts_per_sec), (1.0, 40.0));
         // Five of its 40 attempts a second: out after 0.125 s, back at 3 s,
         // out again 0.125 s later.
-        assert_eq!(bad.schedule.spans, [(0.125, 3.0), (3.125, 4.0)]);
+        assert_eq!(bad.schedule.spans, [(0.125, 3.0), (3.125, 8.0)]);
+        assert!(bad.schedule.ejected_at(4.0));
         assert!(o.hosts[1..].iter().all(|h| !h.ejected()));
         // Its share: in service 0.25 s of 4, a fifth of the first attempts
         // then; none while out; the others a quarter each while it is out.
@@ -500,7 +501,7 @@ mod tests {
             // B unclaims C's errors: A does not retry them, so each of B's
             // replicas gets half of A's 100 calls a second.
             assert_eq!(h.attempts_per_sec, 50.0);
-            assert_eq!(h.schedule.spans, [(0.1, 3.0), (3.1, 5.0)]);
+            assert_eq!(h.schedule.spans, [(0.1, 3.0), (3.1, 8.0)]);
         }
         let (t, p) = chain("claimed");
         let o = edge(&t, &t.policy, &p, 0, 5.0).unwrap();
