@@ -55,9 +55,8 @@ pub struct OutlierReport {
 /// callee, when it has more than one.
 pub fn edge_outliers(w: &Window<'_>, edge: usize) -> Vec<OutlierReport> {
     w.counts
-        .outliers
+        .outliers_of(edge)
         .iter()
-        .filter(|o| o.edge == edge)
         .map(|o| OutlierReport {
             replica: o.replica,
             ejected_now: o.ejected > 0,
@@ -76,14 +75,21 @@ pub fn replicas(w: &Window<'_>, i: usize) -> Vec<ReplicaReport> {
         .filter(|r| r.service == i)
         .collect();
     let firsts: u64 = mine.iter().map(|r| r.first_attempts).sum();
-    let edges = &w.topology.edges;
-    let outliers = |r: u32| {
-        w.counts
-            .outliers
-            .iter()
-            .filter(|o| o.replica == r && edges.get(o.edge).is_some_and(|e| e.to == i))
-            .fold((0, 0), |(n, out), o| (n + o.ejections, out + o.ejected))
-    };
+    // Its callers' outlier rows, summed per replica: (ejections, out now).
+    let mut outliers = vec![(0, 0); mine.len()];
+    if !mine.is_empty() && !w.counts.outliers.is_empty() {
+        for (k, e) in w.topology.edges.iter().enumerate() {
+            if e.to != i {
+                continue;
+            }
+            for o in w.counts.outliers_of(k) {
+                if let Some(x) = outliers.get_mut(o.replica as usize) {
+                    x.0 += o.ejections;
+                    x.1 += o.ejected;
+                }
+            }
+        }
+    }
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     mine.iter()
         .map(|r| ReplicaReport {
@@ -96,8 +102,8 @@ pub fn replicas(w: &Window<'_>, i: usize) -> Vec<ReplicaReport> {
             retries: r.retries,
             retry_rps: w.rate(r.retries),
             first_attempt_share: ratio(r.first_attempts, firsts),
-            ejections: outliers(r.replica).0,
-            ejected_now: outliers(r.replica).1,
+            ejections: outliers.get(r.replica as usize).map_or(0, |x| x.0),
+            ejected_now: outliers.get(r.replica as usize).map_or(0, |x| x.1),
         })
         .collect()
 }

@@ -454,6 +454,13 @@ impl Counts {
         }
     }
 
+    /// Edge `edge`'s outlier rows (they are in edge order).
+    pub fn outliers_of(&self, edge: usize) -> &[OutlierCounts] {
+        let from = self.outliers.partition_point(|o| o.edge < edge);
+        let to = from + self.outliers[from..].partition_point(|o| o.edge == edge);
+        &self.outliers[from..to]
+    }
+
     /// Retries suppressed across the fleet: spurious requests avoided.
     pub fn spurious_avoided(&self) -> u64 {
         self.services.iter().map(|s| s.retries_suppressed).sum()

@@ -224,6 +224,24 @@ impl Source {
         l
     }
 
+    /// Each edge's outlier rows as `(labels, ejections, ejected)`: one per
+    /// replica of its callee; a callee of one replica is its replica 0,
+    /// never ejected.
+    fn outlier_rows(&self, c: &Counts) -> Vec<(Labels, u64, u64)> {
+        (0..self.edges.len())
+            .flat_map(|i| {
+                let mine = c.outliers_of(i);
+                if mine.is_empty() {
+                    vec![(self.edge_replica(i, 0), 0, 0)]
+                } else {
+                    mine.iter()
+                        .map(|o| (self.edge_replica(i, o.replica), o.ejections, o.ejected))
+                        .collect()
+                }
+            })
+            .collect()
+    }
+
     /// Each replica's requests, errors and attempts; a service without
     /// replicas is its own replica 0. Then each edge's outlier ejections
     /// per replica of its callee.
@@ -296,10 +314,9 @@ impl Source {
         family(
             e,
             "chaoslab_outlier_ejections",
-            c.outliers
-                .iter()
-                .filter(|o| o.edge < self.edges.len())
-                .map(|o| (self.edge_replica(o.edge, o.replica), counter(o.ejections)))
+            self.outlier_rows(c)
+                .into_iter()
+                .map(|(l, n, _)| (l, counter(n)))
                 .collect(),
         )
     }
@@ -589,15 +606,9 @@ impl Source {
         family(
             e,
             "chaoslab_outlier_ejected",
-            c.outliers
-                .iter()
-                .filter(|o| o.edge < self.edges.len())
-                .map(|o| {
-                    (
-                        self.edge_replica(o.edge, o.replica),
-                        gauge(o.ejected as f64),
-                    )
-                })
+            self.outlier_rows(c)
+                .into_iter()
+                .map(|(l, _, out)| (l, gauge(out as f64)))
                 .collect(),
         )
     }

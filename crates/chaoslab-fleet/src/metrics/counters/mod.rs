@@ -707,6 +707,8 @@ mod tests {
             .map(|o| (o.edge, o.replica, o.ejections, o.ejected))
             .collect();
         assert_eq!(rows, [(0, 0, 0, 0), (0, 1, 2, 1), (0, 2, 1, 0)]);
+        assert_eq!(before.outliers_of(0).len(), 3);
+        assert!(before.outliers_of(1).is_empty() && before.outliers_of(7).is_empty());
         // A window counts the ejections in it and the gauge at its end.
         m.set_outliers(0, [(false, 0), (false, 3), (false, 1)].into_iter());
         let w = m.counts().since(&before);
