@@ -24,6 +24,7 @@ mod meshes;
 mod metastable;
 mod netns;
 mod nodes;
+mod outliers;
 mod outside;
 mod overload;
 mod papercuts;

@@ -106,6 +106,7 @@ fn chain_edges(n: usize, retry: &[f64], attempts: &[f64]) -> Vec<EdgeView> {
             retry_rps: retry.get(i).copied().unwrap_or(0.0),
             budget: None,
             breaker: 0,
+            outliers: vec![],
         })
         .collect()
 }
@@ -459,6 +460,7 @@ fn fanout_built() -> Snapshot {
             retry_rps: if to == 7 { 20.0 } else { 0.0 },
             budget: None,
             breaker: 0,
+            outliers: vec![],
         })
         .collect();
     s.state.faults[4] = Fault {
@@ -576,8 +578,30 @@ fn uber_chain_replicas_built() -> Snapshot {
                 retries: if r == 1 { 80 } else { 0 },
                 retry_rps: if r == 1 { 40.0 } else { 0.0 },
                 first_attempt_share: 0.1,
+                ejections: 0,
+                ejected_now: 0,
             })
             .collect();
+    }
+    s
+}
+
+/// [`uber_chain_replicas`] under outlier detection: C has ejected D's
+/// bad replica twice and has it out now, so it got 1% of the first
+/// attempts: the replicas panel's outlier columns.
+pub fn uber_chain_outliers() -> Snapshot {
+    let mut s = uber_chain_replicas();
+    s.state.policy.outlier = Some(error_ownership::outlier::OutlierConfig {
+        max_ejection_percent: 20.0,
+        ..error_ownership::outlier::OutlierConfig::DEFAULT
+    });
+    if let Some(d) = s.services.iter_mut().find(|v| v.name == "D") {
+        for r in &mut d.replicas {
+            r.first_attempt_share = if r.replica == 0 { 0.01 } else { 0.11 };
+            if r.replica == 0 {
+                (r.ejections, r.ejected_now, r.rps, r.requests, r.errors) = (2, 1, 4.0, 8, 8);
+            }
+        }
     }
     s
 }

@@ -298,13 +298,15 @@ impl ServiceRuntime {
         self.context_dropped.load(Ordering::Relaxed)
     }
 
-    /// Writes its edges' live gauges (budget level, breaker state), read on
-    /// its client's clock.
+    /// Writes its edges' live gauges (budget level, breaker state, read on
+    /// its client's clock; the replicas out, on the edge's balancer's).
     pub(super) fn publish_gauges(&self, metrics: &Metrics) {
         let now = self.client.now();
         for c in &self.calls {
             let (level, breaker) = c.edge.live(now);
             metrics.set_edge_gauges(c.edge.id, level, breaker);
+            let b = c.edge.balancer();
+            metrics.set_outliers(c.edge.id, b.outliers(b.now()));
         }
         if let Some(l) = &self.limit {
             let (limit, no_load) = l.live();

@@ -552,6 +552,8 @@ impl RetryClient {
                 (call.policy.signal, attempt, &call.policy.retry_on),
             )
             .await;
+        // The edge's outlier detection hears how the replica answered.
+        edge.outlier_heard(host.replica, reply.status, reply.class);
         drop(host);
         reply
     }

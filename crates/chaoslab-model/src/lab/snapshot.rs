@@ -119,6 +119,10 @@ pub struct EdgeView {
     /// Its circuit breaker's state now: 0 closed (or none), 1 half-open,
     /// 2 open.
     pub breaker: u64,
+    /// Per replica of its callee (when it has more than one): whether its
+    /// outlier detection has it ejected now, and its ejections over the
+    /// window.
+    pub outliers: Vec<super::replicas::OutlierReport>,
 }
 
 /// The end user's view.
@@ -429,6 +433,7 @@ pub fn build(mut i: Inputs<'_>) -> Snapshot {
                 retry_rps: live.w.rate(live.w.counts.edges[k].retries),
                 budget: live.w.counts.edges[k].budget_level(),
                 breaker: live.w.counts.edges[k].breaker,
+                outliers: super::replicas::edge_outliers(&live.w, k),
             })
             .collect(),
         events: i.events.iter().cloned().collect(),

@@ -217,6 +217,12 @@ fn policy(f: &PolicyFields) -> Option<String> {
         )),
         None => {}
     }
+    if let Some(o) = &f.outlier {
+        parts.push(format!(
+            "outlier: {}",
+            crate::topology::outlier_spec::written(o)
+        ));
+    }
     if let Some(lb) = f.lb {
         parts.push(format!("lb: {}", lb.name()));
     }

@@ -331,6 +331,7 @@ mod tests {
             edges: vec![Default::default(); 2],
             root: Default::default(),
             replicas: vec![],
+            outliers: vec![],
             roots: vec![],
         };
         for tick in 0..=12u64 {

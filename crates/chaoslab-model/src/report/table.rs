@@ -273,11 +273,12 @@ const REPLICA_ROWS: usize = 12;
 
 /// A line per replica under a service of more than one: what it
 /// received, its errors, its share of the first attempts and the retries
-/// sent to it.
+/// sent to it, and what its callers' outlier detection did to it, if
+/// anything.
 fn replica_rows(n: &NodeReport) -> String {
     let mut out = String::new();
     for r in n.replicas.iter().take(REPLICA_ROWS) {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "  #{:<3} {:>15.1} rps · err {:>5.1}% · first attempts {:>5.1}% · retries {}",
             r.replica,
@@ -286,6 +287,15 @@ fn replica_rows(n: &NodeReport) -> String {
             r.first_attempt_share * 100.0,
             r.retries
         );
+        if r.ejections > 0 || r.ejected_now > 0 {
+            let _ = write!(
+                out,
+                " · ejected {}×{}",
+                r.ejections,
+                if r.ejected_now > 0 { ", out now" } else { "" }
+            );
+        }
+        out.push('\n');
     }
     if n.replicas.len() > REPLICA_ROWS {
         let left = &n.replicas[REPLICA_ROWS..];

@@ -259,6 +259,14 @@ mod tests {
                             non_fatal: false,
                         },
                     )),
+                    outlier: Some(Box::new(crate::topology::OutlierSetting::On(
+                        error_ownership::outlier::OutlierConfig {
+                            consecutive_5xx: 3,
+                            interval: Duration::from_millis(1500),
+                            count: error_ownership::outlier::Count::Claimed,
+                            ..error_ownership::outlier::OutlierConfig::DEFAULT
+                        },
+                    ))),
                     lb: Some(error_ownership::policy::Lb::P2c),
                     retry_other_host: Some(false),
                     retry_on: Some(Box::new(crate::topology::policy::ISTIO_RETRY_ON)),

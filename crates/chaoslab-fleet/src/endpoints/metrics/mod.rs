@@ -213,8 +213,38 @@ impl Source {
             .collect()
     }
 
+    /// Each edge's callee replica's labels: the edge's, and the replica.
+    fn edge_replica(&self, edge: usize, replica: u32) -> Labels {
+        let mut l = self.edge(edge);
+        let at = l
+            .iter()
+            .position(|(k, _)| *k == "callee")
+            .map_or(l.len(), |i| i + 1);
+        l.insert(at, ("replica", replica.to_string()));
+        l
+    }
+
+    /// Each edge's outlier rows as `(labels, ejections, ejected)`: one per
+    /// replica of its callee; a callee of one replica is its replica 0,
+    /// never ejected.
+    fn outlier_rows(&self, c: &Counts) -> Vec<(Labels, u64, u64)> {
+        (0..self.edges.len())
+            .flat_map(|i| {
+                let mine = c.outliers_of(i);
+                if mine.is_empty() {
+                    vec![(self.edge_replica(i, 0), 0, 0)]
+                } else {
+                    mine.iter()
+                        .map(|o| (self.edge_replica(i, o.replica), o.ejections, o.ejected))
+                        .collect()
+                }
+            })
+            .collect()
+    }
+
     /// Each replica's requests, errors and attempts; a service without
-    /// replicas is its own replica 0.
+    /// replicas is its own replica 0. Then each edge's outlier ejections
+    /// per replica of its callee.
     fn encode_replicas(
         &self,
         e: &mut DescriptorEncoder,
@@ -279,6 +309,14 @@ impl Source {
                         (l, counter(v))
                     })
                 })
+                .collect(),
+        )?;
+        family(
+            e,
+            "chaoslab_outlier_ejections",
+            self.outlier_rows(c)
+                .into_iter()
+                .map(|(l, n, _)| (l, counter(n)))
                 .collect(),
         )
     }
@@ -595,6 +633,14 @@ impl Source {
             e,
             "chaoslab_breaker_state",
             self.per_edge(|i| gauge(ec(i).breaker as f64)),
+        )?;
+        family(
+            e,
+            "chaoslab_outlier_ejected",
+            self.outlier_rows(c)
+                .into_iter()
+                .map(|(l, _, out)| (l, gauge(out as f64)))
+                .collect(),
         )
     }
 

@@ -25,6 +25,7 @@ fn timeouts_in_a_fleet_where_nothing_is_slow_are_the_machines() {
             edges: vec![Default::default(); t.edges.len()],
             root: Default::default(),
             replicas: vec![],
+            outliers: vec![],
             roots: vec![],
         };
         counts.root.sent = 1000;

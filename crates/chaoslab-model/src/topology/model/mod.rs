@@ -64,6 +64,7 @@ pub mod capacity;
 mod codes;
 mod hedge;
 pub mod limit;
+pub mod outlier;
 mod radius;
 pub mod spread;
 pub mod throttle;
@@ -119,6 +120,22 @@ pub struct ServicePrediction {
     pub p_unclaimed: f64,
     /// ... an error with no claim (no middleware, outside, or down).
     pub p_missing: f64,
+    /// When its fault is on some of its replicas only: how those and the
+    /// others answer.
+    pub split: Option<ReplicaSplit>,
+}
+
+/// A service whose fault is on some of its replicas: the shares of the
+/// answers of a bad and of a good replica that are claimed, unclaimed and
+/// unmarked (missing) errors.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplicaSplit {
+    /// How many replicas run the fault.
+    pub bad_replicas: u32,
+    /// A bad replica's (claimed, unclaimed, missing).
+    pub bad: (f64, f64, f64),
+    /// A good replica's.
+    pub good: (f64, f64, f64),
 }
 
 /// One edge's predicted figures, per root request.
@@ -219,6 +236,11 @@ pub fn predict_with_latency(
                 p_claimed: d.c,
                 p_unclaimed: d.u,
                 p_missing: d.m,
+                split: m.split[i].map(|s| ReplicaSplit {
+                    bad_replicas: s.bad,
+                    bad: (s.bad_dist.c, s.bad_dist.u, s.bad_dist.m),
+                    good: (s.good_dist.c, s.good_dist.u, s.good_dist.m),
+                }),
             }
         })
         .collect();
