@@ -124,8 +124,12 @@ fn one_bad_replica_of_five_is_ejected_at_its_fifth_error_and_gets_nothing_while_
     );
     let replicas = node(&back, "store")["replicas"].as_array().unwrap().clone();
     let requests = num(&replicas[0], "requests");
+    // Five errors eject it; attempts already on their way when the fifth
+    // came back still arrive: at 40 rps to it, up to 4 more per ejection
+    // while an answer takes as long as 100 ms (a machine busy with other
+    // tests).
     assert!(
-        (5.0 * ejections..=5.0 * (ejections + 1.0)).contains(&requests),
+        (5.0 * ejections..=5.0 * (ejections + 1.0) + 4.0 * ejections).contains(&requests),
         "{requests} requests to the bad replica for {ejections} ejections"
     );
     let firsts: f64 = replicas.iter().map(|r| num(r, "first_attempts")).sum();
