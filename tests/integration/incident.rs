@@ -153,7 +153,10 @@ fn phase_rows(stdout: &str, k: usize) -> Vec<&str> {
 fn ranked_by_what_chance_cannot_explain(r: &Value, stdout: &str, stderr: &str) {
     let healthy = &r["phases"][0];
     let nodes = healthy["nodes"].as_array().unwrap();
-    let with_ratio: Vec<&Value> = nodes.iter().filter(|n| !n["amplification"].is_null()).collect();
+    let with_ratio: Vec<&Value> = nodes
+        .iter()
+        .filter(|n| !n["amplification"].is_null())
+        .collect();
     for n in nodes {
         if n["expected_requests"].as_f64().unwrap() < 20.0 {
             assert!(n["amplification"].is_null(), "a ratio over too few: {n}");
@@ -175,7 +178,10 @@ fn ranked_by_what_chance_cannot_explain(r: &Value, stdout: &str, stderr: &str) {
             n["amplification_interval"]["low"].as_f64().unwrap(),
             n["amplification_interval"]["high"].as_f64().unwrap(),
         );
-        assert!(lo <= 1.0 && 1.0 <= hi, "{name}: [{lo}, {hi}] in a healthy mesh");
+        assert!(
+            lo <= 1.0 && 1.0 <= hi,
+            "{name}: [{lo}, {hi}] in a healthy mesh"
+        );
     }
     // The storm: core-entity's endpoints, then their immediate callers.
     let storm = phase_rows(stdout, 2);

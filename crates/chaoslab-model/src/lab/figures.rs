@@ -299,6 +299,19 @@ pub const Z_DIFFERS: f64 = 3.29;
 /// expected count (the model's own approximations, at large counts).
 pub const MODEL_TOLERANCE: f64 = 0.05;
 
+/// Wilson's 95% interval for a proportion of `k` in `n` (NaN for none):
+/// sound at 0 and at `n`, where the normal one collapses to a point.
+pub fn wilson(k: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let (n, p, z) = (n as f64, k as f64 / n as f64, Z_INTERVAL);
+    let d = 1.0 + z * z / n;
+    let mid = (p + z * z / (2.0 * n)) / d;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / d;
+    ((mid - half).max(0.0), (mid + half).min(1.0))
+}
+
 /// Error responses whose status is none of 500, 502, 503 and 504.
 fn other_errors(c: &ServiceCounts) -> u64 {
     c.errors
@@ -458,6 +471,12 @@ catalogue! {
     /// Errors ÷ requests.
     ErrorRate = "error_rate" at "error_rate", Service Real "fraction",
         col("err%", 6, Style::Percent(1)), |w, i| ratio(w.svc(i).errors as f64, w.svc(i).requests as f64);
+    /// The low end of the error rate's 95% interval (Wilson's, over the requests it answered).
+    ErrorRateLow = "error_rate_low" at "error_rate_interval.low", Service Real "fraction",
+        None, |w, i| wilson(w.svc(i).errors, w.svc(i).requests).0;
+    /// The high end of the error rate's 95% interval.
+    ErrorRateHigh = "error_rate_high" at "error_rate_interval.high", Service Real "fraction",
+        None, |w, i| wilson(w.svc(i).errors, w.svc(i).requests).1;
     /// Error responses it returned claimed (`x-error-claim: true`): it owns them.
     ClaimsReturnedTrue = "claims_returned_true" at "claims_returned.true", Service Count "responses",
         col("returned true/false/-", 23, Style::Triple), |w, i| w.svc(i).claims_returned[0] as f64;
@@ -580,6 +599,18 @@ catalogue! {
         None, |w, i| {
             let (n, e) = w.root_outcomes();
             if n > 0 { 1.0 - e as f64 / n as f64 } else { f64::NAN }
+        };
+    /// The low end of the availability's 95% interval (Wilson's, over the root requests that ended).
+    RootAvailabilityLow = "root_availability_low" at "root.availability_interval.low", Fleet Real "fraction",
+        None, |w, i| {
+            let (n, e) = w.root_outcomes();
+            wilson(n.saturating_sub(e), n).0
+        };
+    /// The high end of the availability's 95% interval.
+    RootAvailabilityHigh = "root_availability_high" at "root.availability_interval.high", Fleet Real "fraction",
+        None, |w, i| {
+            let (n, e) = w.root_outcomes();
+            wilson(n.saturating_sub(e), n).1
         };
     /// The model's availability at the entry for the faults and policy in force.
     ModelAvailability = "model_availability" at "root.model_availability", Fleet Real "fraction",
