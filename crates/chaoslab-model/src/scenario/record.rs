@@ -137,7 +137,7 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::step::exact;
+    use crate::format::exact;
     use crate::lab::Action;
     use crate::scenario::Scenario;
     use crate::topology::{

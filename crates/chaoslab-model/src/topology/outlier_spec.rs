@@ -128,8 +128,8 @@ pub fn outlier<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OutlierSetting>
             if cfg.max_ejection < cfg.base_ejection {
                 return Err(de::Error::custom(format!(
                     "outlier: max_ejection {} is below base_ejection {}: an ejection lasts base_ejection × ejections, at most max_ejection (Envoy refuses this too)",
-                    crate::lab::step::exact(cfg.max_ejection),
-                    crate::lab::step::exact(cfg.base_ejection)
+                    crate::format::exact(cfg.max_ejection),
+                    crate::format::exact(cfg.base_ejection)
                 )));
             }
             Ok(OutlierSetting::On(cfg))
@@ -141,7 +141,7 @@ pub fn outlier<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OutlierSetting>
 /// The `outlier:` setting as a scenario or a recording writes it back:
 /// what [`outlier`] reads to the same setting.
 pub fn written(s: &OutlierSetting) -> String {
-    let exact = crate::lab::step::exact;
+    let exact = crate::format::exact;
     match s {
         OutlierSetting::Off => "off".into(),
         OutlierSetting::On(c) => format!(
@@ -204,7 +204,7 @@ fn time<'de, D: Deserializer<'de>>(d: D, what: &str) -> Result<Option<Duration>,
         Some(t) if !(MIN_OUTLIER_TIME..=MAX_OUTLIER_TIME).contains(&t) => {
             Err(de::Error::custom(format!(
                 "{what} must be from 1ms to 1h, got {}",
-                crate::lab::step::exact(t)
+                crate::format::exact(t)
             )))
         }
         t => Ok(t),
