@@ -662,58 +662,25 @@ pub fn derive(s: &mut Snapshot) {
     }
 }
 
-/// [`uber_chain_healthy_built`] with the figures derived from the others ([`derive`]).
-pub fn uber_chain_healthy() -> Snapshot {
-    let mut s = uber_chain_healthy_built();
-    derive(&mut s);
-    s
+/// Each fixture, its figures derived from the others ([`derive`]).
+macro_rules! derived {
+    ($($name:ident = $built:ident),* $(,)?) => {$(
+        #[doc = concat!("[`", stringify!($built), "`] with the figures derived from the others.")]
+        pub fn $name() -> Snapshot {
+            let mut s = $built();
+            derive(&mut s);
+            s
+        }
+    )*};
 }
 
-/// [`uber_chain_retry_built`] with the figures derived from the others ([`derive`]).
-pub fn uber_chain_retry() -> Snapshot {
-    let mut s = uber_chain_retry_built();
-    derive(&mut s);
-    s
-}
-
-/// [`uber_chain_ownership_built`] with the figures derived from the others ([`derive`]).
-pub fn uber_chain_ownership() -> Snapshot {
-    let mut s = uber_chain_ownership_built();
-    derive(&mut s);
-    s
-}
-
-/// [`deep_chain_built`] with the figures derived from the others ([`derive`]).
-pub fn deep_chain() -> Snapshot {
-    let mut s = deep_chain_built();
-    derive(&mut s);
-    s
-}
-
-/// [`fanout_built`] with the figures derived from the others ([`derive`]).
-pub fn fanout() -> Snapshot {
-    let mut s = fanout_built();
-    derive(&mut s);
-    s
-}
-
-/// [`metastable_storm_built`] with the figures derived from the others ([`derive`]).
-pub fn metastable_storm() -> Snapshot {
-    let mut s = metastable_storm_built();
-    derive(&mut s);
-    s
-}
-
-/// [`uber_chain_replicas_built`] with the figures derived from the others ([`derive`]).
-pub fn uber_chain_replicas() -> Snapshot {
-    let mut s = uber_chain_replicas_built();
-    derive(&mut s);
-    s
-}
-
-/// [`multi_root_endpoints_built`] with the figures derived from the others ([`derive`]).
-pub fn multi_root_endpoints() -> Snapshot {
-    let mut s = multi_root_endpoints_built();
-    derive(&mut s);
-    s
+derived! {
+    uber_chain_healthy = uber_chain_healthy_built,
+    uber_chain_retry = uber_chain_retry_built,
+    uber_chain_ownership = uber_chain_ownership_built,
+    deep_chain = deep_chain_built,
+    fanout = fanout_built,
+    metastable_storm = metastable_storm_built,
+    uber_chain_replicas = uber_chain_replicas_built,
+    multi_root_endpoints = multi_root_endpoints_built,
 }
