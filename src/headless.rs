@@ -41,8 +41,11 @@ pub fn run(args: Run) -> Result<(), RunError> {
         setup,
         expectations,
         warmup,
-        ..
+        end,
     } = args.prepare(topology, Some(&scenario), true)?;
+    if let Some(line) = short_window(&setup.topology, end.map(|e| e.saturating_sub(warmup))) {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
     let endpoints = Endpoints::parse(
         &args.endpoints.metrics,
         &args.endpoints.control,
@@ -149,6 +152,19 @@ fn verdict(report: &Report) -> Result<(), RunError> {
     )))
 }
 
+/// The line a run too short for some of its services' ratios prints
+/// once, before it starts: how many it reads within ±10% at 95%.
+fn short_window(t: &Topology, measured: Option<Duration>) -> Option<String> {
+    let m = measured?.as_secs_f64();
+    let (read, of) = crate::topology::model::window::read_within(t, m);
+    (read < of).then(|| {
+        format!(
+            "note: {m:.0}s of measuring reads {read} of {of} services' amplification within ±10% at 95% at this rate; the others show a wider interval, or their count (n=…) below {} expected requests (`chaoslab check` gives the window each needs)",
+            crate::lab::figures::MIN_EXPECTED_REQUESTS
+        )
+    })
+}
+
 /// The most services a progress line names unless asked for all: a
 /// larger fleet shows those with the highest amplification.
 pub const PROGRESS_SERVICES: usize = 8;
@@ -168,14 +184,10 @@ pub fn progress_line(s: &Snapshot, warmup: Duration, all: bool) -> String {
         0
     } else {
         let top = PROGRESS_SERVICES - 2;
-        if s.roots.len() > crate::lab::roots::MESH_ROOTS {
-            // A mesh of many roots: the storm, not a rarely called
-            // service's ratio.
-            let excess = |i: usize| crate::lab::roots::load_over_baseline(&s.services[i].live);
-            shown.sort_by(|a, b| excess(b.0).total_cmp(&excess(a.0)));
-        } else {
-            shown.sort_by(|a, b| b.1.unwrap_or(0.0).total_cmp(&a.1.unwrap_or(0.0)));
-        }
+        // The storm first: load above baseline beyond what chance gives,
+        // not a rarely called service's ratio.
+        let excess = |i: usize| crate::lab::roots::beyond_chance(&s.services[i].live);
+        shown.sort_by(|a, b| excess(b.0).total_cmp(&excess(a.0)));
         let left = shown.len() - top;
         shown.truncate(top);
         left
@@ -186,7 +198,11 @@ pub fn progress_line(s: &Snapshot, warmup: Duration, all: bool) -> String {
             format!(
                 "{} {}",
                 s.services[i].name,
-                a.map_or_else(|| "-".into(), |a| format!("{a:.2}x"))
+                match (s.services[i].too_few(), a) {
+                    (Some(n), _) => format!("n={n}"),
+                    (None, Some(a)) => format!("{a:.2}x"),
+                    (None, None) => "-".into(),
+                }
             )
         })
         .collect();

@@ -34,6 +34,7 @@ pub fn check(args: CheckOptions) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
     let mut text = crate::topology::check::render_check_simulated(&t, args.simulate);
     text.push_str(&needs(&t));
+    text.push_str(&crate::topology::model::window::describe(&t));
     crate::error::write_or_print(None, &text, "check")
 }
 
@@ -76,7 +77,7 @@ pub fn model_table(t: &Topology) -> String {
         "{} · model · policy {} (R={}, B={}) · attribution {}",
         t.name,
         t.policy.name(),
-        t.policy.attempts,
+        t.policy.effective_attempts(),
         t.policy
             .budget
             .map_or_else(|| "off".into(), |b| format!("{b}")),

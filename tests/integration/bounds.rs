@@ -53,7 +53,7 @@ fn an_edge_never_holds_more_than_its_cap_of_connections() {
             .collect();
         for c in calls {
             let out = c.await.unwrap();
-            assert!(out.failed, "a silent callee fails every call");
+            assert!(out.outbound.failed, "a silent callee fails every call");
         }
         server.abort();
         let times = accepted.lock().unwrap().clone();

@@ -130,6 +130,18 @@ fn actions_over_http_apply_and_bad_ones_get_400_with_the_loaders_message() {
         ),
         (r#"{"fial": {"service": "D"}}"#, "unknown field `fial`"),
         (
+            r#"{"policy": {"retry_on": ["gateway-eror"]}}"#,
+            "did you mean `gateway-error`",
+        ),
+        (
+            r#"{"fail": {"service": "D", "status": 600}}"#,
+            "from 100 to 599, got 600",
+        ),
+        (
+            r#"{"policy": {"outlier": {"consecutive_5xx": -1}}}"#,
+            "consecutive_5xx must be a whole number from 0 to 1000000, got -1",
+        ),
+        (
             r#"{"set": {"service": "B", "workers": 2}}"#,
             "has no `workers` in the topology",
         ),

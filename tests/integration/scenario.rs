@@ -155,7 +155,7 @@ fn a_wrong_expectation_exits_1_and_junit_names_it() {
 #[test]
 fn a_bad_scenario_exits_2_with_file_and_line() {
     // Refused before any fleet starts: no lock needed.
-    let cases: [(&str, &[&str], &str); 7] = [
+    let cases: [(&str, &[&str], &str); 8] = [
         (
             "duration: 10s\nsteps:\n  - at: 1s\n    fail: { service: X, error_rate: 1 }\n",
             &[],
@@ -190,6 +190,11 @@ fn a_bad_scenario_exits_2_with_file_and_line() {
             "steps:\n  - at: 1s\n    fail: { service: D, replicas: [1] }\n",
             &[],
             ":3:",
+        ),
+        (
+            "steps:\n  - at: 1s\n    policy: { outlier: { max_ejection_percent: 150 } }\n",
+            &[],
+            ":3:48: steps[0].policy.outlier.max_ejection_percent: max_ejection_percent must be a number from 0 to 100, got 150",
         ),
     ];
     for (i, (yaml, extra, want)) in cases.iter().enumerate() {

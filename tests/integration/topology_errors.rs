@@ -755,3 +755,54 @@ fn roots_that_cannot_be() {
         &["load.entries[0].rps", "positive"],
     );
 }
+
+/// SPEC section 17's keys: each mistake named where it is, with what
+/// would be right.
+#[test]
+fn mesh_keys_say_where_and_what() {
+    rejects(
+        "retry-on-typo",
+        "name: t\npolicy: { retry_on: [5xx, gateway-eror] }\nservices:\n  A:\n",
+        ":2:",
+        &[
+            "unknown retry_on condition `gateway-eror`",
+            "did you mean `gateway-error`",
+        ],
+    );
+    rejects(
+        "retry-on-status",
+        "name: t\npolicy: { retry_on: [503, 700] }\nservices:\n  A:\n",
+        ":2:",
+        &["from 100 to 599, got 700"],
+    );
+    rejects(
+        "own-status",
+        "name: t\nservices:\n  A:\n    errors: { own: 99 }\n",
+        ":4:",
+        &["status must be a whole number from 100 to 599, got 99"],
+    );
+    rejects(
+        "passed-word",
+        "name: t\nservices:\n  A:\n    errors: { passed: sme }\n",
+        ":4:",
+        &["passed must be a status code from 100 to 599 or `same`, got `sme`"],
+    );
+    rejects(
+        "sidecar-no-calls",
+        "name: t\nservices:\n  A: { calls: [B] }\n  B:\n    sidecar: { kind: nginx }\n",
+        ":5:5: ",
+        &["B makes no calls, so a nginx sidecar would carry nothing"],
+    );
+    rejects(
+        "sidecar-foreign-key",
+        "name: t\nservices:\n  A:\n    calls: [B]\n    sidecar: { kind: haproxy, max_fails: 3 }\n  B:\n",
+        ":5:31: ",
+        &["haproxy has no `max_fails` (it is nginx's)"],
+    );
+    rejects(
+        "sidecar-kind",
+        "name: t\nservices:\n  A:\n    calls: [B]\n    sidecar: { kind: envoy }\n  B:\n",
+        ":5:",
+        &["unknown variant `envoy`", "nginx", "haproxy"],
+    );
+}

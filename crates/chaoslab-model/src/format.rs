@@ -123,6 +123,22 @@ pub fn fmt_rate(v: f64) -> String {
     }
 }
 
+/// A duration in the largest unit that keeps it exact.
+pub fn exact(d: Duration) -> String {
+    let ns = d.as_nanos();
+    if ns == 0 {
+        "0ms".into()
+    } else if ns % 1_000_000_000 == 0 {
+        format!("{}s", ns / 1_000_000_000)
+    } else if ns % 1_000_000 == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns % 1000 == 0 {
+        format!("{}us", ns / 1000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -106,6 +106,7 @@ fn chain_edges(n: usize, retry: &[f64], attempts: &[f64]) -> Vec<EdgeView> {
             retry_rps: retry.get(i).copied().unwrap_or(0.0),
             budget: None,
             breaker: 0,
+            outliers: vec![],
         })
         .collect()
 }
@@ -172,7 +173,7 @@ fn base(name: &str, t: f64, preset: Preset, services: Vec<ServiceView>) -> Snaps
 const CHAIN: [&str; 7] = ["A", "B", "C", "D", "E", "F", "G"];
 
 /// uber-chain under `ownership` with no fault: 200 rps, nothing retries.
-pub fn uber_chain_healthy() -> Snapshot {
+fn uber_chain_healthy_built() -> Snapshot {
     let services = CHAIN
         .iter()
         .enumerate()
@@ -190,7 +191,7 @@ pub fn uber_chain_healthy() -> Snapshot {
 
 /// uber-chain under naive `retry` with D failing every request: the storm
 /// (1, 2, 4, 8, 8, 8, 8), 30 s after D started failing.
-pub fn uber_chain_retry() -> Snapshot {
+fn uber_chain_retry_built() -> Snapshot {
     let amps = [1.0, 2.0, 4.0, 8.0, 7.995, 7.995, 7.995];
     let rps = [200.2, 400.4, 800.6, 1600.8, 1600.0, 1600.0, 1600.0];
     let services = CHAIN
@@ -255,7 +256,7 @@ pub fn uber_chain_retry() -> Snapshot {
 
 /// The same run 15 s after `4` switched to `ownership`: only C retries D,
 /// within the budget; B suppresses; D and below carry 1.1×.
-pub fn uber_chain_ownership() -> Snapshot {
+fn uber_chain_ownership_built() -> Snapshot {
     let mut s = uber_chain_retry();
     s.t = Duration::from_secs(60);
     s.state.policy = policy(Preset::Ownership);
@@ -351,7 +352,7 @@ pub fn uber_chain_ownership() -> Snapshot {
 
 /// deep-chain: 25 services under `ownership`, the deepest three failing
 /// now and then (S23, S24 5%, S25 20%).
-pub fn deep_chain() -> Snapshot {
+fn deep_chain_built() -> Snapshot {
     let services: Vec<ServiceView> = (0..25)
         .map(|i| {
             let mut v = svc(&format!("S{:02}", i + 1), i, 200.0);
@@ -412,7 +413,7 @@ pub fn deep_chain() -> Snapshot {
 
 /// fanout: a DAG with a sequential caller, a parallel fan-out and a
 /// fail-open dependency; shard2 failing under `ownership`.
-pub fn fanout() -> Snapshot {
+fn fanout_built() -> Snapshot {
     let spec: [(&str, usize, f64); 9] = [
         ("gateway", 0, 200.0),
         ("auth", 1, 200.0),
@@ -459,6 +460,7 @@ pub fn fanout() -> Snapshot {
             retry_rps: if to == 7 { 20.0 } else { 0.0 },
             budget: None,
             breaker: 0,
+            outliers: vec![],
         })
         .collect();
     s.state.faults[4] = Fault {
@@ -491,7 +493,7 @@ pub fn fanout() -> Snapshot {
 /// time out and are retried (3 per root request), DB sheds what its queue
 /// cannot hold and finishes work nobody waits for. Goodput is near 0. The
 /// recovery threshold is the model's, for the shipped file.
-pub fn metastable_storm() -> Snapshot {
+fn metastable_storm_built() -> Snapshot {
     let t = crate::topology::Topology::from_yaml(
         include_str!("../../../topologies/metastable.yaml"),
         "metastable.yaml",
@@ -562,7 +564,7 @@ pub fn metastable_storm() -> Snapshot {
 
 /// The uber chain under retry, D given ten replicas of which replica 0
 /// fails every request: the replicas panel's fixture.
-pub fn uber_chain_replicas() -> Snapshot {
+fn uber_chain_replicas_built() -> Snapshot {
     let mut s = uber_chain_retry();
     if let Some(d) = s.services.iter_mut().find(|v| v.name == "D") {
         d.replicas = (0..10u32)
@@ -576,15 +578,37 @@ pub fn uber_chain_replicas() -> Snapshot {
                 retries: if r == 1 { 80 } else { 0 },
                 retry_rps: if r == 1 { 40.0 } else { 0.0 },
                 first_attempt_share: 0.1,
+                ejections: 0,
+                ejected_now: 0,
             })
             .collect();
     }
     s
 }
 
+/// [`uber_chain_replicas`] under outlier detection: C has ejected D's
+/// bad replica twice and has it out now, so it got 1% of the first
+/// attempts: the replicas panel's outlier columns.
+pub fn uber_chain_outliers() -> Snapshot {
+    let mut s = uber_chain_replicas();
+    s.state.policy.outlier = Some(error_ownership::outlier::OutlierConfig {
+        max_ejection_percent: 20.0,
+        ..error_ownership::outlier::OutlierConfig::DEFAULT
+    });
+    if let Some(d) = s.services.iter_mut().find(|v| v.name == "D") {
+        for r in &mut d.replicas {
+            r.first_attempt_share = if r.replica == 0 { 0.01 } else { 0.11 };
+            if r.replica == 0 {
+                (r.ejections, r.ejected_now, r.rps, r.requests, r.errors) = (2, 1, 4.0, 8, 8);
+            }
+        }
+    }
+    s
+}
+
 /// Two roots, and a service C of two endpoints (SPEC section 11): the
 /// roots panel and the expanded service.
-pub fn multi_root_endpoints() -> Snapshot {
+fn multi_root_endpoints_built() -> Snapshot {
     let mut s = uber_chain_healthy();
     for (i, e) in [(2, "x"), (3, "y")] {
         s.services[i].name = format!("C/{e}");
@@ -612,4 +636,51 @@ pub fn multi_root_endpoints() -> Snapshot {
     };
     s.roots = vec![root("A", 150.0, 1.0, 0, 3), root("C/y", 50.0, 0.96, 1, 1)];
     s
+}
+
+/// What the lab derives from a window's counts, from the figures a
+/// fixture sets by hand, over a 2-second window with no chance spread
+/// beyond one request: the expected requests (baseline × 2 s), the
+/// excess over baseline in those units, whether the measured
+/// amplification differs from the model's by over 5%, and the ratio
+/// withheld (NaN) below the lab's minimum count. A test that changes a
+/// fixture's rates calls it again.
+pub fn derive(s: &mut Snapshot) {
+    use crate::lab::figures::MIN_EXPECTED_REQUESTS;
+    for v in &mut s.services {
+        let f = &mut v.live;
+        let (rps, base) = (f[Figure::Rps], f[Figure::BaselineRps]);
+        f.set(Figure::ExpectedRequests, base * 2.0);
+        f.set(Figure::ExcessSigma, (rps - base) * 2.0);
+        let (amp, model) = (f[Figure::Amplification], f[Figure::ModelAmplification]);
+        let differs = model > 0.0 && (amp / model - 1.0).abs() > 0.05;
+        f.set(Figure::ModelDiffers, f64::from(u8::from(differs)));
+        if base > 0.0 && base * 2.0 < MIN_EXPECTED_REQUESTS {
+            f.set(Figure::Amplification, f64::NAN);
+            f.set(Figure::Requests, (rps * 2.0).round());
+        }
+    }
+}
+
+/// Each fixture, its figures derived from the others ([`derive`]).
+macro_rules! derived {
+    ($($name:ident = $built:ident),* $(,)?) => {$(
+        #[doc = concat!("[`", stringify!($built), "`] with the figures derived from the others.")]
+        pub fn $name() -> Snapshot {
+            let mut s = $built();
+            derive(&mut s);
+            s
+        }
+    )*};
+}
+
+derived! {
+    uber_chain_healthy = uber_chain_healthy_built,
+    uber_chain_retry = uber_chain_retry_built,
+    uber_chain_ownership = uber_chain_ownership_built,
+    deep_chain = deep_chain_built,
+    fanout = fanout_built,
+    metastable_storm = metastable_storm_built,
+    uber_chain_replicas = uber_chain_replicas_built,
+    multi_root_endpoints = multi_root_endpoints_built,
 }

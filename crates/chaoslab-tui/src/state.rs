@@ -316,7 +316,7 @@ impl State {
                 SortKey::Errors => v.live[Figure::ErrorRate],
                 SortKey::Retries => v.total[Figure::RetriesSent],
                 SortKey::Suppressed => v.total[Figure::RetriesSuppressed],
-                SortKey::Storm => crate::lab::roots::load_over_baseline(&v.live),
+                SortKey::Storm => crate::lab::roots::beyond_chance(&v.live),
             }
         };
         let hop = |i: ServiceId| hops.get(i).copied().unwrap_or(0);
@@ -377,13 +377,11 @@ mod tests {
         // A: 1 call a second where it had 0.1 (10×, 0.9 rps above).
         mesh.services[0].live.set(Figure::Rps, 1.0);
         mesh.services[0].live.set(Figure::BaselineRps, 0.1);
+        fixtures::derive(&mut mesh);
         let st = State::opening(&mesh);
         assert_eq!((st.sort, st.descending), (SortKey::Storm, true));
         let order = st.order(&mesh);
-        let excess = |i: ServiceId| {
-            let f = &mesh.services[i].live;
-            f[Figure::Rps] - f[Figure::BaselineRps]
-        };
+        let excess = |i: ServiceId| crate::lab::roots::beyond_chance(&mesh.services[i].live);
         assert!(order.windows(2).all(|w| excess(w[0]) >= excess(w[1])));
         // Under naive retries D..G carry 7× the entry's rate above their
         // baseline: the storm leads, A (10× of almost nothing) trails it.

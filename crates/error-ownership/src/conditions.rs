@@ -225,8 +225,8 @@ impl fmt::Debug for HeaderRule {
 pub struct RetryOn {
     any: bool,
     tokens: u16,
-    /// Statuses 0..=511, one bit each.
-    codes: [u64; 8],
+    /// Statuses 0..640, one bit each.
+    codes: [u64; 10],
     headers: [Option<HeaderRule>; MAX_HEADER_RULES],
 }
 
@@ -242,7 +242,7 @@ impl RetryOn {
     pub const ANY: RetryOn = RetryOn {
         any: true,
         tokens: 0,
-        codes: [0; 8],
+        codes: [0; 10],
         headers: [None; MAX_HEADER_RULES],
     };
 
@@ -250,7 +250,7 @@ impl RetryOn {
     pub const EMPTY: RetryOn = RetryOn {
         any: false,
         tokens: 0,
-        codes: [0; 8],
+        codes: [0; 10],
         headers: [None; MAX_HEADER_RULES],
     };
 
@@ -261,9 +261,9 @@ impl RetryOn {
     }
 
     /// This set and status `code` (`retriable-status-codes`); a code over
-    /// 511 is none.
+    /// 639 is none.
     pub const fn with_status(mut self, code: u16) -> RetryOn {
-        if code < 512 {
+        if code < 640 {
             self.codes[(code / 64) as usize] |= 1 << (code % 64);
         }
         self
@@ -298,7 +298,7 @@ impl RetryOn {
 
     /// The retriable status codes, ascending.
     pub fn statuses(&self) -> impl Iterator<Item = u16> + '_ {
-        (0..512u16).filter(|c| self.codes[(c / 64) as usize] & (1 << (c % 64)) != 0)
+        (0..640u16).filter(|c| self.codes[(c / 64) as usize] & (1 << (c % 64)) != 0)
     }
 
     /// The retriable-headers rules.
@@ -331,7 +331,7 @@ impl RetryOn {
         let Failure::Status(s) = f else {
             return false;
         };
-        if s < 512 && self.codes[(s / 64) as usize] & (1 << (s % 64)) != 0 {
+        if s < 640 && self.codes[(s / 64) as usize] & (1 << (s % 64)) != 0 {
             return true;
         }
         self.header_rules()
@@ -342,7 +342,7 @@ impl RetryOn {
     /// [`RetryOn::ANY`], `nothing` for an empty set).
     pub fn describe(&self) -> String {
         if self.any {
-            return "any error".into();
+            return "any error (5xx, 429, no answer)".into();
         }
         let mut parts: Vec<String> = self.conditions().map(|c| c.name().to_string()).collect();
         let codes: Vec<String> = self.statuses().map(|c| c.to_string()).collect();
@@ -445,7 +445,10 @@ mod tests {
             s.describe(),
             "connect-failure, retriable-status-codes [503]"
         );
-        assert_eq!(RetryOn::ANY.describe(), "any error");
+        assert_eq!(RetryOn::ANY.describe(), "any error (5xx, 429, no answer)");
+        let top = RetryOn::EMPTY.with_status(599);
+        assert!(top.allows(Failure::Status(599), none));
+        assert_eq!(top.statuses().collect::<Vec<_>>(), [599]);
     }
 
     #[test]

@@ -32,7 +32,8 @@
 //! "don't retry" ([`retry_counter`], the SRE book's retry counter), how many requests a service should serve at once
 //! ([`gradient`], Envoy's adaptive concurrency; [`limiter`], Netflix's
 //! AIMD and Vegas), when to hedge a slow
-//! attempt ([`hedge`], gRPC A6), how long to wait
+//! attempt ([`hedge`], gRPC A6), which of a callee's hosts to stop
+//! sending to ([`outlier`], Envoy's outlier detection), how long to wait
 //! ([`backoff`]), whether a failing service owns
 //! its error ([`claim`]), and what the other stacks' don't-retry headers
 //! say ([`signal`]). The [`attempt`]
@@ -75,6 +76,7 @@ pub mod gradient;
 pub mod hedge;
 pub mod learn;
 pub mod limiter;
+pub mod outlier;
 pub mod policy;
 pub mod quota;
 pub mod retry;

@@ -27,6 +27,7 @@
 //!     breaker: None,
 //!     throttle: None,
 //!     hedge: None,
+//!     outlier: None,
 //!     backoff: Duration::ZERO,
 //!     timeout: Duration::from_secs(1),
 //!     deadline_propagate: false,
@@ -44,6 +45,7 @@ use super::breaker::BreakerConfig;
 use super::conditions::RetryOn;
 use super::edge_budget::{BudgetModel, EdgeBudget};
 use super::hedge::HedgeConfig;
+use super::outlier::OutlierConfig;
 use super::signal::Signal;
 use super::throttle::ThrottleConfig;
 
@@ -95,6 +97,10 @@ pub struct EdgePolicy {
     /// hedge every `delay` without an answer, each asking the budget as a
     /// retry; the first success wins and the others are cancelled.
     pub hedge: Option<HedgeConfig>,
+    /// Outlier detection over the callee's replicas (Envoy's), if any:
+    /// the caller stops sending attempts to a replica that failed too
+    /// many in a row, for a while.
+    pub outlier: Option<OutlierConfig>,
     /// Backoff base.
     pub backoff: Duration,
     /// Per-attempt timeout.

@@ -13,10 +13,12 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::metrics::Metrics;
-use crate::middleware::client::{EdgeState, RetryClient};
+use crate::middleware::client::{Called, EdgeState, RetryClient};
 use crate::middleware::context::Trace;
 use crate::middleware::server::ServerConfig;
+use crate::topology::mesh::Errors;
 use crate::topology::{Fault, Service};
+use error_ownership::conditions::Failure;
 use error_ownership::retry_counter::{
     read_attempt, Rejection, RetryHistogram, DEFAULT_RETRY_SHARE,
 };
@@ -77,6 +79,8 @@ pub struct ServiceRuntime {
     plain: Option<reqwest::Client>,
     /// Where its listener counts the connections it could not accept.
     metrics: Arc<Metrics>,
+    /// The statuses of the errors it causes and passes up.
+    errors: Errors,
 }
 
 impl std::fmt::Debug for ServiceRuntime {
@@ -196,6 +200,7 @@ impl ServiceRuntime {
             server,
             plain,
             metrics: metrics.clone(),
+            errors: spec.errors,
         }
     }
 
@@ -293,13 +298,15 @@ impl ServiceRuntime {
         self.context_dropped.load(Ordering::Relaxed)
     }
 
-    /// Writes its edges' live gauges (budget level, breaker state), read on
-    /// its client's clock.
+    /// Writes its edges' live gauges (budget level, breaker state, read on
+    /// its client's clock; the replicas out, on the edge's balancer's).
     pub(super) fn publish_gauges(&self, metrics: &Metrics) {
         let now = self.client.now();
         for c in &self.calls {
             let (level, breaker) = c.edge.live(now);
             metrics.set_edge_gauges(c.edge.id, level, breaker);
+            let b = c.edge.balancer();
+            metrics.set_outliers(c.edge.id, b.outliers(b.now()));
         }
         if let Some(l) = &self.limit {
             let (limit, no_load) = l.live();
@@ -391,31 +398,33 @@ impl ServiceRuntime {
 
     /// Makes this request's outbound calls; `false` when a fail-close call
     /// failed (the request has failed).
-    async fn run_calls(&self, trace: Option<Trace>) -> bool {
+    async fn run_calls(&self, trace: Option<Trace>) -> Result<(), CallsFailed> {
+        let failing =
+            |c: &Called| c.outbound.failed && c.outbound.mode == DependencyMode::FailClose;
         if self.parallel {
             let calls = self
                 .drawn()
                 .flat_map(|c| std::iter::repeat_n(&c.edge, c.count as usize))
                 .map(|e| self.client.call(e, trace));
-            return join_all(calls)
-                .await
-                .iter()
-                .all(|o| !(o.failed && o.mode == DependencyMode::FailClose));
+            return match join_all(calls).await.iter().find(|c| failing(c)) {
+                Some(c) => Err(CallsFailed { last: c.last }),
+                None => Ok(()),
+            };
         }
         for c in self.drawn() {
             for _ in 0..c.count {
                 let o = self.client.call(&c.edge, trace).await;
-                if o.failed && o.mode == DependencyMode::FailClose {
-                    return false;
+                if failing(&o) {
+                    return Err(CallsFailed { last: o.last });
                 }
             }
         }
-        true
+        Ok(())
     }
 
     /// The plain baseline: the same calls with bare reqwest, no retries, no
     /// headers, no records.
-    async fn run_calls_plain(&self, http: &reqwest::Client) -> bool {
+    async fn run_calls_plain(&self, http: &reqwest::Client) -> Result<(), CallsFailed> {
         for c in self.drawn() {
             for _ in 0..c.count {
                 let ok = match http.get(c.edge.url()).send().await {
@@ -426,12 +435,20 @@ impl ServiceRuntime {
                     Err(_) => false,
                 };
                 if !ok && c.edge.mode == DependencyMode::FailClose {
-                    return false;
+                    return Err(CallsFailed { last: None });
                 }
             }
         }
-        true
+        Ok(())
     }
+}
+
+/// A request's calls failed it: how the failing call's last attempt
+/// failed (`None`: no attempt left, the caller's own breaker, throttle or
+/// deadline stopped it, which makes the error the caller's own).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CallsFailed {
+    pub(super) last: Option<Failure>,
 }
 
 /// How far back the `sre` dialect counts attempt numbers ("recent history").

@@ -40,6 +40,12 @@ pub(super) fn metrics(t: &Topology, layout: &FleetLayout) -> Metrics {
     )
     .with_outside(&outside)
     .with_replicas(&counted)
+    .with_outliers(
+        &t.edges
+            .iter()
+            .map(|e| t.services[e.to].replicas)
+            .collect::<Vec<_>>(),
+    )
     .with_roots(&roots);
     if layout.journal {
         metrics.with_journal()

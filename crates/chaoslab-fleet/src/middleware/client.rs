@@ -36,6 +36,7 @@ use crate::observe::{is_out_of_files, Exchanged, Then, WireValue};
 use crate::sidecar::retries::CALL;
 use error_ownership::attempt::{attempt_timeout, AttemptMachine, CallOutcome, Next};
 use error_ownership::claim::Outbound;
+use error_ownership::conditions::{Failure, RetryOn};
 use error_ownership::policy::EdgePolicy;
 use error_ownership::quota::RetryKind;
 use error_ownership::retry::StopReason;
@@ -64,16 +65,45 @@ pub(super) struct Reply {
     status: Option<u16>,
     /// The claim header's value as sent, on an error.
     claim: Option<WireValue>,
+    /// How it failed, if it did: what the edge's retry conditions and a
+    /// caller passing it up as `same` read.
+    pub(super) failure: Option<Failure>,
 }
 
 impl Reply {
+    /// No answer within the attempt's time.
     const NONE: Reply = Reply {
         class: Classified::NoResponse,
         advice: Advice::Silent,
         kind: RetryKind::Timeout,
         status: None,
         claim: None,
+        failure: Some(Failure::Timeout),
     };
+
+    /// The reply with the edge's retry conditions applied: a failure they
+    /// do not cover is not retried, whatever the signal invited.
+    fn under(mut self, retry_on: &RetryOn, retriable: bool) -> Reply {
+        if !retry_on.is_any()
+            && self.failure.is_some()
+            && !retriable
+            && !matches!(self.advice, Advice::DontRetry(_))
+        {
+            self.advice = Advice::DontRetry(DontRetry::NotRetriable);
+        }
+        self
+    }
+}
+
+/// What one logical call ended in: the record the dependency analysis
+/// keeps, and how its last attempt failed (for a caller that passes the
+/// failure up as `same`).
+#[derive(Debug, Clone, Copy)]
+pub struct Called {
+    /// The call's record.
+    pub outbound: Outbound,
+    /// How its last attempt failed, if the call failed after one.
+    pub last: Option<Failure>,
 }
 
 /// An HTTP/1.1 client for calls between services: a pool per callee of up
@@ -220,7 +250,7 @@ impl RetryClient {
         trace: Option<Trace>,
         (sent, timeout): (Instant, Duration),
         propagate: bool,
-        (signal, attempt): (Option<Signal>, u32),
+        (signal, attempt, retry_on): (Option<Signal>, u32, &RetryOn),
     ) -> Reply {
         // The attempt's end, on the clock read when it began (no second
         // read for its timer); past the clock's range, never.
@@ -232,12 +262,14 @@ impl RetryClient {
         let (_slot, timeout) = match edge.slots.try_take() {
             Some(slot) => (slot, timeout),
             None => {
+                let timed_out =
+                    || Reply::NONE.under(retry_on, retry_on.allows(Failure::Timeout, |_| None));
                 let Ok(slot) = tokio::time::timeout_at(until, edge.slots.take()).await else {
-                    return Reply::NONE;
+                    return timed_out();
                 };
                 let left = until.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    return Reply::NONE;
+                    return timed_out();
                 }
                 (slot, left)
             }
@@ -272,7 +304,11 @@ impl RetryClient {
                     if is_out_of_files(&e) {
                         self.observer.out_of_files();
                     }
-                    return None;
+                    return Err(if e.is_connect() {
+                        Failure::Refused
+                    } else {
+                        Failure::Reset
+                    });
                 }
             };
             let status = res.status().as_u16();
@@ -309,9 +345,18 @@ impl RetryClient {
                     }
                 })
             });
+            // Whether the edge's conditions retry this answer, read while
+            // its headers are at hand (only a set with retriable-headers
+            // reads them).
+            let failure = is_error_status(status).then_some(Failure::Status(status));
+            let retriable = failure.is_some_and(|f| {
+                retry_on.allows(f, |name| headers.get(name).map(|v| v.as_bytes()))
+            });
             // Drain the body so the connection goes back to the pool.
-            res.bytes().await.ok()?;
-            Some(if is_error_status(status) {
+            if res.bytes().await.is_err() {
+                return Err(Failure::Reset);
+            }
+            Ok(if is_error_status(status) {
                 Reply {
                     class: Classified::Error { claim },
                     advice,
@@ -322,7 +367,9 @@ impl RetryClient {
                     },
                     status: Some(status),
                     claim: claim_wire,
+                    failure,
                 }
+                .under(retry_on, retriable)
             } else {
                 Reply {
                     class: Classified::Success,
@@ -330,17 +377,20 @@ impl RetryClient {
                     kind: RetryKind::Transient,
                     status: Some(status),
                     claim: None,
+                    failure: None,
                 }
             })
         };
         match tokio::time::timeout_at(until, attempt).await {
-            Ok(Some(r)) => r,
-            Ok(None) => Reply {
+            Ok(Ok(r)) => r,
+            Ok(Err(f)) => Reply {
                 // Refused or reset: a transient error to the AWS quota.
                 kind: RetryKind::Transient,
+                failure: Some(f),
                 ..Reply::NONE
-            },
-            Err(_) => Reply::NONE,
+            }
+            .under(retry_on, retry_on.allows(f, |_| None)),
+            Err(_) => Reply::NONE.under(retry_on, retry_on.allows(Failure::Timeout, |_| None)),
         }
     }
 
@@ -348,7 +398,7 @@ impl RetryClient {
     /// `trace` is the caller's own trace: the callee gets its child. The
     /// outcome is recorded into the current request context, if the task
     /// has one, and returned.
-    pub async fn call(&self, edge: &EdgeState, trace: Option<Trace>) -> Outbound {
+    pub async fn call(&self, edge: &EdgeState, trace: Option<Trace>) -> Called {
         // A copy: no guard or reference count held across the call.
         let policy: EdgePolicy = **edge.policy.load();
         if let Some(cfg) = policy.hedge {
@@ -369,26 +419,30 @@ impl RetryClient {
             propagate,
             clip: deadline.filter(|_| propagate),
         };
-        let (outcome, overloaded) = self.attempts(&call).await;
-        self.conclude(edge, outcome, overloaded)
+        let (outcome, overloaded, last) = self.attempts(&call).await;
+        Called {
+            outbound: self.conclude(edge, outcome, overloaded),
+            last,
+        }
     }
 
     /// The call's attempts, sent one after another until its machine
     /// stops: how the call ended, and whether the last answer was an
     /// overloaded callee's (in the `sre` dialect). The call is open on the
     /// edge's budget (a window earns its deposit) until this returns.
-    async fn attempts(&self, call: &Call<'_>) -> (CallOutcome, bool) {
+    async fn attempts(&self, call: &Call<'_>) -> (CallOutcome, bool, Option<Failure>) {
         let mut books = Books::open(call.edge, self.epoch, call.policy.budget.is_some());
         let mut machine = AttemptMachine::for_policy(call.policy);
         let mut tried = Tried::default();
         let mut overloaded = false;
+        let mut last = None;
         // A retry decided on and not yet sent: it counts once it leaves,
         // not when the breaker, the throttle or the deadline stops it.
         let mut retrying = false;
         loop {
             let cleared = match self.clear(call, &mut machine) {
                 ControlFlow::Continue(cleared) => cleared,
-                ControlFlow::Break(outcome) => return (outcome, overloaded),
+                ControlFlow::Break(outcome) => return (outcome, overloaded, last),
             };
             if std::mem::take(&mut retrying) {
                 self.observer.retry_sent(&RetrySent {
@@ -409,6 +463,7 @@ impl RetryClient {
                 },
             };
             let reply = self.send(call, &cleared, attempt, &mut tried).await;
+            last = reply.failure;
             overloaded = call.policy.signal == Some(Signal::Sre)
                 && matches!(
                     reply.advice,
@@ -419,7 +474,7 @@ impl RetryClient {
             books.answered(reply.class);
             let next = self.decide(call, &cleared, attempt, &reply, &mut machine, &mut books);
             let delay = match next {
-                Next::Stop(outcome) => return (outcome, overloaded),
+                Next::Stop(outcome) => return (outcome, overloaded, last),
                 Next::RetryNow => None,
                 Next::RetryAfter(d) => Some(d),
             };
@@ -500,9 +555,11 @@ impl RetryClient {
                 call.child,
                 (cleared.sent, cleared.timeout),
                 call.propagate,
-                (call.policy.signal, attempt),
+                (call.policy.signal, attempt, &call.policy.retry_on),
             )
             .await;
+        // The edge's outlier detection hears how the replica answered.
+        edge.outlier_heard(host.replica, reply.status, reply.class);
         drop(host);
         reply
     }

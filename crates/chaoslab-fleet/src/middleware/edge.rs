@@ -1,7 +1,16 @@
 //! One edge's runtime state as the client drives it: where it goes (the
 //! callee's replicas and their balancer), the policy in force, and the
-//! state its policy keeps between calls (budget, breaker, throttle), each
-//! behind its own lock; and one call's dealings with the budget.
+//! state its policy keeps between calls (budget, breaker, throttle,
+//! outlier detection), each behind its own lock; and one call's dealings
+//! with the budget.
+//!
+//! Outlier detection is the caller's view of its callee's replicas, as
+//! each client proxy keeps its own (SPEC section 17): one detector per
+//! edge, shared by the caller's replicas in one process as its budget and
+//! breaker are, counting on the balancer's clock. Every answered attempt
+//! is reported to it ([`EdgeState::outlier_heard`]); an ejection it
+//! decides is handed to the balancer, which sends the replica nothing
+//! until then.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,10 +23,11 @@ use super::slots::Slots;
 use crate::sidecar::retries::CallNumbers;
 use error_ownership::breaker::{Breaker, BreakerState};
 use error_ownership::edge_budget::{Answered, EdgeBudget, Grant, Level};
+use error_ownership::outlier::{Answer, OutlierConfig, Outliers};
 use error_ownership::policy::{EdgePolicy, Lb};
 use error_ownership::quota::RetryKind;
 use error_ownership::throttle::AdaptiveThrottle;
-use error_ownership::{Classified, DependencyMode};
+use error_ownership::{Claim, Classified, DependencyMode};
 
 /// One edge's runtime state: where it goes, its policy, its budget.
 #[derive(Debug)]
@@ -36,6 +46,7 @@ pub struct EdgeState {
     budget: Mutex<Option<EdgeBudget>>,
     breaker: Mutex<Option<Breaker>>,
     throttle: Mutex<Option<AdaptiveThrottle>>,
+    outliers: Mutex<Option<Outliers>>,
     /// Attempts in flight on this edge, like a client's connection pool.
     pub(super) slots: Slots,
     /// Whether the callee is served by this process, and so reached over
@@ -81,6 +92,7 @@ impl EdgeState {
         let budget = policy.new_budget();
         let breaker = policy.breaker.map(Breaker::new);
         let throttle = policy.throttle.map(AdaptiveThrottle::new);
+        let outliers = detector(policy.outlier, &balancer);
         EdgeState {
             id,
             dependency,
@@ -90,6 +102,7 @@ impl EdgeState {
             budget: Mutex::new(budget),
             breaker: Mutex::new(breaker),
             throttle: Mutex::new(throttle),
+            outliers: Mutex::new(outliers),
             slots: Slots::new(MAX_IN_FLIGHT_PER_EDGE),
             in_process: false,
             proxied: None,
@@ -141,6 +154,14 @@ impl EdgeState {
             *self.throttle.lock().unwrap_or_else(|e| e.into_inner()) =
                 policy.throttle.map(AdaptiveThrottle::new);
         }
+        if old.outlier != policy.outlier {
+            // A new detector starts with every replica in service (and
+            // its sweeps from now), as Envoy's does when a cluster's
+            // outlier detection changes.
+            let mut o = self.outliers.lock().unwrap_or_else(|e| e.into_inner());
+            *o = detector(policy.outlier, &self.balancer);
+            self.balancer.clear_ejections();
+        }
         self.policy.store(Arc::new(policy));
     }
 
@@ -174,6 +195,25 @@ impl EdgeState {
             .map(f)
     }
 
+    /// An attempt on replica `replica` was answered with `status` (`None`:
+    /// no answer: refused, reset or timed out) and classified as `class`:
+    /// the edge's outlier detection counts it, and ejects the replica
+    /// from the balancer if this was one failure too many. Does nothing
+    /// on an edge without outlier detection or to a callee of one
+    /// replica.
+    pub fn outlier_heard(&self, replica: usize, status: Option<u16>, class: Classified) {
+        if self.balancer.replicas() < 2 || self.policy.load().outlier.is_none() {
+            return;
+        }
+        let answer = Answer::of(status, class.claim().unwrap_or(Claim::Missing));
+        let mut guard = self.outliers.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(o) = guard.as_mut() else { return };
+        let now = self.balancer.now();
+        if let Some(until) = o.record(replica, answer, now) {
+            self.balancer.eject(replica, until);
+        }
+    }
+
     /// The budget's level and the breaker's state at `now` on the edge's
     /// client clock (see [`RetryClient::now`]); `None` for what the edge
     /// does not run. Read once a sample, for the gauges.
@@ -183,6 +223,12 @@ impl EdgeState {
             self.with_breaker(|b| b.state(now)),
         )
     }
+}
+
+/// An outlier detector over the balancer's replicas, from its clock's
+/// now, when the policy asks for one.
+fn detector(cfg: Option<OutlierConfig>, balancer: &Balancer) -> Option<Outliers> {
+    cfg.map(|c| Outliers::new(c, balancer.replicas(), balancer.now()))
 }
 
 /// One call's dealings with its edge's budget: the call is open on the

@@ -9,11 +9,12 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 
 use super::balance::Tried;
-use super::client::{InFlight, Reply, RetryClient, FAR_FUTURE};
+use super::client::{Called, InFlight, Reply, RetryClient, FAR_FUTURE};
 use super::context::Trace;
 use super::edge::{Books, EdgeState};
 use super::{Attempted, CallFailed, RetrySent};
 use error_ownership::claim::Outbound;
+use error_ownership::conditions::RetryOn;
 use error_ownership::hedge::{Answer, Hedge, HedgeConfig, Step};
 use error_ownership::policy::EdgePolicy;
 use error_ownership::retry::StopReason;
@@ -30,9 +31,13 @@ impl RetryClient {
         trace: Option<Trace>,
         policy: &EdgePolicy,
         cfg: HedgeConfig,
-    ) -> Outbound {
+    ) -> Called {
         let race = self.race(edge, trace, policy, cfg).await;
-        self.conclude_hedged(edge, race)
+        let last = race.last.and_then(|r| r.failure);
+        Called {
+            outbound: self.conclude_hedged(edge, race),
+            last,
+        }
     }
 
     /// Sends the attempts the hedge asks for and waits for their answers
@@ -67,8 +72,8 @@ impl RetryClient {
                         next_hedge = Instant::now() + FAR_FUTURE;
                         continue;
                     }
-                    let (url, sent) = self.pick_hedge(edge, trace, &mut tried, n);
-                    running.push(self.hedge_attempt(edge, policy, url, child, sent, n));
+                    let (host, sent) = self.pick_hedge(edge, trace, &mut tried, n);
+                    running.push(self.hedge_attempt(edge, policy, host, child, sent, n));
                     next_hedge = sent + cfg.delay;
                     continue;
                 }
@@ -109,7 +114,8 @@ impl RetryClient {
     }
 
     /// Picks the replica attempt `n` goes to (a hedge past the first is
-    /// reported as a retry sent): its URL, and when the attempt leaves.
+    /// reported as a retry sent): its URL and number, and when the
+    /// attempt leaves.
     #[inline]
     fn pick_hedge(
         &self,
@@ -117,7 +123,7 @@ impl RetryClient {
         trace: Option<Trace>,
         tried: &mut Tried,
         n: u32,
-    ) -> (String, Instant) {
+    ) -> ((String, usize), Instant) {
         if n > 0 {
             self.observer.retry_sent(&RetrySent {
                 service: self.service,
@@ -127,19 +133,22 @@ impl RetryClient {
         }
         let host = edge.balancer.pick(tried, &mut |k| self.draw(k));
         tried.add(host.replica);
-        let url = host.url.to_string();
+        let picked = (host.url.to_string(), host.replica);
         drop(host);
-        (url, Instant::now())
+        (picked, Instant::now())
     }
 
-    /// Attempt `n`, sent at `sent` to `url`: its number and reply. It is
-    /// reported when it ends, or when it is cancelled (dropped) because
-    /// another attempt won.
+    /// Attempt `n`, sent at `sent` to `url` (replica `replica`): its
+    /// number and reply. It is reported when it ends, or when it is
+    /// cancelled (dropped) because another attempt won. The edge's
+    /// outlier detection hears how it was answered: an error as a 5xx
+    /// that is not a gateway error (a hedged call keeps no status), no
+    /// answer as a gateway error; a cancelled attempt not at all.
     async fn hedge_attempt(
         &self,
         edge: &EdgeState,
         policy: &EdgePolicy,
-        url: String,
+        (url, replica): (String, usize),
         child: Option<Trace>,
         sent: Instant,
         n: u32,
@@ -160,9 +169,16 @@ impl RetryClient {
                 child,
                 (sent, policy.timeout),
                 false,
-                (policy.signal, n),
+                // Hedging has its own rule for failures (`non_fatal`).
+                (policy.signal, n, &RetryOn::ANY),
             )
             .await;
+        let status = match reply.class {
+            Classified::Success => Some(200),
+            Classified::Error { .. } => Some(500),
+            Classified::NoResponse => None,
+        };
+        edge.outlier_heard(replica, status, reply.class);
         in_flight.attempted.outcome = reply.class;
         in_flight.attempted.timed_out = reply.class == Classified::NoResponse;
         in_flight.attempted.cancelled = false;

@@ -38,7 +38,7 @@ use crate::lab::step::as_step;
 use crate::lab::Action;
 use crate::metrics::journal::Page;
 use crate::metrics::tap;
-use crate::metrics::{Counts, Metrics, WireCounts};
+use crate::metrics::{Counts, Metrics, OutlierCounts, WireCounts};
 use crate::topology::Topology;
 
 /// How often the nodes are read.
@@ -401,6 +401,11 @@ impl Reader {
             .enumerate()
             .map(|(k, r)| ((r.service, r.replica), k))
             .collect();
+        // Each caller's node keeps its own outlier detection: an edge's
+        // rows are summed over its caller's nodes (`ejected` then counts
+        // the callers' processes that have the replica out).
+        let mut outliers: std::collections::BTreeMap<(usize, u32), OutlierCounts> =
+            std::collections::BTreeMap::new();
         for (n, read) in self.nodes.iter_mut().zip(reads) {
             match read {
                 Some(w) if w.services.len() == counts.services.len() => {
@@ -438,11 +443,25 @@ impl Reader {
                     to.retries += row.retries;
                 }
             }
+            for row in &c.outliers {
+                let to = outliers
+                    .entry((row.edge, row.replica))
+                    .or_insert(OutlierCounts {
+                        ejections: 0,
+                        ejected: 0,
+                        ..*row
+                    });
+                to.ejections += row.ejections;
+                to.ejected += row.ejected;
+            }
             let r = &mut counts.root;
             r.fd_errors += c.root.fd_errors;
             r.ticks += c.root.ticks;
             r.lag_us += c.root.lag_us;
             r.lag_max_us = r.lag_max_us.max(c.root.lag_max_us);
+        }
+        if !outliers.is_empty() {
+            counts.outliers = outliers.into_values().collect();
         }
         self.misses += missed;
         counts.root.node_misses = self.misses;

@@ -199,6 +199,7 @@ pub fn client_policy(p: &EdgePolicy, kind: ProxyKind) -> EdgePolicy {
         breaker: None,
         throttle: None,
         hedge: None,
+        outlier: None,
         backoff: Duration::ZERO,
         signal: None,
         retry_on: RetryOn::ANY,

@@ -226,6 +226,28 @@ impl Window<'_> {
     }
 }
 
+/// Error responses whose status is none of 500, 502, 503 and 504.
+fn other_errors(c: &ServiceCounts) -> u64 {
+    c.errors
+        .saturating_sub(c.errors_500 + c.errors_502 + c.errors_503 + c.errors_504)
+}
+
+/// The status most error responses carried: 500, 502, 503 or 504, or 1
+/// for another status being the most common; 0 without errors.
+fn main_status(c: &ServiceCounts) -> f64 {
+    let by = [
+        (500.0, c.errors_500),
+        (502.0, c.errors_502),
+        (503.0, c.errors_503),
+        (504.0, c.errors_504),
+        (1.0, other_errors(c)),
+    ];
+    by.into_iter()
+        .filter(|(_, n)| *n > 0)
+        .max_by_key(|(_, n)| *n)
+        .map_or(0.0, |(s, _)| s)
+}
+
 fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 {
         a / b
@@ -315,9 +337,24 @@ catalogue! {
     /// Entry rate × the service's calls per root request with no faults or retries.
     BaselineRps = "baseline_rps" at "baseline_rps", Service Real "req/s",
         col("baseline", 9, Style::Fixed(1)), |w, i| w.baseline(i);
-    /// Requests per second ÷ baseline: how much the storm multiplied its load.
+    /// Requests per second ÷ baseline: how much the storm multiplied its load (null below 20 expected requests in the window: too few for a ratio).
     Amplification = "amplification" at "amplification", Service Real "×",
-        col("amp", 7, Style::Times(2)), |w, i| ratio(w.rate(w.svc(i).requests), w.baseline(i));
+        col("amp", 7, Style::Times(2)), |w, i| w.amplification(i);
+    /// Requests the window's root requests were expected to bring it with no faults and no retries (the baseline's count).
+    ExpectedRequests = "expected_requests" at "expected_requests", Service Real "requests",
+        None, |w, i| w.baseline(i) * w.dt;
+    /// The low end of amplification's 95% interval (the sampling model's chance: sampled calls, attempts, arrivals).
+    AmplificationLow = "amplification_low" at "amplification_interval.low", Service Real "×",
+        None, |w, i| w.amplification_interval(i).0;
+    /// The high end of amplification's 95% interval.
+    AmplificationHigh = "amplification_high" at "amplification_interval.high", Service Real "×",
+        None, |w, i| w.amplification_interval(i).1;
+    /// 1 when the requests measured differ from the model's beyond chance (outside its 99.9% interval) and by over 5%; 0 otherwise.
+    ModelDiffers = "model_differs" at "model_differs", Service Count "flag",
+        None, |w, i| f64::from(u8::from(w.differs_from_model(i)));
+    /// Load above baseline over its chance spread: how unlikely the excess is by chance alone (what mesh views rank by).
+    ExcessSigma = "excess_sigma" at "excess_sigma", Service Real "σ",
+        None, |w, i| w.excess_sigma(i);
     /// The analytical model's amplification for the faults and policy in force.
     ModelAmplification = "model_amplification" at "model_amplification", Service Real "×",
         col("model", 7, Style::Times(2)), |w, i| w.prediction.services[i].amplification;
@@ -327,9 +364,33 @@ catalogue! {
     /// Error responses it answered.
     Errors = "errors" at "errors", Service Count "requests",
         None, |w, i| w.svc(i).errors as f64;
+    /// Error responses it answered with status 500.
+    Errors500 = "errors_500" at "errors_by_status.500", Service Count "requests",
+        None, |w, i| w.svc(i).errors_500 as f64;
+    /// Error responses it answered with status 502.
+    Errors502 = "errors_502" at "errors_by_status.502", Service Count "requests",
+        None, |w, i| w.svc(i).errors_502 as f64;
+    /// Error responses it answered with status 503.
+    Errors503 = "errors_503" at "errors_by_status.503", Service Count "requests",
+        None, |w, i| w.svc(i).errors_503 as f64;
+    /// Error responses it answered with status 504.
+    Errors504 = "errors_504" at "errors_by_status.504", Service Count "requests",
+        None, |w, i| w.svc(i).errors_504 as f64;
+    /// Error responses with another status (429, or a 5xx other than 500, 502, 503 and 504).
+    ErrorsOther = "errors_other" at "errors_by_status.other", Service Count "requests",
+        None, |w, i| other_errors(w.svc(i)) as f64;
+    /// The status most of its error responses carried (0: none).
+    ErrorStatus = "error_status" at "error_status", Service Count "status",
+        col("code", 5, Style::Int), |w, i| main_status(w.svc(i));
     /// Errors ÷ requests.
     ErrorRate = "error_rate" at "error_rate", Service Real "fraction",
         col("err%", 6, Style::Percent(1)), |w, i| ratio(w.svc(i).errors as f64, w.svc(i).requests as f64);
+    /// The low end of the error rate's 95% interval (Wilson's, over the requests it answered).
+    ErrorRateLow = "error_rate_low" at "error_rate_interval.low", Service Real "fraction",
+        None, |w, i| wilson(w.svc(i).errors, w.svc(i).requests).0;
+    /// The high end of the error rate's 95% interval.
+    ErrorRateHigh = "error_rate_high" at "error_rate_interval.high", Service Real "fraction",
+        None, |w, i| wilson(w.svc(i).errors, w.svc(i).requests).1;
     /// Error responses it returned claimed (`x-error-claim: true`): it owns them.
     ClaimsReturnedTrue = "claims_returned_true" at "claims_returned.true", Service Count "responses",
         col("returned true/false/-", 23, Style::Triple), |w, i| w.svc(i).claims_returned[0] as f64;
@@ -452,6 +513,18 @@ catalogue! {
         None, |w, i| {
             let (n, e) = w.root_outcomes();
             if n > 0 { 1.0 - e as f64 / n as f64 } else { f64::NAN }
+        };
+    /// The low end of the availability's 95% interval (Wilson's, over the root requests that ended).
+    RootAvailabilityLow = "root_availability_low" at "root.availability_interval.low", Fleet Real "fraction",
+        None, |w, i| {
+            let (n, e) = w.root_outcomes();
+            wilson(n.saturating_sub(e), n).0
+        };
+    /// The high end of the availability's 95% interval.
+    RootAvailabilityHigh = "root_availability_high" at "root.availability_interval.high", Fleet Real "fraction",
+        None, |w, i| {
+            let (n, e) = w.root_outcomes();
+            wilson(n.saturating_sub(e), n).1
         };
     /// The model's availability at the entry for the faults and policy in force.
     ModelAvailability = "model_availability" at "root.model_availability", Fleet Real "fraction",
@@ -696,6 +769,9 @@ impl Serialize for Figures {
         self.to_value().serialize(s)
     }
 }
+
+mod evidence;
+pub use evidence::{wilson, MIN_EXPECTED_REQUESTS, MODEL_TOLERANCE, Z_DIFFERS, Z_INTERVAL};
 
 #[cfg(test)]
 mod tests;

@@ -54,16 +54,36 @@ pub struct Radius {
     pub mean: f64,
 }
 
-/// More roots than this make a mesh: the table, the progress line and
-/// the dashboard then list the storm first ([`load_over_baseline`]).
+/// More roots than this make a mesh: the table lists the storm first
+/// without its roots above it ([`beyond_chance`]).
 pub const MESH_ROOTS: usize = 5;
 
-/// A service's load above its no-fault baseline, in requests per second:
-/// how a mesh ranks its services, where a rarely called service's ratio
-/// (two calls where one a minute was due) would drown the storm.
-pub fn load_over_baseline(f: &super::figures::Figures) -> f64 {
-    use super::figures::Figure;
-    f[Figure::Rps] - f[Figure::BaselineRps]
+/// A service's load above its no-fault baseline over the spread chance
+/// alone gives it ([`Figure::ExcessSigma`](super::figures::Figure)): how
+/// the views rank services, where a rarely called service's ratio (two
+/// calls where one a minute was due) would drown the storm, and a busy
+/// service's noise would too.
+///
+/// As one sort key, highest first: the services whose excess is beyond
+/// chance ([`Z_DIFFERS`](super::figures::Z_DIFFERS)), by how far; then the
+/// rest by the requests they were expected to get, so a healthy mesh lists
+/// its busiest services (whose ratios are the surest) and no leaf that
+/// happened to get a request more.
+pub fn beyond_chance(f: &super::figures::Figures) -> f64 {
+    use super::figures::{Figure, Z_DIFFERS};
+    /// Above every expected count a window holds.
+    const BEYOND: f64 = 1e15;
+    let z = f[Figure::ExcessSigma];
+    let expected = f[Figure::ExpectedRequests];
+    // Over too few requests for a ratio (whose amplification is withheld)
+    // a normal spread says little of a count of 3 where 0.2 were due:
+    // such a service is never ranked as beyond chance.
+    let withheld = f[Figure::Amplification].is_nan();
+    match (z.is_nan(), expected.is_nan()) {
+        (false, _) if z > Z_DIFFERS && !withheld => BEYOND + z,
+        (_, false) => expected,
+        _ => f64::NEG_INFINITY,
+    }
 }
 
 /// Each root's static radius under `policy` (0 where no single failure

@@ -76,7 +76,22 @@ impl ServiceView {
     /// `rps / baseline_rps` over the window, `None` with no baseline
     /// traffic.
     pub fn amplification(&self) -> Option<f64> {
-        (self.live[Figure::BaselineRps] > 0.0).then(|| self.live[Figure::Amplification])
+        let a = self.live[Figure::Amplification];
+        (self.live[Figure::BaselineRps] > 0.0 && !a.is_nan()).then_some(a)
+    }
+
+    /// The requests it answered over the live window, when that window
+    /// expected too few of them for a ratio: what a view shows instead
+    /// (`n=3`).
+    pub fn too_few(&self) -> Option<u64> {
+        let a = self.live[Figure::Amplification];
+        (self.live[Figure::BaselineRps] > 0.0 && a.is_nan())
+            .then(|| self.live.count(Figure::Requests))
+    }
+
+    /// Whether its live count differs from the model's beyond chance.
+    pub fn differs_from_model(&self) -> bool {
+        self.live[Figure::ModelDiffers] > 0.0
     }
 
     /// A count figure since the last reset and the two after it in the
@@ -104,6 +119,10 @@ pub struct EdgeView {
     /// Its circuit breaker's state now: 0 closed (or none), 1 half-open,
     /// 2 open.
     pub breaker: u64,
+    /// Per replica of its callee (when it has more than one): whether its
+    /// outlier detection has it ejected now, and its ejections over the
+    /// window.
+    pub outliers: Vec<super::replicas::OutlierReport>,
 }
 
 /// The end user's view.
@@ -416,6 +435,7 @@ pub fn build(mut i: Inputs<'_>) -> Snapshot {
                 retry_rps: live.w.rate(live.w.counts.edges[k].retries),
                 budget: live.w.counts.edges[k].budget_level(),
                 breaker: live.w.counts.edges[k].breaker,
+                outliers: super::replicas::edge_outliers(&live.w, k),
             })
             .collect(),
         events: i.events.iter().cloned().collect(),

@@ -59,15 +59,25 @@ impl Snapshot {
         let edges: Vec<Value> = self
             .edges
             .iter()
-            .map(|e| {
-                json!({
+            .enumerate()
+            .map(|(k, e)| {
+                let mut v = json!({
                     "caller": t.services[e.from].name,
                     "callee": t.services[e.to].name,
                     "attempt_rps": number(e.attempt_rps),
                     "retry_rps": number(e.retry_rps),
                     "budget": e.budget.map(|(level, limit)| json!({"level": number(level), "limit": number(limit)})),
                     "breaker": BreakerState::from_level(e.breaker).name(),
-                })
+                });
+                // Per replica of its callee, under outlier detection.
+                let detects = t
+                    .edges
+                    .get(k)
+                    .is_some_and(|d| st.policy.for_edge(&d.policy).outlier.is_some());
+                if detects && !e.outliers.is_empty() {
+                    v["outliers"] = json!(e.outliers);
+                }
+                v
             })
             .collect();
         let mut out = Map::new();

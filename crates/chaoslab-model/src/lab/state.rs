@@ -24,8 +24,8 @@ use thiserror::Error;
 
 use super::action::Action;
 use crate::topology::{
-    BreakerSetting, BudgetSetting, Fault, HedgeSetting, Policy, PolicyFields, Preset, ServiceId,
-    SignalSetting, ThrottleSetting, Topology,
+    BreakerSetting, BudgetSetting, Fault, HedgeSetting, OutlierSetting, Policy, PolicyFields,
+    Preset, ServiceId, SignalSetting, ThrottleSetting, Topology,
 };
 use error_ownership::signal::Signal;
 use error_ownership::Attribution;
@@ -217,6 +217,9 @@ impl LabState {
                 timeout_cost: Some(p.quota.timeout),
                 breaker: Some(p.breaker.map_or(BreakerSetting::Off, BreakerSetting::On)),
                 hedge: Some(p.hedge.map_or(HedgeSetting::Off, HedgeSetting::On)),
+                outlier: Some(Box::new(
+                    p.outlier.map_or(OutlierSetting::Off, OutlierSetting::On),
+                )),
                 throttle: Some(if p.mode.throttle {
                     ThrottleSetting::On(p.throttle_config)
                 } else {

@@ -3,8 +3,6 @@
 //! same action to every node's control API. Actions are absolute, so
 //! each is written with every field it sets.
 
-use std::time::Duration;
-
 use super::Action;
 use crate::topology::{
     BreakerSetting, BudgetKind, BudgetSetting, Fault, HedgeSetting, Phase, PolicyFields,
@@ -217,6 +215,12 @@ fn policy(f: &PolicyFields) -> Option<String> {
         )),
         None => {}
     }
+    if let Some(o) = &f.outlier {
+        parts.push(format!(
+            "outlier: {}",
+            crate::topology::outlier_spec::written(o)
+        ));
+    }
     if let Some(lb) = f.lb {
         parts.push(format!("lb: {}", lb.name()));
     }
@@ -232,21 +236,7 @@ fn policy(f: &PolicyFields) -> Option<String> {
     Some(format!("policy: {{ {} }}", parts.join(", ")))
 }
 
-/// A duration in the largest unit that keeps it exact.
-pub fn exact(d: Duration) -> String {
-    let ns = d.as_nanos();
-    if ns == 0 {
-        "0ms".into()
-    } else if ns % 1_000_000_000 == 0 {
-        format!("{}s", ns / 1_000_000_000)
-    } else if ns % 1_000_000 == 0 {
-        format!("{}ms", ns / 1_000_000)
-    } else if ns % 1000 == 0 {
-        format!("{}us", ns / 1000)
-    } else {
-        format!("{ns}ns")
-    }
-}
+use crate::format::exact;
 
 /// A name as a YAML scalar: plain when that is safe everywhere (block and
 /// flow context, not a bool, null or number), else double-quoted.

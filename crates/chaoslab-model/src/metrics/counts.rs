@@ -19,6 +19,14 @@ macro_rules! with_service_counters {
                 requests,
                 /// Error responses.
                 errors,
+                /// Error responses with status 500.
+                errors_500,
+                /// Error responses with status 502.
+                errors_502,
+                /// Error responses with status 503.
+                errors_503,
+                /// Error responses with status 504.
+                errors_504,
                 /// Root requests it opened (the entry's count of end-user requests).
                 roots,
                 /// Root requests its closed-loop clients offer while answers are
@@ -282,6 +290,31 @@ impl ReplicaCounts {
     }
 }
 
+/// One replica of an edge's callee as the edge's outlier detection sees
+/// it (SPEC section 17), for an edge whose callee has more than one.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutlierCounts {
+    /// The edge.
+    pub edge: usize,
+    /// The callee's replica (0-based).
+    pub replica: u32,
+    /// Times the edge's outlier detection ejected it.
+    pub ejections: u64,
+    /// Gauge: whether it is ejected now (1 or 0; a count of the callers'
+    /// processes ejecting it, summed over the nodes of a session).
+    pub ejected: u64,
+}
+
+impl OutlierCounts {
+    /// `self - earlier` (the gauge: the later value).
+    pub fn since(&self, e: &OutlierCounts) -> OutlierCounts {
+        OutlierCounts {
+            ejections: self.ejections.saturating_sub(e.ejections),
+            ..*self
+        }
+    }
+}
+
 /// Storm radii a root's counts tell apart; a larger one counts as the
 /// last.
 pub const RADIUS_BUCKETS: usize = 32;
@@ -383,6 +416,9 @@ pub struct Counts {
     pub root: RootCounts,
     /// Per replica of each service with more than one, in topology order.
     pub replicas: Vec<ReplicaCounts>,
+    /// Per edge whose callee has more than one replica, per replica, in
+    /// topology order: what its outlier detection did.
+    pub outliers: Vec<OutlierCounts>,
     /// Per root of a topology of many, in `load.roots` order (empty for
     /// one root, and in a session over nodes).
     pub roots: Vec<PerRootCounts>,
@@ -411,6 +447,12 @@ impl Counts {
                 .zip(&e.replicas)
                 .map(|(a, b)| a.since(b))
                 .collect(),
+            outliers: self
+                .outliers
+                .iter()
+                .zip(e.outliers.iter().map(Some).chain(std::iter::repeat(None)))
+                .map(|(a, b)| b.map_or(*a, |b| a.since(b)))
+                .collect(),
             roots: self
                 .roots
                 .iter()
@@ -418,6 +460,13 @@ impl Counts {
                 .map(|(a, b)| a.since(b))
                 .collect(),
         }
+    }
+
+    /// Edge `edge`'s outlier rows (they are in edge order).
+    pub fn outliers_of(&self, edge: usize) -> &[OutlierCounts] {
+        let from = self.outliers.partition_point(|o| o.edge < edge);
+        let to = from + self.outliers[from..].partition_point(|o| o.edge == edge);
+        &self.outliers[from..to]
     }
 
     /// Retries suppressed across the fleet: spurious requests avoided.
@@ -511,6 +560,9 @@ pub struct WireCounts {
     /// Per replica of each service with more than one.
     #[serde(default)]
     pub replicas: Vec<ReplicaCounts>,
+    /// Per replica of each edge's callee with more than one.
+    #[serde(default)]
+    pub outliers: Vec<OutlierCounts>,
 }
 
 impl From<&Counts> for WireCounts {
@@ -521,6 +573,7 @@ impl From<&Counts> for WireCounts {
             edges: c.edges.clone(),
             root: c.root,
             replicas: c.replicas.clone(),
+            outliers: c.outliers.clone(),
         }
     }
 }
@@ -540,6 +593,7 @@ impl From<WireCounts> for Counts {
             edges: w.edges,
             root: w.root,
             replicas: w.replicas,
+            outliers: w.outliers,
             roots: vec![],
         }
     }

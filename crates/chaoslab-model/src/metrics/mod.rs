@@ -13,7 +13,8 @@ pub mod tap;
 use std::time::Duration;
 
 pub use counts::{
-    Counts, EdgeCounts, PerRootCounts, ReplicaCounts, RootCounts, ServiceCounts, WireCounts,
+    Counts, EdgeCounts, OutlierCounts, PerRootCounts, ReplicaCounts, RootCounts, ServiceCounts,
+    WireCounts,
 };
 pub use storm::RadiusStats;
 
@@ -49,11 +50,22 @@ impl Clone for Sample {
     /// its slots without allocating.
     fn clone_from(&mut self, src: &Self) {
         self.t = src.t;
-        self.counts.services.clone_from(&src.counts.services);
-        self.counts.edges.clone_from(&src.counts.edges);
-        self.counts.root = src.counts.root;
-        self.counts.replicas.clone_from(&src.counts.replicas);
-        self.counts.roots.clone_from(&src.counts.roots);
+        // Every field named: a field added to `Counts` is a compile error
+        // here, not a count the ring silently drops.
+        let Counts {
+            services,
+            edges,
+            root,
+            replicas,
+            outliers,
+            roots,
+        } = &src.counts;
+        self.counts.services.clone_from(services);
+        self.counts.edges.clone_from(edges);
+        self.counts.root = *root;
+        self.counts.replicas.clone_from(replicas);
+        self.counts.outliers.clone_from(outliers);
+        self.counts.roots.clone_from(roots);
         self.radius = src.radius;
         self.latency_ms = src.latency_ms;
         self.latency.buckets.clone_from(&src.latency.buckets);

@@ -123,6 +123,26 @@ pub fn judge(e: &Expectation, figures: WindowFigures) -> ExpectationReport {
                 saturation.join("; ")
             )),
         )
+    } else if b > a
+        && e.figure == Figure::Amplification
+        && figures.get(e.figure).is_nan()
+        && figures.service.is_some()
+    {
+        let n = figures
+            .service
+            .as_ref()
+            .map_or(0.0, |s| s.figures[Figure::Requests]);
+        let expected = figures
+            .service
+            .as_ref()
+            .map_or(0.0, |s| s.figures[Figure::ExpectedRequests]);
+        (
+            f64::NAN,
+            Some(format!(
+                "too few requests for a ratio: n={n}, {expected:.1} expected in this window (below {}); a longer window or a higher rate reads one",
+                crate::lab::figures::MIN_EXPECTED_REQUESTS
+            )),
+        )
     } else if b > a {
         (figures.get(e.figure), None)
     } else {
@@ -249,6 +269,23 @@ mod tests {
     }
 
     #[test]
+    fn an_amplification_over_too_few_requests_fails_saying_so() {
+        let es = expectations(
+            "expect:\n  - during: 2s..4s\n    service: B\n    amplification: { max: 2 }\n",
+        );
+        let mut b = node("B", 1.0, 0.5, 2, 0);
+        b.figures.set(Figure::Amplification, f64::NAN);
+        b.figures.set(Figure::ExpectedRequests, 1.0);
+        let r = judge(&es[0], figures((2.0, 4.0), Some(b)));
+        assert!(!r.passed);
+        let note = r.note.unwrap();
+        assert!(
+            note.starts_with("too few requests for a ratio: n=2, 1.0 expected"),
+            "{note}"
+        );
+    }
+
+    #[test]
     fn a_window_without_root_requests_has_no_availability_to_judge() {
         let es = expectations("expect:\n  - during: 2s..4s\n    root_availability: { max: 1 }\n");
         let mut f = figures((2.0, 4.0), None);
@@ -294,6 +331,7 @@ mod tests {
             edges: vec![Default::default(); 2],
             root: Default::default(),
             replicas: vec![],
+            outliers: vec![],
             roots: vec![],
         };
         for tick in 0..=12u64 {

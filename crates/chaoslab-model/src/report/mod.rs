@@ -14,7 +14,7 @@ pub mod samples;
 pub mod series;
 pub mod table;
 
-pub use crate::lab::replicas::{replicas, ReplicaReport};
+pub use crate::lab::replicas::{edge_outliers, replicas, OutlierReport, ReplicaReport};
 pub use crate::lab::roots::RootReport;
 pub use endpoints::ServiceReport;
 use std::time::Duration;
@@ -82,6 +82,11 @@ pub struct EdgeReport {
     pub budget: Option<BudgetLevel>,
     /// The model's retries per root request.
     pub model_retries_per_root: f64,
+    /// Per replica of its callee, what its outlier detection did (SPEC
+    /// section 17); absent without outlier detection or with a callee of
+    /// one replica.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outliers: Vec<OutlierReport>,
 }
 
 /// An edge's budget as it stood: a bucket draining, a quota spent, retries
@@ -296,6 +301,34 @@ pub struct StopsReport {
     pub stopped: u64,
 }
 
+/// Edge `edge`'s outlier rows over the window `from..to` of the run's
+/// clock, each with the model's ejections over it (the model counts from
+/// the detector's start, which is the run's: a policy changed mid-run
+/// starts a new detector the model does not know of). None when the edge
+/// runs no outlier detection.
+fn outlier_rows(
+    t: &Topology,
+    w: &Window<'_>,
+    edge: usize,
+    (from, to): (Duration, Duration),
+) -> Vec<OutlierReport> {
+    if t.policy.for_edge(&t.edges[edge].policy).outlier.is_none() {
+        return vec![];
+    }
+    let (from, to) = (from.as_secs_f64(), to.as_secs_f64());
+    let model = crate::topology::model::outlier::edge(t, &t.policy, w.prediction, edge, to);
+    edge_outliers(w, edge)
+        .into_iter()
+        .map(|mut r| {
+            r.model_ejections = model
+                .as_ref()
+                .and_then(|m| m.hosts.get(r.replica as usize))
+                .map(|h| (h.ejections_between(from, to) * 1000.0).round() / 1000.0);
+            r
+        })
+        .collect()
+}
+
 /// The samples nearest the ends of `from..to`: the oldest at or after
 /// `from` and the newest at or before `to` (never before the first).
 pub fn samples_between(r: &RunRecord, from: Duration, to: Duration) -> (&Sample, &Sample) {
@@ -432,7 +465,7 @@ impl Report {
         Report {
             topology: t.name.clone(),
             policy: t.policy.name(),
-            attempts: t.policy.attempts,
+            attempts: t.policy.effective_attempts(),
             budget: t.policy.budget,
             attribution: t.ownership.attribution.name().into(),
             at_least_once: t.ownership.at_least_once,
@@ -472,6 +505,7 @@ impl Report {
                         limit,
                     }),
                     model_retries_per_root: w.prediction.edges[i].retries,
+                    outliers: outlier_rows(t, &w, i, (ends.0.t, ends.1.t)),
                 })
                 .collect(),
             stops: w

@@ -330,6 +330,7 @@ mod tests {
             edges: vec![Default::default(); 2],
             root: Default::default(),
             replicas: vec![],
+            outliers: vec![],
             roots: vec![],
         };
         for tick in 0..=24u64 {

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use crate::format::fmt_rate;
 
 use super::{NodeReport, PhaseReport, Report};
-use crate::lab::figures::{Figure, Figures, Scope, Style};
+use crate::lab::figures::{Figure, Figures, Scope, Style, MIN_EXPECTED_REQUESTS};
 
 /// The most rows a table lists unless asked for all (`--all`): a fleet of
 /// more services shows its roots and the services with the highest
@@ -55,7 +55,10 @@ pub fn render(r: &Report, rows: Rows) -> String {
 /// The rows, the entry's line and the storm radius of one window.
 fn body(r: &Report, which: Rows) -> String {
     let shown = shown(r, which);
-    let mut out = rows(r, &|n| shown.as_ref().is_none_or(|s| s.contains(&n)));
+    let mut out = match &shown {
+        None => rows(r, &|_| true),
+        Some(s) => ranked_rows(r, s),
+    };
     if let Some(s) = &shown {
         let left: Vec<&NodeReport> = r
             .nodes
@@ -144,19 +147,18 @@ fn shown(r: &Report, which: Rows) -> Option<Vec<&str>> {
     // lists the storm instead: the load above baseline, in requests per
     // second (a service called once a minute that got two calls reads
     // 2x, not a storm), then the errors.
-    use crate::lab::roots::{load_over_baseline, MESH_ROOTS};
+    use crate::lab::roots::{beyond_chance, MESH_ROOTS};
     let few_roots = r.roots.len() <= MESH_ROOTS;
-    let excess = |n: &NodeReport| load_over_baseline(&n.figures);
+    let excess = |n: &NodeReport| beyond_chance(&n.figures);
     by_amp.sort_by(|a, b| {
-        if few_roots {
-            (b.depth == 0)
-                .cmp(&(a.depth == 0))
-                .then(b.figures[Figure::Amplification].total_cmp(&a.figures[Figure::Amplification]))
+        let roots_first = if few_roots {
+            (b.depth == 0).cmp(&(a.depth == 0))
         } else {
-            excess(b)
-                .total_cmp(&excess(a))
-                .then(b.figures[Figure::Errors].total_cmp(&a.figures[Figure::Errors]))
-        }
+            std::cmp::Ordering::Equal
+        };
+        roots_first
+            .then(excess(b).total_cmp(&excess(a)))
+            .then(b.figures[Figure::Errors].total_cmp(&a.figures[Figure::Errors]))
     });
     Some(
         by_amp
@@ -167,9 +169,26 @@ fn shown(r: &Report, which: Rows) -> Option<Vec<&str>> {
     )
 }
 
+/// The title line, the column headers and a row per service named in
+/// `names`, in that order (the ranking of a table cut to its top rows:
+/// the storm first).
+fn ranked_rows(r: &Report, names: &[&str]) -> String {
+    let order: Vec<usize> = names
+        .iter()
+        .filter_map(|n| r.nodes.iter().position(|x| x.name == *n))
+        .collect();
+    rows_ordered(r, &|n| names.contains(&n), Some(&order))
+}
+
 /// The title line, the column headers and a row per service `keep`
 /// accepts (by name).
 pub fn rows(r: &Report, keep: &dyn Fn(&str) -> bool) -> String {
+    rows_ordered(r, keep, None)
+}
+
+/// [`rows`], its rows in `order` (indices into the report's nodes) when
+/// given, else in the topology's.
+fn rows_ordered(r: &Report, keep: &dyn Fn(&str) -> bool, order: Option<&[usize]>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -198,7 +217,11 @@ pub fn rows(r: &Report, keep: &dyn Fn(&str) -> bool) -> String {
         let _ = write!(out, " {:>w$}", c.header, w = c.width);
     }
     out.push('\n');
-    for n in r.nodes.iter().filter(|n| keep(&n.name)) {
+    let listed: Vec<&NodeReport> = match order {
+        Some(o) => o.iter().map(|&i| &r.nodes[i]).collect(),
+        None => r.nodes.iter().filter(|n| keep(&n.name)).collect(),
+    };
+    for n in listed {
         let _ = write!(out, "{:<w$} {:>5}", truncate(&n.name, w), n.depth);
         for f in &columns {
             let _ = write!(out, " {}", cell(&n.figures, *f));
@@ -226,8 +249,14 @@ pub fn rows(r: &Report, keep: &dyn Fn(&str) -> bool) -> String {
             sv.name,
             sv.rps,
             sv.baseline_rps,
-            sv.amplification
-                .map_or_else(|| "no baseline".into(), |a| format!("{a:.2}x")),
+            match sv.amplification {
+                // Too few requests for a ratio: the count behind it.
+                Some(_) if sv.baseline_rps * r.duration_s < MIN_EXPECTED_REQUESTS => {
+                    format!("n={}", sv.requests)
+                }
+                Some(a) => format!("{a:.2}x"),
+                None => "no baseline".into(),
+            },
             if sv.requests > 0 {
                 sv.errors as f64 / sv.requests as f64 * 100.0
             } else {
@@ -244,11 +273,12 @@ const REPLICA_ROWS: usize = 12;
 
 /// A line per replica under a service of more than one: what it
 /// received, its errors, its share of the first attempts and the retries
-/// sent to it.
+/// sent to it, and what its callers' outlier detection did to it, if
+/// anything.
 fn replica_rows(n: &NodeReport) -> String {
     let mut out = String::new();
     for r in n.replicas.iter().take(REPLICA_ROWS) {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "  #{:<3} {:>15.1} rps · err {:>5.1}% · first attempts {:>5.1}% · retries {}",
             r.replica,
@@ -257,6 +287,15 @@ fn replica_rows(n: &NodeReport) -> String {
             r.first_attempt_share * 100.0,
             r.retries
         );
+        if r.ejections > 0 || r.ejected_now > 0 {
+            let _ = write!(
+                out,
+                " · ejected {}×{}",
+                r.ejections,
+                if r.ejected_now > 0 { ", out now" } else { "" }
+            );
+        }
+        out.push('\n');
     }
     if n.replicas.len() > REPLICA_ROWS {
         let left = &n.replicas[REPLICA_ROWS..];
@@ -366,6 +405,11 @@ fn cell(v: &Figures, f: Figure) -> String {
     let c = f.column().expect("a figure with a column");
     let w = c.width;
     let x = v[f];
+    if f == Figure::Amplification && x.is_nan() {
+        // Too few requests for a ratio: the count behind it.
+        let n = format!("n={}", v.count(Figure::Requests));
+        return format!("{n:>w$}");
+    }
     match c.style {
         Style::Fixed(p) => format!("{x:>w$.p$}"),
         Style::Times(p) => format!("{x:>w$.p$}x", w = w - 1),

@@ -137,7 +137,7 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::step::exact;
+    use crate::format::exact;
     use crate::lab::Action;
     use crate::scenario::Scenario;
     use crate::topology::{
@@ -259,6 +259,14 @@ mod tests {
                             non_fatal: false,
                         },
                     )),
+                    outlier: Some(Box::new(crate::topology::OutlierSetting::On(
+                        error_ownership::outlier::OutlierConfig {
+                            consecutive_5xx: 3,
+                            interval: Duration::from_millis(1500),
+                            count: error_ownership::outlier::Count::Claimed,
+                            ..error_ownership::outlier::OutlierConfig::DEFAULT
+                        },
+                    ))),
                     lb: Some(error_ownership::policy::Lb::P2c),
                     retry_other_host: Some(false),
                     retry_on: Some(Box::new(crate::topology::policy::ISTIO_RETRY_ON)),

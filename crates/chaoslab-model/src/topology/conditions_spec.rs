@@ -292,7 +292,7 @@ mod tests {
             "retriable-headers [x-error-claim: true]"
         );
         assert_eq!(parse("[]").unwrap(), "nothing");
-        assert_eq!(parse("any").unwrap(), "any error");
+        assert_eq!(parse("any").unwrap(), "any error (5xx, 429, no answer)");
     }
 
     #[test]

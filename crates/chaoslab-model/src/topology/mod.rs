@@ -16,6 +16,7 @@ pub mod generate;
 pub mod mesh;
 pub mod model;
 mod nginx_upstream;
+pub mod outlier_spec;
 mod per_root;
 pub mod policy;
 mod policy_spec;
@@ -41,8 +42,8 @@ pub use error::TopologyError;
 /// [`Policy::for_edge`] produces it from the topology's settings.
 pub use error_ownership::policy::EdgePolicy;
 pub use policy::{
-    BreakerSetting, BudgetKind, BudgetSetting, HedgeSetting, Policy, PolicyFields, Preset,
-    SignalSetting, ThrottleSetting,
+    BreakerSetting, BudgetKind, BudgetSetting, HedgeSetting, OutlierSetting, Policy, PolicyFields,
+    Preset, SignalSetting, ThrottleSetting,
 };
 
 /// Requests waiting for a worker when `workers` is set and `queue` is not.

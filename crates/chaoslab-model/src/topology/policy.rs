@@ -54,6 +54,7 @@ use error_ownership::breaker::BreakerConfig;
 use error_ownership::conditions::{Condition, RetryOn};
 use error_ownership::edge_budget::BudgetModel;
 use error_ownership::hedge::HedgeConfig;
+use error_ownership::outlier::OutlierConfig;
 use error_ownership::policy::EdgePolicy;
 use error_ownership::policy::Lb;
 use error_ownership::quota::QuotaCosts;
@@ -334,6 +335,15 @@ pub enum HedgeSetting {
     Off,
 }
 
+/// `outlier:` `on` (Envoy's defaults), `off`, or a map of its numbers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OutlierSetting {
+    /// Outlier detection with these numbers.
+    On(OutlierConfig),
+    /// None.
+    Off,
+}
+
 /// `signal:` one of [`Signal`]'s words, or `none`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignalSetting {
@@ -387,6 +397,8 @@ pub struct PolicyFields {
     pub throttle: Option<ThrottleSetting>,
     /// `hedge:`.
     pub hedge: Option<HedgeSetting>,
+    /// `outlier:` (boxed, as `retry_on`: a scenario action stays small).
+    pub outlier: Option<Box<OutlierSetting>>,
     /// `lb:` how an edge spreads its attempts over the callee's replicas.
     pub lb: Option<Lb>,
     /// `retry_other_host:` a retry goes to a replica this call has not
@@ -445,6 +457,9 @@ pub struct Policy {
     /// gRPC A6 hedging on every edge, if any (SPEC section 15);
     /// independent of the preset like the breaker.
     pub hedge: Option<HedgeConfig>,
+    /// Outlier detection on every edge, if any (SPEC section 17);
+    /// independent of the preset like the breaker.
+    pub outlier: Option<OutlierConfig>,
     /// How edges spread attempts over a callee's replicas.
     pub lb: Lb,
     /// Whether a retry avoids the replicas its call already tried (Envoy's
@@ -471,6 +486,7 @@ impl Default for Policy {
             deadline: false,
             breaker: None,
             hedge: None,
+            outlier: None,
             lb: Lb::RoundRobin,
             retry_other_host: true,
         };
@@ -489,7 +505,7 @@ impl Policy {
     /// preset names (e.g. ownership without a budget).
     pub fn preset(&self) -> Option<Preset> {
         let now = self.mode;
-        Preset::ALL.into_iter().find(|p| {
+        Preset::every().find(|p| {
             let m = p.mode();
             // Without retries, or without a budget, the model and the
             // signal do not matter to the lab's own presets.
@@ -505,6 +521,12 @@ impl Policy {
                     && (now.retry_on, now.attempts, now.backoff)
                         == (m.retry_on, m.attempts, m.backoff))
         })
+    }
+
+    /// R as an edge without overrides runs it: the topology's, or the one
+    /// the preset's retrier sets (Istio's 3).
+    pub fn effective_attempts(&self) -> u32 {
+        self.mode.attempts.unwrap_or(self.attempts)
     }
 
     /// A short name for the mode: the preset's, or the parts spelled out
@@ -543,14 +565,17 @@ impl Policy {
     }
 
     /// [`mode_name`](Self::mode_name), with `+breaker` when edges run a
-    /// circuit breaker: the name reports and tables print.
+    /// circuit breaker and `+outlier` when they run outlier detection: the
+    /// name reports and tables print.
     pub fn name(&self) -> String {
-        let mode = self.mode_name();
+        let mut name = self.mode_name();
         if self.breaker.is_some() {
-            format!("{mode}+breaker")
-        } else {
-            mode
+            name.push_str("+breaker");
         }
+        if self.outlier.is_some() {
+            name.push_str("+outlier");
+        }
+        name
     }
 
     /// The budget model with its numbers, if a budget is on (a window with
@@ -670,6 +695,12 @@ impl Policy {
                 HedgeSetting::Off => None,
             };
         }
+        if let Some(o) = &f.outlier {
+            self.outlier = match **o {
+                OutlierSetting::On(cfg) => Some(cfg),
+                OutlierSetting::Off => None,
+            };
+        }
         self.lb = f.lb.unwrap_or(self.lb);
         self.retry_other_host = f.retry_other_host.unwrap_or(self.retry_other_host);
     }
@@ -712,6 +743,7 @@ impl Policy {
             breaker: p.breaker,
             throttle: p.mode.throttle.then_some(p.throttle_config),
             hedge: p.hedge,
+            outlier: p.outlier,
         }
     }
 }

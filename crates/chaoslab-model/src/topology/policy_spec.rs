@@ -88,6 +88,9 @@ pub struct PolicySpec {
     /// `hedge:` off | a map of `delay`, `max_attempts` and `non_fatal`.
     #[serde(default, deserialize_with = "hedge")]
     pub hedge: Option<HedgeSetting>,
+    /// `outlier:` on | off | a map of Envoy's outlier detection numbers.
+    #[serde(default, deserialize_with = "super::outlier_spec::outlier")]
+    pub outlier: Option<super::OutlierSetting>,
     /// `lb:` round-robin | random | p2c.
     #[serde(default)]
     pub lb: Option<Lb>,
@@ -352,6 +355,7 @@ impl PolicySpec {
             breaker: self.breaker,
             throttle: self.throttle,
             hedge: self.hedge,
+            outlier: self.outlier.map(Box::new),
             lb: self.lb,
             retry_other_host: self.retry_other_host,
             retry_on: self.retry_on.map(Box::new),

@@ -14,7 +14,7 @@
 //! | `retry_other_host` | always (the next server) | `option redispatch` (every retry to another server, measured with 2.6) |
 //! | `lb` | round-robin, `random`, `random two least_conn` | `balance roundrobin`, `random`, `random(2)` |
 //! | `timeout` | `proxy_connect/send/read_timeout` | `timeout connect`, `timeout server` |
-//! | `budget`, `breaker`, `throttle`, `hedge`, `backoff`, a dialect | refused | refused |
+//! | `budget`, `breaker`, `throttle`, `hedge`, `outlier`, `backoff`, a dialect | refused | refused |
 //!
 //! The claim header of ownership passes through both proxies untouched,
 //! and neither reads it: on an edge through a sidecar every error the
@@ -63,6 +63,9 @@ pub enum Unexpressible {
     Throttle,
     /// Hedging.
     Hedge,
+    /// Envoy's outlier detection (nginx's own passive check is the
+    /// sidecar's `max_fails`).
+    Outlier,
     /// A backoff between attempts (both retry at once).
     Backoff(Duration),
     /// Another stack's don't-retry dialect.
@@ -93,6 +96,10 @@ impl Unexpressible {
                 format!("its adaptive throttling: {k} has none; set `throttle: off`")
             }
             Unexpressible::Hedge => format!("hedging: {k} does not hedge; set `hedge: off`"),
+            Unexpressible::Outlier => match kind {
+                ProxyKind::Nginx => "Envoy's outlier detection: nginx takes servers out by its own rules; leave `outlier` off and set the sidecar's `max_fails` and `fail_timeout`".to_string(),
+                ProxyKind::Haproxy => "Envoy's outlier detection: the lab gives HAProxy no health checks; leave `outlier` off".to_string(),
+            },
             Unexpressible::Backoff(d) => format!(
                 "a backoff of {}: {k} retries at once; set `backoff: 0ms`",
                 fmt_duration(*d)
@@ -290,6 +297,9 @@ pub fn unexpressible(kind: ProxyKind, p: &EdgePolicy, other_host: bool) -> Optio
     if p.hedge.is_some() {
         return Some(Unexpressible::Hedge);
     }
+    if p.outlier.is_some() {
+        return Some(Unexpressible::Outlier);
+    }
     if let Some(s) = p.signal {
         return Some(Unexpressible::Signal(s));
     }
@@ -414,6 +424,7 @@ pub fn as_run(sidecar: Sidecar, p: &EdgePolicy, other_host: bool, replicas: u32)
         breaker: None,
         throttle: None,
         hedge: None,
+        outlier: None,
         backoff: Duration::ZERO,
         ..*p
     };

@@ -330,7 +330,17 @@ pub struct FaultSpec {
 impl FaultSpec {
     /// The fault with defaults filled in.
     pub fn to_fault(&self) -> Fault {
-        let d = Fault::default();
+        self.to_fault_of(Fault::default().status)
+    }
+
+    /// The fault with defaults filled in, for a service whose own errors
+    /// answer `own` (`errors.own`): an injected error without a `status`
+    /// answers that.
+    pub fn to_fault_of(&self, own: u16) -> Fault {
+        let d = Fault {
+            status: own,
+            ..Fault::default()
+        };
         Fault {
             error_rate: self.error_rate.unwrap_or(d.error_rate),
             phase: self.phase.unwrap_or(d.phase),

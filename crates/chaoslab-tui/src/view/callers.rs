@@ -15,7 +15,7 @@ use ratatui::widgets::{Block, BorderType, Paragraph, Widget};
 
 use super::{format, table, theme};
 use crate::lab::figures::Figure;
-use crate::lab::roots::{load_over_baseline, MESH_ROOTS};
+use crate::lab::roots::{beyond_chance, MESH_ROOTS};
 use crate::lab::Snapshot;
 use crate::state::{above, Focus, State};
 
@@ -44,8 +44,7 @@ fn levels(state: &State, s: &Snapshot) -> Vec<Vec<usize>> {
     }
     for l in &mut levels {
         l.sort_by(|&a, &b| {
-            load_over_baseline(&s.services[b].live)
-                .total_cmp(&load_over_baseline(&s.services[a].live))
+            beyond_chance(&s.services[b].live).total_cmp(&beyond_chance(&s.services[a].live))
         });
     }
     levels

@@ -3,7 +3,10 @@
 //! window; they share the service's workers and replicas), then its
 //! replicas (each one's rate, error rate, share of the first attempts and
 //! the retries sent to it), so one bad host behind a load balancer, and
-//! where the retries it causes land, show.
+//! where the retries it causes land, show. Under outlier detection (SPEC
+//! section 17) two more columns say whether its callers have it ejected
+//! now (`out`, or how many callers do) and how many times they ejected
+//! it over the window; on a narrow panel they take the retries' place.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -49,10 +52,19 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             theme::label(),
         )));
     } else {
-        lines.push(Line::from(Span::styled(
-            "   #     rps   err%   1st% retry/s",
-            theme::label(),
-        )));
+        // Outlier columns: when edges run outlier detection, or it has
+        // ejected a replica (a call's own `policy:` may turn it on).
+        let outliers = s.state.policy.outlier.is_some()
+            || replicas
+                .iter()
+                .any(|r| r.ejections > 0 || r.ejected_now > 0);
+        let wide = area.width.saturating_sub(2) >= 44;
+        let header = match (outliers, wide) {
+            (false, _) => "   #     rps   err%   1st% retry/s",
+            (true, true) => "   #     rps   err%   1st% retry/s  out ejct",
+            (true, false) => "   #     rps   err%   1st% out  ej",
+        };
+        lines.push(Line::from(Span::styled(header, theme::label())));
         let room = inner.saturating_sub(1 + above);
         let rows = if replicas.len() > room {
             room.saturating_sub(1)
@@ -67,17 +79,29 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
             } else {
                 Style::new()
             };
-            lines.push(Line::from(Span::styled(
-                format!(
-                    " {:>3} {:>7.1} {:>5.1}% {:>5.1}% {:>7.1}",
-                    r.replica,
-                    r.rps,
-                    r.error_rate * 100.0,
-                    r.first_attempt_share * 100.0,
-                    r.retry_rps
-                ),
-                style,
-            )));
+            let mut row = format!(
+                " {:>3} {:>7.1} {:>5.1}% {:>5.1}%",
+                r.replica,
+                r.rps,
+                r.error_rate * 100.0,
+                r.first_attempt_share * 100.0,
+            );
+            if !outliers || wide {
+                row += &format!(" {:>7.1}", r.retry_rps);
+            }
+            if outliers {
+                let out = match r.ejected_now {
+                    0 => "-".to_string(),
+                    1 => "out".to_string(),
+                    n => format!("{n}×"),
+                };
+                if wide {
+                    row += &format!(" {out:>4} {:>4}", r.ejections);
+                } else {
+                    row += &format!(" {out:>3} {:>3}", r.ejections);
+                }
+            }
+            lines.push(Line::from(Span::styled(row, style)));
         }
         if replicas.len() > rows {
             lines.push(Line::from(Span::styled(

@@ -127,11 +127,15 @@ fn amp_cell(r: &RowData<'_>) -> (String, Style) {
 }
 
 /// A service's amplification as the table writes it: bold, or marked `*`
-/// and coloured when it disagrees with the model by over 5%.
+/// and coloured when its count differs from the model's beyond chance;
+/// over too few requests for a ratio, the count (`n=3`).
 pub(super) fn amp_text(v: &ServiceView) -> (String, Style) {
+    if let Some(n) = v.too_few() {
+        return (format!("n={n} "), theme::label());
+    }
     let amp = v.amplification();
     let a = format::amp(amp);
-    if theme::disagrees(amp, v.live[Figure::ModelAmplification]) {
+    if v.differs_from_model() {
         (format!("{a}*"), theme::warn())
     } else {
         (format!("{a} "), theme::figure())
@@ -230,10 +234,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
         .iter()
         .map(|&i| Constraint::Length(widths[i] as u16))
         .collect();
-    let disagree = s
-        .services
-        .iter()
-        .any(|v| theme::disagrees(v.amplification(), v.live[Figure::ModelAmplification]));
+    let disagree = s.services.iter().any(ServiceView::differs_from_model);
     let mut title = vec![
         Span::styled(" services ", Style::new().add_modifier(Modifier::BOLD)),
         Span::styled(
@@ -266,7 +267,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
     }
     if disagree {
         title.push(Span::styled(
-            "· * differs from the model by over 5% ",
+            "· * differs from the model beyond chance (99.9%) ",
             theme::warn(),
         ));
     }

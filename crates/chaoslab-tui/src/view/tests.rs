@@ -573,6 +573,28 @@ fn replicas_panel_160x45_lists_every_replica() {
 }
 
 #[test]
+fn replicas_panel_shows_what_outlier_detection_did() {
+    let s = fixtures::uber_chain_outliers();
+    let mut st = select(&s, "D");
+    update(&mut st, &s, Msg::ToggleReplicas);
+    // Narrow: the outlier columns take the retries' place.
+    let t = screen(&st, &s, 80, 24);
+    let shown = text(&t);
+    assert!(shown.contains("1st% out  ej"), "{shown}");
+    assert!(!shown.contains("retry/s"), "{shown}");
+    assert!(
+        shown.contains("   0     4.0 100.0%   1.0% out   2"),
+        "{shown}"
+    );
+    insta::assert_snapshot!("replicas_outliers_80x24", t.backend());
+    let t = screen(&st, &s, 160, 45);
+    let shown = text(&t);
+    assert!(shown.contains("retry/s  out ejct"), "{shown}");
+    assert!(shown.contains("  11.0%     0.0    -    0"), "{shown}");
+    insta::assert_snapshot!("replicas_outliers_160x45", t.backend());
+}
+
+#[test]
 fn roots_panel_80x24_lists_each_root_and_the_max_and_mean() {
     let s = fixtures::multi_root_endpoints();
     let mut st = select(&s, "A");

@@ -231,12 +231,3 @@ pub fn availability(a: f64) -> Style {
         alarm()
     }
 }
-
-/// Whether a measured amplification disagrees with the model by more
-/// than 5%.
-pub fn disagrees(measured: Option<f64>, model: f64) -> bool {
-    match measured {
-        Some(m) if model > 0.0 => (m / model - 1.0).abs() > 0.05,
-        _ => false,
-    }
-}

@@ -169,6 +169,7 @@ fn for_policy_reads_the_edge() {
         deadline_propagate: false,
         throttle: None,
         hedge: None,
+        outlier: None,
         retry_on: crate::conditions::RetryOn::ANY,
     };
     let mut m = AttemptMachine::for_policy(&p);

@@ -53,6 +53,8 @@ macro_rules! catalogue {
 catalogue! {
     "chaoslab_requests" Counter ["service"] Figure::Requests.help();
     "chaoslab_errors" Counter ["service"] Figure::Errors.help();
+    "chaoslab_error_responses" Counter ["service, status"]
+        "Error responses it returned, by status: 500, 502, 503, 504, or other (429, another 5xx).";
     "chaoslab_claims_returned" Counter ["service, claim"]
         "Error responses it returned, by the claim header it wrote: true (it owns them), false (passed up from below), missing.";
     "chaoslab_claims_seen" Counter ["service, claim"]
@@ -81,6 +83,8 @@ catalogue! {
         "Error answers one replica of the service gave.";
     "chaoslab_replica_attempts" Counter ["service, replica, attempt"]
         "Attempts its callers' load balancers sent to one replica of the service, by attempt: first or retry.";
+    "chaoslab_outlier_ejections" Counter ["caller, callee, replica"]
+        "Times the call's outlier detection ejected one replica of the callee (Envoy's consecutive_5xx / consecutive_gateway_failure ejections); a callee of one replica is its replica 0, never ejected.";
     "chaoslab_entry_requests" Counter ["root"]
         "Root requests the end users sent into one root (a topology of one root has one, the entry).";
     "chaoslab_entry_errors" Counter ["root"]
@@ -109,6 +113,8 @@ catalogue! {
         "What the call's retry budget holds now, as a fraction of its limit (tokens or quota left, retry slots free); absent without a budget that has a level.";
     "chaoslab_breaker_state" Gauge ["caller, callee"]
         "The call's circuit breaker now: 0 closed (or none), 1 half-open, 2 open.";
+    "chaoslab_outlier_ejected" Gauge ["caller, callee, replica"]
+        "1 while the call's outlier detection has one replica of the callee ejected (it gets no attempt), else 0; a callee of one replica is its replica 0, never ejected.";
     "chaoslab_offered_rps" Gauge [""] Figure::OfferedRps.help();
     "chaoslab_saturated" Gauge [""]
         "1 when the machine cannot carry the load over the dashboard's window (root requests due but not sent, the lab's clock late): the measured figures are lower bounds.";

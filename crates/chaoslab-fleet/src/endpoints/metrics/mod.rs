@@ -213,8 +213,38 @@ impl Source {
             .collect()
     }
 
+    /// Each edge's callee replica's labels: the edge's, and the replica.
+    fn edge_replica(&self, edge: usize, replica: u32) -> Labels {
+        let mut l = self.edge(edge);
+        let at = l
+            .iter()
+            .position(|(k, _)| *k == "callee")
+            .map_or(l.len(), |i| i + 1);
+        l.insert(at, ("replica", replica.to_string()));
+        l
+    }
+
+    /// Each edge's outlier rows as `(labels, ejections, ejected)`: one per
+    /// replica of its callee; a callee of one replica is its replica 0,
+    /// never ejected.
+    fn outlier_rows(&self, c: &Counts) -> Vec<(Labels, u64, u64)> {
+        (0..self.edges.len())
+            .flat_map(|i| {
+                let mine = c.outliers_of(i);
+                if mine.is_empty() {
+                    vec![(self.edge_replica(i, 0), 0, 0)]
+                } else {
+                    mine.iter()
+                        .map(|o| (self.edge_replica(i, o.replica), o.ejections, o.ejected))
+                        .collect()
+                }
+            })
+            .collect()
+    }
+
     /// Each replica's requests, errors and attempts; a service without
-    /// replicas is its own replica 0.
+    /// replicas is its own replica 0. Then each edge's outlier ejections
+    /// per replica of its callee.
     fn encode_replicas(
         &self,
         e: &mut DescriptorEncoder,
@@ -279,6 +309,14 @@ impl Source {
                         (l, counter(v))
                     })
                 })
+                .collect(),
+        )?;
+        family(
+            e,
+            "chaoslab_outlier_ejections",
+            self.outlier_rows(c)
+                .into_iter()
+                .map(|(l, n, _)| (l, counter(n)))
                 .collect(),
         )
     }
@@ -360,6 +398,7 @@ impl Source {
             "chaoslab_errors",
             self.per_service(|i| counter(sc(i).errors)),
         )?;
+        self.encode_statuses(e, c)?;
         self.encode_claims(e, c)?;
         family(
             e,
@@ -381,6 +420,36 @@ impl Source {
             "chaoslab_own_errors",
             self.per_service(|i| counter(sc(i).own_errors)),
         )
+    }
+
+    /// Each service's error responses by status.
+    fn encode_statuses(
+        &self,
+        e: &mut DescriptorEncoder,
+        c: &Counts,
+    ) -> Result<(), std::fmt::Error> {
+        let values = (0..self.services.len())
+            .flat_map(|i| {
+                let s = &c.services[i];
+                let other = s
+                    .errors
+                    .saturating_sub(s.errors_500 + s.errors_502 + s.errors_503 + s.errors_504);
+                [
+                    ("500", s.errors_500),
+                    ("502", s.errors_502),
+                    ("503", s.errors_503),
+                    ("504", s.errors_504),
+                    ("other", other),
+                ]
+                .into_iter()
+                .map(move |(status, v)| {
+                    let mut l = self.svc(i);
+                    l.insert(1, ("status", status.to_string()));
+                    (l, counter(v))
+                })
+            })
+            .collect();
+        family(e, "chaoslab_error_responses", values)
     }
 
     /// Each service's claims returned and seen, by claim (true, false,
@@ -564,6 +633,14 @@ impl Source {
             e,
             "chaoslab_breaker_state",
             self.per_edge(|i| gauge(ec(i).breaker as f64)),
+        )?;
+        family(
+            e,
+            "chaoslab_outlier_ejected",
+            self.outlier_rows(c)
+                .into_iter()
+                .map(|(l, _, out)| (l, gauge(out as f64)))
+                .collect(),
         )
     }
 

@@ -21,7 +21,7 @@ use error_ownership::signal::{
 };
 use tower_error_ownership::record;
 
-use super::{Admitted, ServiceRuntime};
+use super::{Admitted, CallsFailed, ServiceRuntime};
 
 fn status(code: u16) -> StatusCode {
     StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
@@ -150,7 +150,7 @@ async fn serve_request(rt: Arc<ServiceRuntime>) -> Response {
 /// Whether an answer failed for want of capacity (a shed, a passed
 /// deadline): a drop, to the concurrency controllers.
 fn dropped(a: &Answer) -> bool {
-    matches!(a.status, 503 | 504)
+    a.own && matches!(a.status, 503 | 504)
 }
 
 async fn serve_admitted(rt: Arc<ServiceRuntime>, admitted: Option<Admitted>) -> Response {
@@ -205,7 +205,7 @@ async fn serve_admitted(rt: Arc<ServiceRuntime>, admitted: Option<Admitted>) -> 
             Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => {
                 respond(Answer::own(504, "deadline exceeded\n"))
             }
-            Err(_) => respond(Answer::own(500, "the job was lost\n")),
+            Err(_) => respond(Answer::own(me.errors.own, "the job was lost\n")),
         },
     }
 }
@@ -236,7 +236,7 @@ async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> 
     if rt.calls.is_empty() {
         return (finish(&rt, fault), done);
     }
-    let ok = if let Some(http) = &rt.plain {
+    let calls = if let Some(http) = &rt.plain {
         // The baseline: the same service, its calls made with bare reqwest.
         rt.run_calls_plain(http).await
     } else if rt.context_dropped() {
@@ -246,20 +246,29 @@ async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> 
         let rt2 = rt.clone();
         tokio::spawn(async move { rt2.run_calls(trace).await })
             .await
-            .unwrap_or(false)
+            .unwrap_or(Err(CallsFailed { last: None }))
     } else {
         rt.run_calls(trace).await
     };
-    let answer = if ok {
-        finish(&rt, fault)
-    } else {
-        let overloaded = rt.dialect() == Some(Signal::Sre)
-            && context::current().is_some_and(|c| c.overload_below());
-        Answer {
-            status: 500,
+    let answer = match calls {
+        Ok(()) => finish(&rt, fault),
+        // No attempt left: its own breaker, throttle or deadline failed the
+        // call, an error it caused (the record says so already).
+        Err(CallsFailed { last: None }) => Answer {
+            status: rt.errors.own,
             own: false,
-            body: "dependency failed\n",
-            dont_retry: overloaded,
+            body: "dependency not called\n",
+            dont_retry: false,
+        },
+        Err(CallsFailed { last: Some(last) }) => {
+            let overloaded = rt.dialect() == Some(Signal::Sre)
+                && context::current().is_some_and(|c| c.overload_below());
+            Answer {
+                status: rt.errors.passed.status(last),
+                own: false,
+                body: "dependency failed\n",
+                dont_retry: overloaded,
+            }
         }
     };
     (answer, Instant::now())

@@ -88,6 +88,41 @@ impl Metrics {
             .map(|(_, _, c)| c)
     }
 
+    /// Keeps outlier rows for each edge whose callee has more than one
+    /// replica: `replicas` per edge, in topology order.
+    pub fn with_outliers(mut self, replicas: &[u32]) -> Metrics {
+        self.outliers.clear();
+        for (e, &n) in replicas.iter().enumerate() {
+            let start = (n > 1).then_some(self.outliers.len());
+            if let Some(slot) = self.outlier_start.get_mut(e) {
+                *slot = start;
+            }
+            if n > 1 {
+                self.outliers
+                    .extend((0..n).map(|r| (e, r, std::array::from_fn(|_| AtomicU64::new(0)))));
+            }
+        }
+        self
+    }
+
+    /// Publishes what edge `edge`'s outlier detection holds: per replica,
+    /// `(ejected now, ejections so far)`. The fleet calls it once a
+    /// sample, with the edge's own totals (they never go back).
+    pub fn set_outliers(&self, edge: usize, rows: impl Iterator<Item = (bool, u64)>) {
+        let Some(start) = self.outlier_start.get(edge).copied().flatten() else {
+            return;
+        };
+        for (r, (out, ejections)) in rows.enumerate() {
+            match self.outliers.get(start + r) {
+                Some((e, _, c)) if *e == edge => {
+                    c[0].store(ejections, Ordering::Relaxed);
+                    c[1].store(u64::from(out), Ordering::Relaxed);
+                }
+                _ => return,
+            }
+        }
+    }
+
     /// Replica `replica` of `service` received a request.
     pub fn replica_request(&self, service: usize, replica: u32) {
         if let Some(c) = self.replica(service, replica) {

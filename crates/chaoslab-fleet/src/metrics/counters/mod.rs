@@ -7,8 +7,8 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use super::counts::{
-    with_service_counters, Counts, EdgeCounts, PerRootCounts, ReplicaCounts, RootCounts,
-    ServiceCounts, RADIUS_BUCKETS,
+    with_service_counters, Counts, EdgeCounts, OutlierCounts, PerRootCounts, ReplicaCounts,
+    RootCounts, ServiceCounts, RADIUS_BUCKETS,
 };
 use super::journal::Journal;
 
@@ -124,6 +124,12 @@ pub struct Metrics {
     /// Per replica: service, replica, and its requests, errors, first
     /// attempts and retries.
     replicas: Vec<(usize, u32, [AtomicU64; 4])>,
+    /// Per edge, where its callee's replicas' outlier rows start in
+    /// `outliers` (edges to a callee of one replica have none).
+    outlier_start: Vec<Option<usize>>,
+    /// Per edge and callee replica: its ejections and whether it is out
+    /// now, as last published (see [`Metrics::set_outliers`]).
+    outliers: Vec<(usize, u32, [AtomicU64; 2])>,
     /// Per service, the root it is, in a topology of many.
     root_of: Vec<Option<usize>>,
     /// Per root of a topology of many.
@@ -157,6 +163,8 @@ impl Metrics {
             remote: Mutex::new(None),
             replica_start: vec![None; services],
             replicas: Vec::new(),
+            outlier_start: vec![None; edge_count],
+            outliers: Vec::new(),
             root_of: vec![None; services],
             roots: Vec::new(),
         }
@@ -471,6 +479,16 @@ impl Metrics {
                     retries: l(&c[3]),
                 })
                 .collect(),
+            outliers: self
+                .outliers
+                .iter()
+                .map(|(edge, replica, c)| OutlierCounts {
+                    edge: *edge,
+                    replica: *replica,
+                    ejections: l(&c[0]),
+                    ejected: l(&c[1]),
+                })
+                .collect(),
         }
     }
 }
@@ -519,6 +537,13 @@ impl Observer for Metrics {
             return;
         }
         bump(&s.errors);
+        match e.status {
+            500 => bump(&s.errors_500),
+            502 => bump(&s.errors_502),
+            503 => bump(&s.errors_503),
+            504 => bump(&s.errors_504),
+            _ => {}
+        }
         let claim = match e.claim {
             Some((true, _)) => Claim::Claimed,
             Some((false, _)) => Claim::Unclaimed,
@@ -674,6 +699,30 @@ mod tests {
         assert_eq!(c.services[0].claims_seen, [2, 0, 6]);
         assert_eq!(c.edges[0].attempts, 5);
         assert_eq!(c.edges[1].attempts, 5);
+    }
+
+    #[test]
+    fn outlier_rows_hold_each_edge_to_a_replicated_callee() {
+        // 0 -> 1 (three replicas), 0 -> 2 (one): rows for edge 0 only.
+        let m = Metrics::new(3, vec![(0, 1), (0, 2)]).with_outliers(&[3, 1]);
+        m.set_outliers(0, [(false, 0), (true, 2), (false, 1)].into_iter());
+        m.set_outliers(1, [(true, 9)].into_iter());
+        let before = m.counts();
+        let rows: Vec<(usize, u32, u64, u64)> = before
+            .outliers
+            .iter()
+            .map(|o| (o.edge, o.replica, o.ejections, o.ejected))
+            .collect();
+        assert_eq!(rows, [(0, 0, 0, 0), (0, 1, 2, 1), (0, 2, 1, 0)]);
+        assert_eq!(before.outliers_of(0).len(), 3);
+        assert!(before.outliers_of(1).is_empty() && before.outliers_of(7).is_empty());
+        // A window counts the ejections in it and the gauge at its end.
+        m.set_outliers(0, [(false, 0), (false, 3), (false, 1)].into_iter());
+        let w = m.counts().since(&before);
+        assert_eq!((w.outliers[1].ejections, w.outliers[1].ejected), (1, 0));
+        // Through the wire and back, as a node's counts travel.
+        let back: Counts = super::super::WireCounts::from(&m.counts()).into();
+        assert_eq!(back.outliers, m.counts().outliers);
     }
 
     #[test]

@@ -25,6 +25,7 @@ fn timeouts_in_a_fleet_where_nothing_is_slow_are_the_machines() {
             edges: vec![Default::default(); t.edges.len()],
             root: Default::default(),
             replicas: vec![],
+            outliers: vec![],
             roots: vec![],
         };
         counts.root.sent = 1000;
@@ -65,4 +66,20 @@ fn figures_nest_by_path_and_counts_are_whole() {
     assert!(v.get("root").is_none(), "fleet figures stay out");
     let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
     assert_eq!(keys[0], "rps", "catalogue order");
+}
+
+#[test]
+fn wilsons_interval_holds_its_ends_and_narrows_with_the_count() {
+    use super::wilson;
+    let (lo, hi) = wilson(0, 10);
+    assert_eq!(lo, 0.0);
+    assert!((hi - 0.2775).abs() < 1e-3, "{hi}");
+    let (lo, hi) = wilson(50, 100);
+    assert!(
+        (lo - 0.4038).abs() < 1e-3 && (hi - 0.5962).abs() < 1e-3,
+        "{lo} {hi}"
+    );
+    let (a, b) = wilson(500, 1000);
+    assert!(b - a < hi - lo);
+    assert!(wilson(0, 0).0.is_nan());
 }

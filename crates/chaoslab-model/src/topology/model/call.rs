@@ -4,6 +4,7 @@
 
 use super::breaker;
 use super::budget::{self, EdgeRates};
+use super::codes::Codes;
 use super::hedge;
 use super::throttle;
 use super::{CallOutcome, Dist, Record};
@@ -42,6 +43,10 @@ impl Split {
             c: k * b.c + (1.0 - k) * g.c,
             u: k * b.u + (1.0 - k) * g.u,
             m: k * b.m + (1.0 - k) * g.m,
+            codes: Codes::blend(&[
+                (b.codes, k * (1.0 - b.s)),
+                (g.codes, (1.0 - k) * (1.0 - g.s)),
+            ]),
         }
     }
 }
@@ -79,12 +84,43 @@ impl Callee {
     }
 }
 
-/// The errors of `d` a policy retries, and those it spares a retry.
-fn retried_and_spared(p: &EdgePolicy, d: Dist) -> (f64, f64) {
+/// Which claims an edge's `retriable-headers` rules retry whatever their
+/// status: a rule on the topology's claim header `header` naming `true`
+/// retries claimed errors, `false` unclaimed ones (in [`Claim::ALL`]'s
+/// order).
+pub(super) fn claims_retried(p: &EdgePolicy, header: &str) -> [bool; 3] {
+    Claim::ALL.map(|k| {
+        let value: &[u8] = match k {
+            Claim::Claimed => b"true",
+            Claim::Unclaimed => b"false",
+            Claim::Missing => return false,
+        };
+        p.retry_on
+            .header_rules()
+            .any(|r| r.name() == header && r.value() == value)
+    })
+}
+
+/// The share of `d`'s errors claimed `k` that the edge's conditions retry.
+fn retriable(p: &EdgePolicy, claims: [bool; 3], d: &Dist, k: Claim) -> f64 {
+    if claims[k.index()] {
+        1.0
+    } else {
+        d.codes.retried_share(&p.retry_on)
+    }
+}
+
+/// The errors of `d` a policy retries, and those it spares a retry (its
+/// signal, or its retry conditions).
+fn retried_and_spared(p: &EdgePolicy, claims: [bool; 3], d: Dist) -> (f64, f64) {
     let (mut e, mut su) = (0.0, 0.0);
     for k in Claim::ALL {
         match retry::decide(Classified::Error { claim: k }, p.ownership) {
-            RetryVerdict::Retry => e += d.of(k),
+            RetryVerdict::Retry => {
+                let a = retriable(p, claims, &d, k);
+                e += d.of(k) * a;
+                su += d.of(k) * (1.0 - a);
+            }
             RetryVerdict::Suppress => su += d.of(k),
             RetryVerdict::Done => {}
         }
@@ -105,11 +141,12 @@ pub(super) fn call_outcome(
     (mode, attribution): (DependencyMode, Attribution),
     rates: Option<EdgeRates>,
     latency_s: f64,
+    claims: [bool; 3],
 ) -> CallOutcome {
     let mix = callee.mix();
     let mut o = match p.hedge {
         Some(cfg) => hedged_call(p, cfg, mix, (mode, attribution), rates, latency_s),
-        None => retried_call(p, callee, reselect, (mode, attribution), rates),
+        None => retried_call(p, callee, reselect, (mode, attribution), rates, claims),
     };
     let rate = rates.map(|r| r.first_per_sec * o.attempts);
     if let Some(b) = &p.breaker {
@@ -185,10 +222,11 @@ fn retried_call(
     reselect: Reselect,
     (mode, attribution): (DependencyMode, Attribution),
     rates: Option<EdgeRates>,
+    claims: [bool; 3],
 ) -> CallOutcome {
     let r = p.attempts.max(1);
     let mix = callee.mix();
-    let (e, _) = retried_and_spared(p, mix);
+    let (e, _) = retried_and_spared(p, claims, mix);
     let allowed = p
         .budget
         .map(|b| budget::allowance(&b, 1.0 - mix.s, unbudgeted_retries(e, r), rates));
@@ -215,7 +253,7 @@ fn retried_call(
                     continue;
                 }
                 o.ok += mass * d.s;
-                let (de, dsu) = retried_and_spared(p, d);
+                let (de, dsu) = retried_and_spared(p, claims, d);
                 o.suppressed += mass * dsu;
                 let mut again = 0.0;
                 for (i, k) in Claim::ALL.into_iter().enumerate() {
@@ -223,11 +261,13 @@ fn retried_call(
                     if pk == 0.0 {
                         continue;
                     }
+                    // The share of these errors the conditions retry.
+                    let a = retriable(p, claims, &d, k);
                     match retry::decide(Classified::Error { claim: k }, p.ownership) {
                         RetryVerdict::Suppress => ended[i] += pk,
                         RetryVerdict::Retry if j + 1 < r => {
-                            ended[i] += pk * (1.0 - q);
-                            again += pk * q;
+                            ended[i] += pk * (1.0 - a * q);
+                            again += pk * a * q;
                         }
                         RetryVerdict::Retry => ended[i] += pk,
                         RetryVerdict::Done => {}

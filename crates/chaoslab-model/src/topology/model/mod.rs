@@ -61,18 +61,25 @@ mod breaker;
 mod budget;
 mod call;
 pub mod capacity;
+mod codes;
 mod hedge;
 pub mod limit;
+pub mod outlier;
 mod proxied;
 mod radius;
+pub mod spread;
 pub mod throttle;
+pub mod window;
 
+use super::mesh::Passed;
 use super::proxy::{AsRun, Passive, Reselect};
 use super::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};
 use budget::EdgeRates;
 use call::failed_call;
 use call::{call_outcome, Callee, Split};
+use codes::Codes;
 use error_ownership::claim::{self, ClaimReason, Outbound};
+use error_ownership::conditions::Failure;
 use error_ownership::edge_budget::BudgetModel;
 use error_ownership::{is_error_status, Attribution, Claim, DependencyMode};
 
@@ -96,6 +103,8 @@ pub struct Prediction {
     pub roots: Vec<f64>,
     /// The longest path of consecutive edges that send retries.
     pub storm_radius: usize,
+    /// How much each service's count varies by chance per root request.
+    pub spread: spread::Spread,
 }
 
 /// One service's predicted figures.
@@ -113,6 +122,22 @@ pub struct ServicePrediction {
     pub p_unclaimed: f64,
     /// ... an error with no claim (no middleware, outside, or down).
     pub p_missing: f64,
+    /// When its fault is on some of its replicas only: how those and the
+    /// others answer.
+    pub split: Option<ReplicaSplit>,
+}
+
+/// A service whose fault is on some of its replicas: the shares of the
+/// answers of a bad and of a good replica that are claimed, unclaimed and
+/// unmarked (missing) errors.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplicaSplit {
+    /// How many replicas run the fault.
+    pub bad_replicas: u32,
+    /// A bad replica's (claimed, unclaimed, missing).
+    pub bad: (f64, f64, f64),
+    /// A good replica's.
+    pub good: (f64, f64, f64),
 }
 
 /// One edge's predicted figures, per root request.
@@ -214,12 +239,18 @@ pub fn predict_with_latency(
                 p_claimed: d.c,
                 p_unclaimed: d.u,
                 p_missing: d.m,
+                split: m.split[i].map(|s| ReplicaSplit {
+                    bad_replicas: s.bad,
+                    bad: (s.bad_dist.c, s.bad_dist.u, s.bad_dist.m),
+                    good: (s.good_dist.c, s.good_dist.u, s.good_dist.m),
+                }),
             }
         })
         .collect();
-    Prediction {
+    let mut p = Prediction {
         services,
         edges,
+        spread: spread::Spread::default(),
         root_availability: t
             .load
             .shares()
@@ -232,7 +263,9 @@ pub fn predict_with_latency(
             .map(|r| m.dist.get(r.entry).map_or(1.0, |d| d.s))
             .collect(),
         storm_radius,
-    }
+    };
+    p.spread = spread::spread(t, &p);
+    p
 }
 
 /// Each service's answer time with no queue and no failure, seconds: its
@@ -305,6 +338,8 @@ struct Dist {
     c: f64,
     u: f64,
     m: f64,
+    /// How its errors failed: statuses, timeouts, refused connections.
+    codes: Codes,
 }
 
 impl Dist {
@@ -313,6 +348,7 @@ impl Dist {
         c: 0.0,
         u: 0.0,
         m: 0.0,
+        codes: Codes::NONE,
     };
 
     /// Every attempt times out: no response, so no claim.
@@ -321,6 +357,7 @@ impl Dist {
         c: 0.0,
         u: 0.0,
         m: 1.0,
+        codes: Codes::of(Failure::Timeout),
     };
 
     fn of(&self, claim: Claim) -> f64 {
@@ -531,6 +568,11 @@ impl<'a> Model<'a> {
                 c: 0.0,
                 u: 0.0,
                 m: f,
+                codes: Codes::of(if fault.down {
+                    Failure::Refused
+                } else {
+                    Failure::Status(fault.status)
+                }),
             };
         }
         let (before, after) = match fault.phase {
@@ -544,9 +586,12 @@ impl<'a> Model<'a> {
         // holds the mass in which a fail-close call has failed.
         let mut run = [[0.0; 4]; 2];
         run[0][Record::Clean as usize] = 1.0 - before;
+        // The calls' failures, each with how its callee's errors failed.
+        let mut failed_calls: Vec<(Codes, f64)> = Vec::new();
         for &e in &s.calls {
             let edge = &t.edges[e];
             let callee = self.callee(edge.to);
+            let callee_codes = callee.mix().codes;
             let mut out = call_outcome(
                 &self.policies[e],
                 callee,
@@ -556,6 +601,7 @@ impl<'a> Model<'a> {
                 self.rates[e]
                     .and_then(|r| r.attempt_latency_s)
                     .unwrap_or(self.floor_s[edge.to]),
+                call::claims_retried(&self.policies[e], &t.ownership.header),
             );
             if let (Some(passive), Some(rates)) = (self.passive[e], self.rates[e]) {
                 proxied::passive_check(
@@ -583,17 +629,32 @@ impl<'a> Model<'a> {
                 }
                 per
             };
+            if edge.mode == DependencyMode::FailClose {
+                let fails: f64 = out.fail.iter().sum();
+                failed_calls.push((callee_codes, per_invocation * fails));
+            }
             self.calls[e] = EdgeCall {
                 per_invocation,
                 out,
             };
         }
         let mut ok = 0.0;
+        let mut own = before;
         for st in 0..4 {
             err[st] += run[0][st] * after + run[1][st];
             ok += run[0][st] * (1.0 - after);
+            own += run[0][st] * after;
         }
-        response(s, t.ownership.at_least_once, ok, &err)
+        let passed = match s.errors.passed {
+            Passed::Status(c) => Codes::of(Failure::Status(c)),
+            Passed::Same => Codes::blend(&failed_calls).passed_same(),
+        };
+        let total: f64 = err.iter().sum();
+        let codes = Codes::blend(&[
+            (Codes::of(Failure::Status(fault.status)), own),
+            (passed, (total - own).max(0.0)),
+        ]);
+        response(s, t.ownership.at_least_once, ok, &err, codes)
     }
 }
 
@@ -646,12 +707,13 @@ fn make_calls(
 
 /// Service `s`'s response: success `ok`, and its errors `err` (by record)
 /// split by the claim it writes on them.
-fn response(s: &Service, at_least_once: bool, ok: f64, err: &[f64; 4]) -> Dist {
+fn response(s: &Service, at_least_once: bool, ok: f64, err: &[f64; 4], codes: Codes) -> Dist {
     let mut d = Dist {
         s: ok,
         c: 0.0,
         u: 0.0,
         m: 0.0,
+        codes,
     };
     for (st, &p) in err.iter().enumerate() {
         if !s.ownership {

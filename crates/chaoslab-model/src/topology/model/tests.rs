@@ -422,3 +422,83 @@ proptest! {
         }
     }
 }
+
+/// SPEC section 17's reference behaviours: statuses travel, and whether a
+/// hop retries depends on the status its callee answered.
+mod statuses {
+    use super::*;
+
+    fn chain(passed: &str, preset: &str, retry_on: &str) -> Vec<f64> {
+        let t = topo(&format!(
+            "name: s
+policy: {{ preset: {preset}{retry_on} }}
+services:
+  A: {{ calls: [B], errors: {{ passed: {passed} }} }}
+  B: {{ calls: [C], errors: {{ passed: {passed} }} }}
+  C: {{ calls: [D], errors: {{ passed: {passed} }} }}
+  D: {{ fault: {{ error_rate: 1.0, status: 503 }} }}
+"
+        ));
+        loads(&predict(&t, &t.policy))
+    }
+
+    #[test]
+    fn istio_multiplies_a_503_passed_as_itself_and_stops_at_a_500() {
+        assert_close(&chain("same", "istio", ""), &[1., 3., 9., 27.]);
+        assert_close(&chain("500", "istio", ""), &[1., 1., 1., 3.]);
+    }
+
+    #[test]
+    fn ownership_without_code_retries_only_above_the_owner() {
+        // The owner answers 503, whoever passes it up 502: a retrier of
+        // 503 alone retries only at the hop above the owner.
+        let t = topo(
+            "name: s
+policy: { preset: retry, attempts: 2, retry_on: [503] }
+services:
+  A: { calls: [B], errors: { own: 503, passed: 502 } }
+  B: { calls: [C], errors: { own: 503, passed: 502 } }
+  C: { calls: [D], errors: { own: 503, passed: 502 } }
+  D: { fault: { error_rate: 1.0 }, errors: { own: 503, passed: 502 } }
+",
+        );
+        assert_close(&loads(&predict(&t, &t.policy)), &[1., 1., 1., 2.]);
+        // The same chain passing 500 under `retry` on every 5xx storms.
+        let storm = chain("500", "retry", ", attempts: 2, retry_on: [5xx]");
+        assert_close(&storm, &[1., 2., 4., 8.]);
+        // Every old preset retries every error, whatever its status.
+        assert_close(&chain("same", "retry", ", attempts: 2"), &[1., 2., 4., 8.]);
+    }
+
+    #[test]
+    fn linkerd_and_the_gateway_api_read_their_codes() {
+        // Linkerd retries any 5xx once: 2 attempts per hop.
+        assert_close(&chain("500", "linkerd", ""), &[1., 2., 4., 8.]);
+        // The Gateway API's codes leave out 501; at the topology's R of 2.
+        let t = topo(
+            "name: s
+policy: { preset: gateway-api, attempts: 2 }
+services:
+  A: { calls: [B] }
+  B: { fault: { error_rate: 1.0, status: 501 } }
+",
+        );
+        assert_close(&loads(&predict(&t, &t.policy)), &[1., 1.]);
+    }
+
+    #[test]
+    fn a_refused_connection_passes_up_as_502_and_a_timeout_as_504() {
+        let t = topo(
+            "name: s
+policy: { preset: retry, attempts: 2, retry_on: [502] }
+services:
+  A: { calls: [B] }
+  B: { calls: [C], errors: { passed: same } }
+  C: { fault: { down: true } }
+",
+        );
+        // B's call to C is refused (connect-failure is not retried), and B
+        // passes it up as 502, which A retries.
+        assert_close(&loads(&predict(&t, &t.policy)), &[1., 2., 2.]);
+    }
+}

@@ -7,16 +7,29 @@ use super::*;
 /// headers of the don't-retry signal it reads.
 fn preset_table() -> String {
     let mut s = String::from(
-        "| preset | attempts | budget model | ownership | don't-retry signal (headers read) |\n|---|---|---|---|---|\n",
+        "| preset | attempts | retries on (`retry_on`) | budget model | ownership | don't-retry signal (headers read) |\n|---|---|---|---|---|---|\n",
     );
-    for preset in Preset::ALL {
+    for preset in Preset::every() {
         let mut p = Policy::default();
         p.apply_preset(preset);
-        let attempts = if p.mode.retries {
-            format!("R = {}", p.attempts)
-        } else {
-            "1".into()
+        let attempts = match (p.mode.retries, p.mode.attempts) {
+            (false, _) => "1".into(),
+            (true, None) => format!("R = {}", p.attempts),
+            (true, Some(r)) => r.to_string(),
         };
+        let on = p.mode.retry_on;
+        let retry_on = if (500..600).all(|c| on.statuses().any(|s| s == c))
+            && on.conditions().next().is_none()
+        {
+            "statuses 500-599".to_string()
+        } else {
+            on.describe()
+        };
+        let backoff = p
+            .mode
+            .backoff
+            .map(|b| format!("; backoff {} ms", b.as_millis()))
+            .unwrap_or_default();
         let mut model = p
             .budget_model()
             .map_or_else(|| "–".into(), |m| format!("`{}`", m.describe()));
@@ -35,7 +48,7 @@ fn preset_table() -> String {
             },
         );
         s.push_str(&format!(
-            "| `{}` | {attempts} | {model} | {} | {signal} |\n",
+            "| `{}` | {attempts} | {retry_on}{backoff} | {model} | {} | {signal} |\n",
             preset.name(),
             if p.mode.ownership { "on" } else { "off" },
         ));
@@ -50,7 +63,7 @@ fn docs_give_each_preset_as_the_code_sets_it() {
 
 #[test]
 fn every_preset_is_recognised_after_it_is_applied() {
-    for preset in Preset::ALL {
+    for preset in Preset::every() {
         let mut p = Policy::default();
         p.apply_preset(preset);
         assert_eq!(p.preset(), Some(preset), "{}", preset.name());

@@ -329,7 +329,7 @@ fn services_and_edges(
             context_dropped: s.context == Some(ContextSpec::Dropped),
             ownership: s.ownership,
             url: s.url.as_ref().map(|u| super::at_path(u, node.endpoint)),
-            fault: s.fault.to_fault(),
+            fault: s.fault.to_fault_of(s.errors.to_errors().own),
             work: node.work.unwrap_or(Duration::ZERO),
             workers: s.workers,
             queue: s.queue.unwrap_or(DEFAULT_QUEUE),
@@ -340,7 +340,10 @@ fn services_and_edges(
             replicas: s.replicas.unwrap_or(1),
             group,
             endpoint: node.endpoint.map(str::to_string),
-            endpoint_fault: node.fault.map(|f| f.to_fault()).unwrap_or_default(),
+            endpoint_fault: node
+                .fault
+                .map(|f| f.to_fault_of(s.errors.to_errors().own))
+                .unwrap_or_default(),
             errors: s.errors.to_errors(),
             sidecar: sidecar(name, s, loc)?,
         });

@@ -97,6 +97,7 @@ fn a_joining_dag_points_back_instead_of_crossing() {
         retry_rps: 0.0,
         budget: None,
         breaker: 0,
+        outliers: vec![],
     });
     let lines = draw(&s, 120, false, 0);
     let all = lines.join("\n");
