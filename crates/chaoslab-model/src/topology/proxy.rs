@@ -604,6 +604,25 @@ mod tests {
             Some(Unexpressible::Backoff(Duration::from_millis(25)))
         );
         p.backoff = Duration::ZERO;
+        p.outlier = Some(error_ownership::outlier::OutlierConfig::DEFAULT);
+        assert_eq!(
+            unexpressible(ProxyKind::Nginx, &p, true),
+            Some(Unexpressible::Outlier)
+        );
+        assert!(as_run(
+            Sidecar {
+                kind: ProxyKind::Nginx,
+                max_fails: 1,
+                fail_timeout: Duration::from_secs(10)
+            },
+            &p,
+            true,
+            2
+        )
+        .policy
+        .outlier
+        .is_none());
+        p.outlier = None;
         p.signal = Some(Signal::Nack);
         let why = unexpressible(ProxyKind::Nginx, &p, true).unwrap();
         let why = why.explain(ProxyKind::Nginx);
