@@ -244,6 +244,7 @@ fn no_proxy_outlives_its_run() {
          A: { calls: [B], sidecar: { kind: nginx, max_fails: 0 } }\n  \
          B: { calls: [C], sidecar: { kind: haproxy } }\n  C: {}\n",
     );
+    let mut killed = 0;
     for (how, signals, code) in [
         ("SIGINT", &["INT"][..], Some(130)),
         ("SIGTERM", &["TERM"], Some(143)),
@@ -261,6 +262,7 @@ fn no_proxy_outlives_its_run() {
         }
         let status = child.0.wait().unwrap();
         assert_eq!(status.code(), code, "{how}");
+        killed = pid;
         // The kernel's parent death signal is sent as the parent goes.
         wait_until(
             Duration::from_secs(3),
@@ -306,6 +308,18 @@ fn no_proxy_outlives_its_run() {
         })
         .collect();
     assert!(dirs.is_empty(), "their directories are removed: {dirs:?}");
+    // The run killed outright removed nothing; the next run that started
+    // a sidecar swept its directories away.
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|d| {
+            d.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("chaoslab-sidecar-{killed}-"))
+        })
+        .collect();
+    assert!(left.is_empty(), "left by the run killed outright: {left:?}");
 }
 
 /// nginx's passive health check: B's two replicas fail every request, so

@@ -387,10 +387,14 @@ fn with_ready(kind: ProxyKind, c: String, dir: &Path) -> String {
 }
 
 /// A directory of its own for `service`'s proxy, under the system's
-/// temporary directory.
+/// temporary directory. The first also sweeps away the directories
+/// sidecars of processes no longer running left behind (a chaoslab killed
+/// outright removes none; the kernel killed its proxies).
 fn new_dir(service: &str) -> std::io::Result<PathBuf> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(sweep_stale_dirs);
     let safe: String = service
         .chars()
         .map(|c| {
@@ -410,6 +414,33 @@ fn new_dir(service: &str) -> std::io::Result<PathBuf> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
+}
+
+/// Removes `chaoslab-sidecar-PID-*` directories whose process `PID` is
+/// gone (where `/proc` says which processes run).
+fn sweep_stale_dirs() {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("chaoslab-sidecar-"))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().filter(|p| p.parse::<u32>().is_ok()) else {
+            continue;
+        };
+        if !proc.join(pid).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// Starts `plan`'s proxy; its ports taken first by another process, on
