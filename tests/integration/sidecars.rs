@@ -215,6 +215,22 @@ fn a_missing_proxy_or_a_policy_it_cannot_express_exits_2() {
         stderr.contains("A -> B: A's nginx sidecar cannot express its retry budget"),
         "{stderr}"
     );
+    // A scenario's policy change would reach the lab's clients and not
+    // the proxy, whose configuration was written at the start: refused
+    // where it is written, before anything starts.
+    let file = topology_file(
+        "nginx-policy-step",
+        "name: s\npolicy: { preset: retry }\nservices:\n  A: { calls: [B], sidecar: { kind: nginx } }\n  B: {}\nscenario:\n  duration: 2s\n  steps:\n    - { at: 1s, policy: ownership }\n",
+    );
+    let out = chaoslab(&["run", &file, "--headless"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "steps[0].policy: service \"A\" carries its calls through a real nginx sidecar"
+        ),
+        "{stderr}"
+    );
 }
 
 /// The sidecar processes of the chaoslab process `pid`, by the directory

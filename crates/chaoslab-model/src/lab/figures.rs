@@ -91,6 +91,18 @@ pub struct Window<'a> {
     pub root_latency_ms: (f64, f64),
     /// The deepest each service's queue got over the window's samples.
     pub queue_peaks: Vec<u64>,
+    /// What several figures of every service read, computed once for the
+    /// window (`WindowCache::default()` to build one).
+    pub cache: WindowCache,
+}
+
+/// What a window computes once for all its figures: each service's
+/// baseline (a sum over the roots that reach it, for a mesh of many) and
+/// the root rate.
+#[derive(Debug, Default)]
+pub struct WindowCache {
+    baselines: std::cell::OnceCell<Vec<f64>>,
+    root_rate: std::cell::OnceCell<f64>,
 }
 
 impl Window<'_> {
@@ -160,6 +172,10 @@ impl Window<'_> {
 
     /// Root requests per second the roots opened (the entry's, for one).
     pub fn root_rate(&self) -> f64 {
+        *self.cache.root_rate.get_or_init(|| self.root_rate_now())
+    }
+
+    fn root_rate_now(&self) -> f64 {
         self.topology
             .load
             .roots
@@ -184,8 +200,15 @@ impl Window<'_> {
     /// Service `i`'s no-fault load at the root rates measured: each
     /// root's rate times the calls one of its requests makes of `i`.
     fn baseline(&self, i: usize) -> f64 {
-        self.topology
-            .baseline(i, |r| self.rate(self.svc(r).baseline_roots()))
+        let all = self.cache.baselines.get_or_init(|| {
+            (0..self.topology.services.len())
+                .map(|k| {
+                    self.topology
+                        .baseline(k, |r| self.rate(self.svc(r).baseline_roots()))
+                })
+                .collect()
+        });
+        all.get(i).copied().unwrap_or(0.0)
     }
 
     /// Service `i`'s workers, when it has them.

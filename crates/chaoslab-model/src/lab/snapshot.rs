@@ -376,6 +376,7 @@ pub fn build(mut i: Inputs<'_>) -> Snapshot {
         radius,
         root_latency_ms: latest.latency_ms,
         queue_peaks: series.queue_peaks(since, latest.t),
+        cache: Default::default(),
     };
     let per_point = (Duration::from_secs(1).as_millis()
         / i.tick.max(Duration::from_millis(1)).as_millis())

@@ -366,6 +366,7 @@ pub fn window<'a>(
         radius,
         root_latency_ms,
         queue_peaks: r.series.queue_peaks(first.t, last.t),
+        cache: Default::default(),
     }
 }
 

@@ -211,12 +211,18 @@ pub(super) fn step_action(
             down: false,
             ..old.clone()
         }),
-        StepKind::Policy(p) => Action::Policy(p.clone()),
-        StepKind::Mode(m) => Action::Mode {
-            retries: m.retries,
-            budget: m.budget,
-            ownership: m.ownership,
-        },
+        StepKind::Policy(p) => {
+            sidecars_keep_their_policy(t, loc, (section, i), "policy")?;
+            Action::Policy(p.clone())
+        }
+        StepKind::Mode(m) => {
+            sidecars_keep_their_policy(t, loc, (section, i), "mode")?;
+            Action::Mode {
+                retries: m.retries,
+                budget: m.budget,
+                ownership: m.ownership,
+            }
+        }
         StepKind::DropContext(n) => Action::SetContextDropped {
             service: id(n, "drop_context")?,
             dropped: true,
@@ -289,6 +295,30 @@ fn check_set(
         }
     }
     Ok(())
+}
+
+/// A policy change is refused on a topology whose calls run through a
+/// real sidecar: the proxy's configuration was written from the policy
+/// when the run started, and a change would reach the lab's own clients
+/// but not the proxy (nginx and HAProxy are not reloaded mid-run).
+fn sidecars_keep_their_policy(
+    t: &Topology,
+    loc: &dyn Place,
+    (section, i): (&str, usize),
+    key: &str,
+) -> Result<(), ScenarioError> {
+    let Some(s) = t.services.iter().find(|s| s.sidecar.is_some()) else {
+        return Ok(());
+    };
+    let kind = s.sidecar.map_or("", |c| c.kind.name());
+    Err(ScenarioError::CannotSet {
+        at: loc.token_in_item(section, i, key),
+        what: format!("{section}[{i}].{key}"),
+        service: s.name.clone(),
+        why: format!(
+            "carries its calls through a real {kind} sidecar whose configuration was written from the policy when the run started, and a policy change would not reach it: set the policy in the topology file instead"
+        ),
+    })
 }
 
 /// Expectations in file order, one per figure of an entry.

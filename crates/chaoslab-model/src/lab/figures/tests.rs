@@ -40,6 +40,7 @@ fn timeouts_in_a_fleet_where_nothing_is_slow_are_the_machines() {
             radius: RadiusStats::default(),
             root_latency_ms: (0.0, 0.0),
             queue_peaks: vec![0; t.services.len()],
+            cache: Default::default(),
         };
         saturation(&Figures::measure(&w, Scope::Fleet, 0))
     };
