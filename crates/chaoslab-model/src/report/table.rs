@@ -74,6 +74,7 @@ fn body(r: &Report, which: Rows) -> String {
             "… and {} more services, none above {most:.2}x (--all lists every service)",
             left.len()
         );
+        out.push_str(&evidence_line(r));
     }
     out.push_str(&entry(r));
     let root = &r.fleet;
@@ -98,6 +99,28 @@ fn body(r: &Report, which: Rows) -> String {
         );
     }
     out
+}
+
+/// On a table cut to its top rows: how many services read a ratio, how
+/// many differ from the model beyond chance, and how many chance alone
+/// would flag.
+fn evidence_line(r: &Report) -> String {
+    let with_ratio = r
+        .nodes
+        .iter()
+        .filter(|n| !n.figures[Figure::Amplification].is_nan())
+        .count();
+    let flagged = r
+        .nodes
+        .iter()
+        .filter(|n| n.figures[Figure::ModelDiffers] > 0.0)
+        .count();
+    let chance = with_ratio as f64 * (1.0 - 0.999);
+    format!(
+        "{with_ratio} of {} services read a ratio (the others expected fewer than {} requests: n=…); {flagged} differ from the model beyond chance (99.9%), where chance alone would flag about {chance:.1}\n",
+        r.nodes.len(),
+        crate::lab::figures::MIN_EXPECTED_REQUESTS
+    )
 }
 
 /// The line above a phase's table: which phase, when, what opened it,
