@@ -315,7 +315,10 @@ fn propagated_deadlines_keep_every_attempt_within_the_root_deadline() {
         (amp - 2.0).abs() <= 0.05 * 2.0,
         "C at {amp}× with deadlines"
     );
-    // A's third attempt is never sent: no time is left for it.
+    // A's third attempt is never sent: no time is left for it. (Against
+    // this run's own root requests: two runs side by side on a busy
+    // machine do not measure the same number of them.)
+    let roots = num(&r["root"], "requests");
     let a_b = num(edge(&r, "A", "B"), "attempts");
     assert!(
         (a_b - 2.0 * roots).abs() <= 0.05 * 2.0 * roots + 3.0,
