@@ -180,12 +180,7 @@ pub fn nginx_next_upstream(r: &RetryOn) -> Result<Vec<&'static str>, Unexpressib
             | Condition::ResourceExhausted => {}
         }
     }
-    for s in r.statuses() {
-        if !NGINX_STATUSES.contains(&s) {
-            return Err(Unexpressible::Status(s));
-        }
-        codes.push(s);
-    }
+    codes.extend(nameable(r, &NGINX_STATUSES)?);
     let mut out = vec![];
     if error {
         out.push("error");
@@ -255,12 +250,7 @@ pub fn haproxy_retry_on(r: &RetryOn) -> Result<Vec<String>, Unexpressible> {
                 | Condition::ResourceExhausted => {}
             }
         }
-        for s in r.statuses() {
-            if !HAPROXY_STATUSES.contains(&s) {
-                return Err(Unexpressible::Status(s));
-            }
-            codes.push(s);
-        }
+        codes.extend(nameable(r, &HAPROXY_STATUSES)?);
     }
     let mut out: Vec<String> = [
         (conn, "conn-failure"),
@@ -492,6 +482,20 @@ pub fn balance(kind: ProxyKind, lb: Lb) -> &'static str {
         (ProxyKind::Haproxy, Lb::Random) => "random",
         (ProxyKind::Haproxy, Lb::P2c) => "random(2)",
     }
+}
+
+/// The statuses `r` lists, each one the proxy can name (`names`), or the
+/// first it cannot.
+fn nameable(r: &RetryOn, names: &[u16]) -> Result<Vec<u16>, Unexpressible> {
+    r.statuses()
+        .map(|s| {
+            if names.contains(&s) {
+                Ok(s)
+            } else {
+                Err(Unexpressible::Status(s))
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
