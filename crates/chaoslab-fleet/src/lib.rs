@@ -27,6 +27,7 @@ pub mod load;
 pub mod metrics;
 pub mod middleware;
 pub mod observe;
+mod ports;
 pub mod session;
 pub mod sidecar;
 pub mod signals;

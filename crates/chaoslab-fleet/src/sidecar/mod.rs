@@ -469,7 +469,7 @@ async fn try_start(plan: &ProxyPlan, program: &Path) -> Result<Proxy, (SidecarEr
     };
     let dir = new_dir(&plan.service).map_err(|e| (write(Path::new("/tmp"), e), false))?;
     let held: Vec<TcpListener> = (0..plan.edges.len())
-        .map(|_| crate::session::processes::free_port())
+        .map(|_| crate::ports::free_port())
         .collect::<Result<_, _>>()
         .map_err(|source| {
             (
