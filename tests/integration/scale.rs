@@ -46,7 +46,7 @@ fn a_wide_fleets_table_and_progress_line_show_the_storm_first() {
     let _fleet = crate::common::fleet_lock();
     let leaves: Vec<String> = (0..39).map(|i| format!("B{i:02}")).collect();
     let mut yaml = format!(
-        "name: wide\npolicy: {{ preset: retry, attempts: 2 }}\nload: {{ rps: 20 }}\nservices:\n  A: {{ parallel: true, calls: [{}] }}\n",
+        "name: wide\npolicy: {{ preset: retry, attempts: 2 }}\nload: {{ rps: 40 }}\nservices:\n  A: {{ parallel: true, calls: [{}] }}\n",
         leaves.join(", ")
     );
     for l in &leaves {

@@ -199,6 +199,7 @@ mod tests {
             name: name.into(),
             depth: 1,
             figures: f,
+            withheld: None,
             learned: vec![],
             replicas: vec![],
             service: None,

@@ -150,6 +150,9 @@ pub struct NodeReport {
     /// Every per-service figure of the catalogue.
     #[serde(flatten)]
     pub figures: Figures,
+    /// Why its ratios are `null`: too few requests in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<String>,
     /// Learned classification of its dependencies.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub learned: Vec<LearnedReport>,
@@ -380,6 +383,14 @@ pub fn node(r: &RunRecord, w: &Window<'_>, i: usize) -> NodeReport {
         endpoint: s.endpoint.clone(),
         depth: s.depth,
         figures: Figures::measure(w, Scope::Service, i),
+        withheld: w.too_few(i).then(|| {
+            format!(
+                "too few requests for a ratio: n={}, {:.1} expected in the window (below {})",
+                w.counts.services[i].requests,
+                w.expected_requests(i),
+                crate::lab::figures::MIN_EXPECTED_REQUESTS
+            )
+        }),
         learned: r.learned[i].iter().map(|l| learned(t, i, l)).collect(),
         replicas: replicas(w, i),
     }

@@ -43,6 +43,11 @@ impl Window<'_> {
         self.baseline(i) * self.dt < MIN_EXPECTED_REQUESTS
     }
 
+    /// The requests service `i`'s baseline brings it over the window.
+    pub fn expected_requests(&self, i: usize) -> f64 {
+        self.baseline(i) * self.dt
+    }
+
     /// Requests over baseline, or NaN (null) over too few requests.
     pub(super) fn amplification(&self, i: usize) -> f64 {
         if self.too_few(i) {

@@ -207,6 +207,7 @@ mod tests {
                     endpoint: None,
                     depth: 0,
                     figures,
+                    withheld: None,
                     learned: vec![],
                     replicas: vec![],
                 }
