@@ -115,8 +115,25 @@ impl Condition {
         1 << (self as u16)
     }
 
+    /// Whether this token names what never happens over HTTP/1.1 (an
+    /// HTTP/2 `REFUSED_STREAM`, a `grpc-status`), so it matches nothing.
+    pub fn never_over_http1(self) -> bool {
+        matches!(
+            self,
+            Condition::RefusedStream
+                | Condition::Cancelled
+                | Condition::Unavailable
+                | Condition::DeadlineExceeded
+                | Condition::Internal
+                | Condition::ResourceExhausted
+        )
+    }
+
     /// Whether this token alone matches `f`.
     pub fn matches(self, f: Failure) -> bool {
+        if self.never_over_http1() {
+            return false;
+        }
         let no_answer = matches!(f, Failure::Refused | Failure::Reset | Failure::Timeout);
         match self {
             Condition::FiveXx => {
@@ -128,12 +145,8 @@ impl Condition {
             Condition::Timeout => f == Failure::Timeout,
             Condition::Retriable4xx => f == Failure::Status(409),
             Condition::RateLimited => f == Failure::Status(429),
-            Condition::RefusedStream
-            | Condition::Cancelled
-            | Condition::Unavailable
-            | Condition::DeadlineExceeded
-            | Condition::Internal
-            | Condition::ResourceExhausted => false,
+            // Never over HTTP/1.1 (returned above).
+            _ => false,
         }
     }
 }

@@ -162,6 +162,61 @@ mod tests {
         }
     }
 
+    /// A policy action that sets every field, each away from its
+    /// default.
+    fn every_policy_field() -> PolicyFields {
+        PolicyFields {
+            preset: Some(Preset::Budget),
+            attempts: Some(3),
+            budget: Some(BudgetSetting::Ratio(0.2)),
+            min_per_sec: Some(1.5),
+            ttl: Some(Duration::from_secs(5)),
+            backoff: Some(Duration::from_millis(10)),
+            timeout: Some(Duration::from_nanos(1_000_000_001)),
+            deadline: Some(true),
+            budget_model: Some(crate::topology::BudgetKind::Tokens),
+            signal: Some(SignalSetting::On(error_ownership::signal::Signal::Pushback)),
+            budget_percent: Some(25.0),
+            min_retry_concurrency: Some(4),
+            max_tokens: Some(20),
+            token_ratio: Some(0.2),
+            quota: Some(300),
+            retry_cost: Some(7),
+            timeout_cost: Some(12),
+            breaker: Some(BreakerSetting::On(
+                error_ownership::breaker::BreakerConfig {
+                    consecutive: 7,
+                    open_for: Duration::from_millis(2500),
+                    ..error_ownership::breaker::BreakerConfig::DEFAULT
+                },
+            )),
+            throttle: Some(crate::topology::ThrottleSetting::On(
+                error_ownership::throttle::ThrottleConfig {
+                    k: 1.5,
+                    window: Duration::from_millis(30_500),
+                },
+            )),
+            hedge: Some(crate::topology::HedgeSetting::On(
+                error_ownership::hedge::HedgeConfig {
+                    delay: Duration::from_millis(40),
+                    max_attempts: 3,
+                    non_fatal: false,
+                },
+            )),
+            outlier: Some(Box::new(crate::topology::OutlierSetting::On(
+                error_ownership::outlier::OutlierConfig {
+                    consecutive_5xx: 3,
+                    interval: Duration::from_millis(1500),
+                    count: error_ownership::outlier::Count::Claimed,
+                    ..error_ownership::outlier::OutlierConfig::DEFAULT
+                },
+            ))),
+            lb: Some(error_ownership::policy::Lb::P2c),
+            retry_other_host: Some(false),
+            retry_on: Some(Box::new(crate::topology::policy::ISTIO_RETRY_ON)),
+        }
+    }
+
     #[test]
     fn every_action_round_trips() {
         let t = topology();
@@ -219,59 +274,7 @@ mod tests {
                     ..Default::default()
                 }),
             ),
-            ev(
-                4500,
-                Action::Policy(PolicyFields {
-                    preset: Some(Preset::Budget),
-                    attempts: Some(3),
-                    budget: Some(BudgetSetting::Ratio(0.2)),
-                    min_per_sec: Some(1.5),
-                    ttl: Some(Duration::from_secs(5)),
-                    backoff: Some(Duration::from_millis(10)),
-                    timeout: Some(Duration::from_nanos(1_000_000_001)),
-                    deadline: Some(true),
-                    budget_model: Some(crate::topology::BudgetKind::Tokens),
-                    signal: Some(SignalSetting::On(error_ownership::signal::Signal::Pushback)),
-                    budget_percent: Some(25.0),
-                    min_retry_concurrency: Some(4),
-                    max_tokens: Some(20),
-                    token_ratio: Some(0.2),
-                    quota: Some(300),
-                    retry_cost: Some(7),
-                    timeout_cost: Some(12),
-                    breaker: Some(BreakerSetting::On(
-                        error_ownership::breaker::BreakerConfig {
-                            consecutive: 7,
-                            open_for: Duration::from_millis(2500),
-                            ..error_ownership::breaker::BreakerConfig::DEFAULT
-                        },
-                    )),
-                    throttle: Some(crate::topology::ThrottleSetting::On(
-                        error_ownership::throttle::ThrottleConfig {
-                            k: 1.5,
-                            window: Duration::from_millis(30_500),
-                        },
-                    )),
-                    hedge: Some(crate::topology::HedgeSetting::On(
-                        error_ownership::hedge::HedgeConfig {
-                            delay: Duration::from_millis(40),
-                            max_attempts: 3,
-                            non_fatal: false,
-                        },
-                    )),
-                    outlier: Some(Box::new(crate::topology::OutlierSetting::On(
-                        error_ownership::outlier::OutlierConfig {
-                            consecutive_5xx: 3,
-                            interval: Duration::from_millis(1500),
-                            count: error_ownership::outlier::Count::Claimed,
-                            ..error_ownership::outlier::OutlierConfig::DEFAULT
-                        },
-                    ))),
-                    lb: Some(error_ownership::policy::Lb::P2c),
-                    retry_other_host: Some(false),
-                    retry_on: Some(Box::new(crate::topology::policy::ISTIO_RETRY_ON)),
-                }),
-            ),
+            ev(4500, Action::Policy(every_policy_field())),
             ev(
                 4600,
                 Action::Policy(PolicyFields {

@@ -171,13 +171,8 @@ pub fn nginx_next_upstream(r: &RetryOn) -> Result<Vec<&'static str>, Unexpressib
             Condition::Timeout => timeout = true,
             Condition::RateLimited => codes.push(429),
             Condition::Retriable4xx => return Err(Unexpressible::Condition(c)),
-            // Nothing over HTTP/1.1: nothing to retry.
-            Condition::RefusedStream
-            | Condition::Cancelled
-            | Condition::Unavailable
-            | Condition::DeadlineExceeded
-            | Condition::Internal
-            | Condition::ResourceExhausted => {}
+            // Nothing over HTTP/1.1 (`never_over_http1`): nothing to retry.
+            _ => {}
         }
     }
     codes.extend(nameable(r, &NGINX_STATUSES)?);
@@ -242,12 +237,8 @@ pub fn haproxy_retry_on(r: &RetryOn) -> Result<Vec<String>, Unexpressible> {
                 Condition::RateLimited | Condition::Retriable4xx => {
                     return Err(Unexpressible::Condition(c))
                 }
-                Condition::RefusedStream
-                | Condition::Cancelled
-                | Condition::Unavailable
-                | Condition::DeadlineExceeded
-                | Condition::Internal
-                | Condition::ResourceExhausted => {}
+                // Nothing over HTTP/1.1 (`never_over_http1`).
+                _ => {}
             }
         }
         codes.extend(nameable(r, &HAPROXY_STATUSES)?);
