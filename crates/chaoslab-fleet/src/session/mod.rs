@@ -267,6 +267,7 @@ impl Session {
             None => (None, setup.placement, setup.nodes),
         };
         fold(LabState::of(&topology), &setup.initial)?.write_to(&mut topology);
+        search_ahead(&topology, &setup.steps);
         let opts = LiveOptions {
             seed: setup.seed,
             load: setup.load,
@@ -464,6 +465,27 @@ pub fn needs(t: &Topology) -> (crate::fleet::FdNeed, crate::fleet::MemNeed) {
     let (_, _, samples) = LiveOptions::default().ring(t);
     let mem = crate::fleet::MemNeed::of(&fd, samples);
     (fd, mem)
+}
+
+/// Searches, before any traffic, the static radii of every policy the
+/// timeline will put in force. On a mesh of thousands of services and
+/// hundreds of roots a search takes seconds of a core: made when its step
+/// comes, it would hold the run loop (every later step landing that much
+/// late) and take the core from the fleet being measured. Searches are
+/// kept (`lab::roots::static_radii`), so the step finds its answer.
+fn search_ahead(topology: &Topology, steps: &[(Duration, Action)]) {
+    if !topology.load.many_roots() {
+        return;
+    }
+    let mut state = LabState::of(topology);
+    let mut ahead = topology.clone();
+    for (_, action) in steps {
+        if let Ok(crate::lab::state::Change::Policy) = crate::lab::state::apply(&mut state, action)
+        {
+            state.write_to(&mut ahead);
+            crate::lab::roots::static_radii(&ahead, &ahead.policy);
+        }
+    }
 }
 
 #[cfg(test)]
