@@ -61,6 +61,23 @@ fn the_posts_production_figures_measured_on_a_mesh_of_thousands() {
     let _ = std::fs::remove_file(&report);
     assert_eq!(r["expectations"].as_array().unwrap().len(), 12);
     assert_eq!(r["saturated"], false, "{}", r["saturation"]);
+    // A step is played right after its tick's sample and dated at it, so
+    // the phase it opens starts at that sample and holds all it caused
+    // (a budget spends what it saved in a fault's first milliseconds).
+    let warmup = 2.0;
+    for (p, e) in r["phases"].as_array().unwrap()[1..]
+        .iter()
+        .zip(r["events"].as_array().unwrap())
+    {
+        let (opened, dated) = (
+            p["measured_s"][0].as_f64().unwrap(),
+            e["t_s"].as_f64().unwrap(),
+        );
+        assert!(
+            (opened + warmup - dated).abs() < 0.001,
+            "{p:?} against {e:?}"
+        );
+    }
 
     // Under budgets alone, the whole storm: each depth's endpoint beside
     // the model, and the model at the post's 1.1^d.

@@ -287,6 +287,22 @@ impl Live {
     /// [`apply`](Self::apply), logged as sent by `origin` (an action from
     /// the control API says so in the event log).
     pub fn apply_from(&mut self, action: Action, origin: Origin) -> Result<(), ActionError> {
+        self.apply_dated(action, origin, None)
+    }
+
+    /// [`apply_from`](Self::apply_from), dated `at` on the lab's clock
+    /// (`None`: when it is done). A timeline's step is dated at the
+    /// sample taken just before it, so the phase it opens starts at that
+    /// sample and holds all it caused: a budget spends what it saved in
+    /// the first milliseconds of a fault, before the model's figures for
+    /// the new state are computed.
+    pub fn apply_dated(
+        &mut self,
+        action: Action,
+        origin: Origin,
+        at: Option<Duration>,
+    ) -> Result<(), ActionError> {
+        let at = |lab: &Self| at.unwrap_or_else(|| lab.elapsed());
         let mark = |text: String| match origin {
             Origin::Api => format!("{text} (api)"),
             _ => text,
@@ -296,7 +312,7 @@ impl Live {
             Err(e) => {
                 let text = mark(format!("refused: {e}"));
                 self.log(Event {
-                    t: self.elapsed(),
+                    t: at(self),
                     action,
                     text,
                     origin,
@@ -322,7 +338,7 @@ impl Live {
             self.recovery_threshold = recovery_threshold(&self.topology);
         }
         let ev = Event {
-            t: self.elapsed(),
+            t: at(self),
             text: mark(action.describe(&self.topology)),
             action,
             origin,
@@ -376,8 +392,8 @@ impl Live {
         self.latency = new_histogram();
     }
 
-    /// Takes a sample. Call once per `tick`.
-    pub fn tick(&mut self) {
+    /// Takes a sample. Call once per `tick`. Returns when it was taken.
+    pub fn tick(&mut self) -> Duration {
         self.fleet.publish_gauges();
         let m = self.fleet.metrics();
         let interval = m.take_latency();
@@ -390,13 +406,15 @@ impl Live {
             )
         };
         let _ = self.latency.add(&interval);
+        let t = self.elapsed();
         self.series.push(Sample {
-            t: self.elapsed(),
+            t,
             counts: m.counts(),
             radius: m.storm().take_interval(),
             latency_ms,
             latency: LatencySummary::from_histogram(&interval),
         });
+        t
     }
 
     /// What the front ends show now.

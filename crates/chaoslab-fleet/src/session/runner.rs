@@ -75,9 +75,11 @@ pub async fn drive(
     if warm {
         lab.mark_report_start();
     }
-    let play = |lab: &mut Live, timeline: &mut Timeline| {
+    // Steps due are played right after a sample and dated at it: the
+    // phase each opens starts at that sample (see `Live::apply_dated`).
+    let play = |lab: &mut Live, timeline: &mut Timeline, at: Option<Duration>| {
         for a in timeline.due(lab.elapsed()) {
-            let _ = lab.apply_from(a, Origin::Timeline);
+            let _ = lab.apply_dated(a, Origin::Timeline, at);
         }
     };
     let publish = |lab: &Live, timeline: &Timeline| {
@@ -92,8 +94,8 @@ pub async fn drive(
         tokio::select! {
             _ = interval.tick() => {
                 let t = lab.elapsed();
-                play(&mut lab, &mut timeline);
-                lab.tick();
+                let sampled = lab.tick();
+                play(&mut lab, &mut timeline, Some(sampled));
                 if !warm && t >= schedule.warmup {
                     warm = true;
                     lab.mark_report_start();
@@ -114,7 +116,7 @@ pub async fn drive(
                 }
                 Some(Request::NextStep) => {
                     timeline.skip_to_next(lab.elapsed());
-                    play(&mut lab, &mut timeline);
+                    play(&mut lab, &mut timeline, None);
                     publish(&lab, &timeline);
                 }
                 Some(Request::Hold(on)) => {
