@@ -51,7 +51,10 @@ pub fn run(opts: Opts) -> Result<(), RunError> {
         Command::Node(args) => node::serve(args.into()),
         Command::Load(args) => node::load(args.into()),
         Command::K8s(args) => k8s::run(args.into()),
-        Command::Import(args) => import::run(args.options().map_err(RunError::usage)?),
+        Command::Import(args) => match args.options().map_err(RunError::usage)? {
+            cli::ImportJob::Graph(o) => import::run(o),
+            cli::ImportJob::Config(o) => import::config::run(&o),
+        },
         Command::Generate(args) => generate::run(args.into()),
         Command::Tap(args) => tap::run(args.into()),
         Command::Tour(args) => tour::run(args.into()),

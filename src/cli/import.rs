@@ -20,6 +20,22 @@ pub enum ImportFormat {
     /// Jaeger's trace JSON (`/api/traces`, or a trace the UI downloads):
     /// endpoints, calls per request and parallel calls from the spans.
     JaegerTrace,
+    /// Istio VirtualServices and DestinationRules, onto a graph (`--onto`).
+    Istio,
+    /// An Envoy admin `/config_dump`, onto a graph.
+    Envoy,
+    /// Linkerd's `retry.linkerd.io/*` annotations and ServiceProfiles,
+    /// onto a graph.
+    Linkerd,
+    /// Gateway API HTTPRoutes and BackendTrafficPolicies, onto a graph.
+    #[value(name = "gateway-api")]
+    GatewayApi,
+    /// A gRPC service config (JSON), onto a graph.
+    Grpc,
+    /// nginx.conf, onto a graph: its upstreams become nginx sidecars.
+    Nginx,
+    /// haproxy.cfg, onto a graph: its backends become HAProxy sidecars.
+    Haproxy,
 }
 
 impl ImportFormat {
@@ -38,7 +54,15 @@ pub struct ImportArgs {
     /// A file, `-` for standard input, or the `http://` URL of the
     /// running tool (its API path, or the tool's address alone for
     /// jaeger, zipkin and a Prometheus holding servicegraph metrics).
-    pub source: String,
+    /// For a mesh's configuration (istio, envoy, linkerd, gateway-api,
+    /// grpc, nginx, haproxy): its files, one or more.
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<String>,
+    /// The topology a configuration's retry policies are written onto
+    /// (e.g. one `chaoslab import kiali` wrote); needed by, and only by,
+    /// istio, envoy, linkerd, gateway-api, grpc, nginx and haproxy.
+    #[arg(long, value_name = "GRAPH")]
+    pub onto: Option<PathBuf>,
     /// Write the topology here (default: standard output).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,

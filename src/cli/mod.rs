@@ -4,6 +4,7 @@ mod endpoint_args;
 mod generate;
 mod import;
 mod options;
+pub use options::ImportJob;
 mod peers;
 mod pictures;
 mod population;

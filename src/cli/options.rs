@@ -281,23 +281,85 @@ impl From<GenerateArgs> for generate::Options {
     }
 }
 
-impl From<ImportFormat> for import::Format {
-    fn from(f: ImportFormat) -> Self {
-        match f {
-            ImportFormat::Jaeger => import::Format::Jaeger,
-            ImportFormat::Zipkin => import::Format::Zipkin,
-            ImportFormat::Servicegraph => import::Format::Servicegraph,
-            ImportFormat::Kiali => import::Format::Kiali,
-            ImportFormat::JaegerTrace => import::Format::JaegerTrace,
+/// What `chaoslab import` runs: a call graph from a tracing system or a
+/// mesh, or a mesh's retry configuration onto a graph.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImportJob {
+    /// A call graph (SPEC section 12).
+    Graph(import::Options),
+    /// A configuration onto a graph (SPEC section 18).
+    Config(import::config::Options),
+}
+
+impl ImportFormat {
+    /// The graph format it names, or the configuration format.
+    fn kind(self) -> Result<import::Format, import::config::ConfigFormat> {
+        use import::config::ConfigFormat as C;
+        match self {
+            ImportFormat::Jaeger => Ok(import::Format::Jaeger),
+            ImportFormat::Zipkin => Ok(import::Format::Zipkin),
+            ImportFormat::Servicegraph => Ok(import::Format::Servicegraph),
+            ImportFormat::Kiali => Ok(import::Format::Kiali),
+            ImportFormat::JaegerTrace => Ok(import::Format::JaegerTrace),
+            ImportFormat::Istio => Err(C::Istio),
+            ImportFormat::Envoy => Err(C::Envoy),
+            ImportFormat::Linkerd => Err(C::Linkerd),
+            ImportFormat::GatewayApi => Err(C::GatewayApi),
+            ImportFormat::Grpc => Err(C::Grpc),
+            ImportFormat::Nginx => Err(C::Nginx),
+            ImportFormat::Haproxy => Err(C::Haproxy),
         }
     }
 }
 
 impl ImportArgs {
     /// The import these flags ask for: `--virtual-client` only with the
-    /// servicegraph format, and not empty.
-    pub fn options(self) -> Result<import::Options, UsageError> {
-        let format = import::Format::from(self.format);
+    /// servicegraph format, and not empty; one source for a graph;
+    /// `--onto` with, and only with, a configuration.
+    pub fn options(self) -> Result<ImportJob, UsageError> {
+        let format = match self.format.kind() {
+            Ok(f) => f,
+            Err(config) => {
+                let Some(onto) = self.onto else {
+                    return Err(UsageError(format!(
+                        "import {}: give the graph to write the retry policies onto, --onto GRAPH (a topology, e.g. one `chaoslab import kiali` wrote)",
+                        config.name()
+                    )));
+                };
+                for (flag, set) in [
+                    ("--name", self.name.is_some()),
+                    ("--rps", self.rps.is_some()),
+                    ("--with-faults", self.with_faults),
+                    ("--virtual-client", self.virtual_client.is_some()),
+                ] {
+                    if set {
+                        return Err(UsageError(format!(
+                            "import {}: {flag} is for a call graph's import; a configuration keeps the graph's",
+                            config.name()
+                        )));
+                    }
+                }
+                return Ok(ImportJob::Config(import::config::Options {
+                    format: config,
+                    files: self.sources.iter().map(std::path::PathBuf::from).collect(),
+                    onto,
+                    output: self.output,
+                }));
+            }
+        };
+        if self.onto.is_some() {
+            return Err(UsageError(format!(
+                "--onto: only a mesh's configuration (istio, envoy, linkerd, gateway-api, grpc, nginx, haproxy) is written onto a graph; {} is a graph of its own",
+                format.name()
+            )));
+        }
+        let [source] = <[String; 1]>::try_from(self.sources).map_err(|s| {
+            UsageError(format!(
+                "import {}: one SOURCE, got {}",
+                format.name(),
+                s.len()
+            ))
+        })?;
         match self.virtual_client.as_deref() {
             Some(_) if format != import::Format::Servicegraph => {
                 return Err(UsageError(format!(
@@ -308,15 +370,15 @@ impl ImportArgs {
             Some("") => return Err(UsageError("--virtual-client: give a name".into())),
             _ => {}
         }
-        Ok(import::Options {
+        Ok(ImportJob::Graph(import::Options {
             format,
-            source: self.source,
+            source,
             output: self.output,
             name: self.name,
             rps: self.rps,
             with_faults: self.with_faults,
             virtual_client: self.virtual_client,
-        })
+        }))
     }
 }
 
@@ -348,20 +410,36 @@ mod tests {
         let names: Vec<String> = ImportFormat::value_variants()
             .iter()
             .map(|f| {
-                let plain = import::Format::from(*f);
-                assert_eq!(plain.name(), super::super::value_name(f));
-                plain.name().to_string()
+                let name = match f.kind() {
+                    Ok(plain) => plain.name(),
+                    Err(config) => config.name(),
+                };
+                assert_eq!(name, super::super::value_name(f));
+                name.to_string()
             })
             .collect();
         let all: Vec<&str> = import::Format::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(names, all);
+        assert_eq!(names[..all.len()], all);
+        assert_eq!(
+            names[all.len()..],
+            [
+                "istio",
+                "envoy",
+                "linkerd",
+                "gateway-api",
+                "grpc",
+                "nginx",
+                "haproxy"
+            ]
+        );
     }
 
     #[test]
     fn a_virtual_client_is_refused_before_anything_is_read_unless_servicegraph_names_one() {
         let args = |format: ImportFormat, client: Option<&str>| ImportArgs {
             format,
-            source: "/nonexistent/graph.json".into(),
+            sources: vec!["/nonexistent/graph.json".into()],
+            onto: None,
             output: None,
             name: None,
             rps: None,
@@ -379,9 +457,10 @@ mod tests {
             .options()
             .unwrap_err();
         assert_eq!(e.0, "--virtual-client: give a name");
-        let o = args(ImportFormat::Servicegraph, Some("edge"))
-            .options()
-            .unwrap();
+        let Ok(ImportJob::Graph(o)) = args(ImportFormat::Servicegraph, Some("edge")).options()
+        else {
+            panic!("a graph import");
+        };
         assert_eq!(o.virtual_client.as_deref(), Some("edge"));
         assert_eq!(o.format, import::Format::Servicegraph);
         assert!(args(ImportFormat::Jaeger, None).options().is_ok());

@@ -4,6 +4,7 @@
 //! The written file is checked as `chaoslab check` would before anything
 //! is written; bad input is exit 2, naming the place, and writes nothing.
 
+pub mod config;
 pub mod formats;
 pub mod graph;
 mod json;

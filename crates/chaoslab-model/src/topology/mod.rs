@@ -627,6 +627,8 @@ pub struct Edge {
     pub p: f64,
     /// Per-edge policy overrides.
     pub policy: PolicyFields,
+    /// Where its policy was read (`file:line`), when a configuration set it.
+    pub source: Option<std::sync::Arc<str>>,
 }
 
 impl Edge {

@@ -372,6 +372,10 @@ pub struct CallSpec {
     pub p: f64,
     /// Per-edge policy overrides.
     pub policy: PolicyFields,
+    /// `source:` where the call's policy was read, as `file:line` (what
+    /// `chaoslab import` writes from a mesh's configuration; `lint` and
+    /// its SARIF point there).
+    pub source: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -386,6 +390,8 @@ struct CallMap {
     p: Option<f64>,
     #[serde(default)]
     policy: PolicySpec,
+    #[serde(default)]
+    source: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for CallSpec {
@@ -403,6 +409,7 @@ impl<'de> Deserialize<'de> for CallSpec {
                     count: 1,
                     p: 1.0,
                     policy: PolicyFields::default(),
+                    source: None,
                 })
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<CallSpec, A::Error> {
@@ -413,6 +420,7 @@ impl<'de> Deserialize<'de> for CallSpec {
                     count: m.count.unwrap_or(1),
                     p: m.p.unwrap_or(1.0),
                     policy: m.policy.to_fields(),
+                    source: m.source,
                 })
             }
         }

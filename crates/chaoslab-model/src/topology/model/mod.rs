@@ -68,6 +68,7 @@ pub mod outlier;
 mod proxied;
 mod radius;
 pub mod spread;
+mod storm;
 pub mod throttle;
 pub mod window;
 
@@ -84,6 +85,7 @@ use error_ownership::edge_budget::BudgetModel;
 use error_ownership::{is_error_status, Attribution, Claim, DependencyMode};
 
 pub use radius::{per_root as static_radius_per_root, static_radius, worst_failure};
+pub use storm::{storm_map, StormRow};
 
 /// Retries per root request below this count as none (floating-point dust).
 const EPS: f64 = 1e-12;

@@ -318,6 +318,7 @@ fn services_and_edges(
                 count: c.count,
                 p: c.p,
                 policy: c.policy.clone(),
+                source: c.source.as_deref().map(std::sync::Arc::from),
             });
         }
         services.push(Service {

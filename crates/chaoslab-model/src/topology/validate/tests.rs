@@ -155,6 +155,7 @@ fn cycles_start_at_the_first_listed_service() {
         count: 1,
         p: 1.0,
         policy: PolicyFields::default(),
+        source: None,
     });
     services[1].calls.push(1);
     assert_eq!(

@@ -1,0 +1,1 @@
+//! Each format's fixture against a table written from its documentation.
