@@ -17,6 +17,7 @@ pub mod import;
 pub mod inspect;
 pub mod k8s;
 pub mod launch;
+pub mod lint;
 pub mod node;
 pub mod options;
 pub mod serve;
@@ -40,6 +41,7 @@ pub use error::{RunError, EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_EXPECTATION};
 pub fn run(opts: Opts) -> Result<(), RunError> {
     match opts.into_command() {
         Command::Check(args) => inspect::check(args.into()),
+        Command::Lint(args) => lint::run(&args.into()),
         Command::Model(args) => inspect::model(args.into()),
         Command::Run(args) if args.headless => {
             headless::run(args.options().map_err(RunError::usage)?)

@@ -69,6 +69,10 @@ pub enum Command {
     Model(ModelArgs),
     /// Validate a topology and print its graph.
     Check(CheckArgs),
+    /// The storm map: for every service failing, the load it then
+    /// receives, the path that multiplies it and the lines that set its
+    /// retries; exit 1 over a threshold. Starts nothing.
+    Lint(LintArgs),
     /// Start the fleet with no internal load; outside clients drive it.
     Serve(ServeArgs),
     /// Serve one service of the topology in this process; its
@@ -244,6 +248,75 @@ pub struct ModelArgs {
     /// The policy and faults to model.
     #[command(flatten)]
     pub start: Start,
+}
+
+/// How `chaoslab lint` writes its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LintFormat {
+    /// A table for people.
+    Text,
+    /// One JSON document.
+    Json,
+    /// SARIF 2.1.0, for code scanning on a pull request.
+    Sarif,
+    /// JUnit XML, one test case per service.
+    Junit,
+}
+
+/// `chaoslab lint`.
+#[derive(Debug, Args, Clone)]
+pub struct LintArgs {
+    /// The topology file (e.g. one `chaoslab import istio ... --onto` wrote).
+    pub topology: PathBuf,
+    /// Exit 1 when a failing service receives more than X times its
+    /// baseline.
+    #[arg(long, value_name = "X", value_parser = parse_max_amplification)]
+    pub max_amplification: Option<f64>,
+    /// Exit 1 when more than N hops retry above a failing service.
+    #[arg(long, value_name = "N")]
+    pub max_radius: Option<usize>,
+    /// The share of requests each service fails in turn (default 1:
+    /// every request).
+    #[arg(long, value_name = "R", default_value = "1", value_parser = crate::lint::parse_rate)]
+    pub rate: f64,
+    /// How to write the answer.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: LintFormat,
+    /// Write it here (default: standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn parse_max_amplification(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches(['x', '×'])
+        .parse()
+        .map_err(|_| format!("a factor of 1 or more (e.g. 4), got {s:?}"))?;
+    if !(v.is_finite() && v >= 1.0) {
+        return Err(format!(
+            "a factor of 1 or more (a failing service always gets its own load), got {s}"
+        ));
+    }
+    Ok(v)
+}
+
+impl From<LintArgs> for crate::lint::Options {
+    fn from(a: LintArgs) -> Self {
+        crate::lint::Options {
+            topology: a.topology,
+            max_amplification: a.max_amplification,
+            max_radius: a.max_radius,
+            rate: a.rate,
+            format: match a.format {
+                LintFormat::Text => crate::lint::Format::Text,
+                LintFormat::Json => crate::lint::Format::Json,
+                LintFormat::Sarif => crate::lint::Format::Sarif,
+                LintFormat::Junit => crate::lint::Format::Junit,
+            },
+            output: a.output,
+        }
+    }
 }
 
 /// `chaoslab check`.

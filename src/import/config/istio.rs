@@ -276,15 +276,20 @@ fn retries_policy(
                 ),
             )
         })?;
+        // `retriable-status-codes` is Envoy's switch for the bare codes
+        // beside it: the codes carry it in the lab's words.
         let tokens: Vec<Value> = on
             .split(',')
             .map(str::trim)
-            .filter(|t| !t.is_empty())
+            .filter(|t| !t.is_empty() && *t != "retriable-status-codes")
             .map(|t| match t.parse::<u16>() {
                 Ok(code) => n(f64::from(code)),
                 Err(_) => s(t),
             })
             .collect();
+        if tokens.is_empty() {
+            return Err(BadInput::at(d.file, at.line, format!("{what}.retries.retryOn: `{on}` names no condition and no status: Envoy would retry nothing")));
+        }
         p.insert("retry_on".into(), Value::Sequence(tokens));
     }
     if let Some(t) = r.get("perTryTimeout") {

@@ -211,49 +211,51 @@ fn names_host(host: &str, name: &str) -> bool {
 }
 
 /// The policy, source and description that govern the calls from
-/// `caller` to `to`: the rules for that host in order (those for every
-/// caller first, then those for this caller), each key the last rule's;
-/// the format's default where no rule sets retries.
+/// `caller` to `to`. Retries come from one rule, as a proxy takes one
+/// route: the last rule for this caller that sets retries, else the last
+/// for every caller, else the format's default. The rules that set no
+/// retries (a pool, outlier detection) add their keys on top, in order.
 fn governing(read: &Read, caller: &str, to: &str) -> Option<(Mapping, String, String)> {
-    let mut rules: Vec<&Rule> = read
-        .rules
-        .iter()
-        .filter(|r| r.from.is_none() && names(&r.host, to))
-        .collect();
-    rules.extend(
-        read.rules
-            .iter()
-            .filter(|r| r.from.as_deref().is_some_and(|f| names(f, caller)) && names(&r.host, to)),
-    );
-    let sets_retries = |m: &Mapping| {
+    let sets_retries = |r: &&Rule| {
         ["attempts", "retry_on", "preset", "hedge"]
             .iter()
-            .any(|k| m.contains_key(*k))
+            .any(|k| r.policy.contains_key(*k))
     };
-    let retrying = rules.iter().rev().find(|r| sets_retries(&r.policy));
-    let mut policy = Mapping::new();
-    let (source, what) = match (retrying, &read.default) {
-        (Some(r), _) => (r.source.to_string(), r.what.clone()),
-        (None, Some((d, why))) => {
-            policy = d.clone();
-            (why.clone(), why.clone())
-        }
-        (None, None) if rules.is_empty() => return None,
-        (None, None) => (rules[0].source.to_string(), rules[0].what.clone()),
+    let general = read
+        .rules
+        .iter()
+        .filter(|r| r.from.is_none() && names(&r.host, to));
+    let own = read
+        .rules
+        .iter()
+        .filter(|r| r.from.as_deref().is_some_and(|f| names(f, caller)) && names(&r.host, to));
+    let retrying = own
+        .clone()
+        .filter(sets_retries)
+        .last()
+        .or_else(|| general.clone().filter(sets_retries).last());
+    let others: Vec<&Rule> = general.chain(own).filter(|r| !sets_retries(r)).collect();
+    let (mut policy, source, what) = match (retrying, &read.default) {
+        (Some(r), _) => (r.policy.clone(), r.source.to_string(), r.what.clone()),
+        (None, Some((d, why))) => (d.clone(), why.clone(), why.clone()),
+        (None, None) => match others.first() {
+            Some(r) => (Mapping::new(), r.source.to_string(), r.what.clone()),
+            None => return None,
+        },
     };
-    let mut others = vec![];
-    for r in &rules {
+    let mut also = vec![];
+    for r in &others {
         for (k, v) in &r.policy {
             policy.insert(k.clone(), v.clone());
         }
         if r.source.to_string() != source {
-            others.push(format!("{} ({})", r.what, r.source));
+            also.push(format!("{} ({})", r.what, r.source));
         }
     }
-    let what = if others.is_empty() {
+    let what = if also.is_empty() {
         what
     } else {
-        format!("{what}; {}", others.join("; "))
+        format!("{what}; {}", also.join("; "))
     };
     Some((policy, source, what))
 }

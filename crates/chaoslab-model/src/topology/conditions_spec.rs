@@ -60,6 +60,15 @@ fn token(v: &str) -> Result<Condition, String> {
         return Err(status_code(n).err().unwrap_or_default());
     }
     let names = words();
+    let key = v.trim();
+    if key == "retriable-status-codes" || key == "retriable-headers" {
+        let example = if key == "retriable-status-codes" {
+            "{ retriable-status-codes: [503, 504] }, or the bare statuses: [503, 504]"
+        } else {
+            "{ retriable-headers: [{ name: x-error-claim, exact: \"true\" }] }"
+        };
+        return Err(format!("`{key}` needs what it retries: write {example}"));
+    }
     let hint = yaml::did_you_mean(v, names.iter().copied())
         .map(|n| format!(" (did you mean `{n}`?)"))
         .unwrap_or_default();

@@ -1,1 +1,0 @@
-//! Each format's fixture against a table written from its documentation.

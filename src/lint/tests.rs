@@ -1,0 +1,1 @@
+//! The storm map against what the mechanism gives by hand.
