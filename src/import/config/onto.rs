@@ -231,9 +231,8 @@ fn governing(read: &Read, caller: &str, to: &str) -> Option<(Mapping, String, St
         .filter(|r| r.from.as_deref().is_some_and(|f| names(f, caller)) && names(&r.host, to));
     let retrying = own
         .clone()
-        .filter(sets_retries)
-        .last()
-        .or_else(|| general.clone().filter(sets_retries).last());
+        .rfind(sets_retries)
+        .or_else(|| general.clone().rfind(sets_retries));
     let others: Vec<&Rule> = general.chain(own).filter(|r| !sets_retries(r)).collect();
     let (mut policy, source, what) = match (retrying, &read.default) {
         (Some(r), _) => (r.policy.clone(), r.source.to_string(), r.what.clone()),
