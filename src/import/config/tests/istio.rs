@@ -121,7 +121,10 @@ fn onto_bookinfo_every_call_takes_its_route_or_istios_default() {
 #[test]
 fn bad_input_names_the_file_and_line() {
     let e = text(Istio, "vs.yaml", "kind: VirtualService\nspec: [\n").unwrap_err();
-    assert!(e.starts_with("vs.yaml:3: not YAML: did not find expected node content"), "{e}");
+    assert!(
+        e.starts_with("vs.yaml:3: not YAML: did not find expected node content"),
+        "{e}"
+    );
     let e = text(Istio, "x.yaml", "apiVersion: v1\nmetadata: { name: a }\n").unwrap_err();
     assert_eq!(e, "x.yaml:1: not an Istio object: no `kind:` (istio reads VirtualServices and DestinationRules)");
     let vs = "kind: VirtualService\nmetadata: { name: r }\nspec:\n  hosts: [ratings]\n  http:\n  - route: [{ destination: { host: ratings } }]\n    retries:\n      attempts: 2\n      perTryTimeout: 2 seconds\n";
