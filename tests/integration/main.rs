@@ -19,6 +19,7 @@ mod industry;
 mod input_bounds;
 mod k8s;
 mod limits;
+mod lint;
 mod mechanism;
 mod meshes;
 mod metastable;
