@@ -215,35 +215,41 @@ fn file_line(source: &str) -> Option<(&str, usize)> {
     (!file.is_empty() && line > 0).then_some((file, line))
 }
 
-/// Finds a call's line in the topology's text.
+/// Finds a call's line in the topology's text: each key's first line,
+/// indexed once.
 struct Locator<'a> {
     file: &'a str,
     lines: Vec<&'a str>,
+    keys: std::collections::HashMap<&'a str, usize>,
 }
 
 impl<'a> Locator<'a> {
     fn new(text: &'a str, file: &'a str) -> Locator<'a> {
-        Locator {
-            file,
-            lines: text.lines().collect(),
+        let lines: Vec<&str> = text.lines().collect();
+        let mut keys = std::collections::HashMap::new();
+        let services = lines
+            .iter()
+            .position(|l| l.starts_with("services:"))
+            .unwrap_or(0);
+        for (i, l) in lines.iter().enumerate().skip(services + 1) {
+            if let Some(k) = crate::yaml::key_of(l) {
+                keys.entry(k.trim_matches('"')).or_insert(i);
+            }
         }
+        Locator { file, lines, keys }
     }
 
     /// The topology's line of the call from `from` to `to`: the first line
-    /// naming `to` after `from`'s key under `services:`, else that key's.
+    /// naming `to` in `from`'s block, else the line of `from`'s key.
     fn call(&self, from: &str, to: &str) -> (String, usize) {
-        let key = |l: &str| {
-            let t = l.trim_start();
-            t.starts_with(&format!("{from}:")) || t.starts_with(&format!("\"{from}\":"))
-        };
-        let Some(start) = self.lines.iter().position(|l| key(l)) else {
+        let Some(&start) = self.keys.get(from) else {
             return (self.file.to_string(), 1);
         };
-        let indent = self.lines[start].len() - self.lines[start].trim_start().len();
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let top = indent(self.lines[start]);
         let mut at = start;
         for (i, l) in self.lines.iter().enumerate().skip(start) {
-            let ind = l.len() - l.trim_start().len();
-            if i > start && !l.trim().is_empty() && ind <= indent {
+            if i > start && !l.trim().is_empty() && indent(l) <= top {
                 break;
             }
             if l.contains(to) && (i > start || l.contains("calls")) {

@@ -115,6 +115,11 @@ pub fn onto(
     }
     let mut comments: BTreeMap<String, String> = BTreeMap::new();
     let mut governed = 0usize;
+    // The rules by their host's short name: a call reads only its own.
+    let mut by_short: std::collections::HashMap<String, Vec<usize>> = Default::default();
+    for (i, r) in read.rules.iter().enumerate() {
+        by_short.entry(parts(&r.host).0).or_default().push(i);
+    }
     if let Some(services) = doc.get_mut("services").and_then(Value::as_mapping_mut) {
         for (key, service) in services.iter_mut() {
             let caller = key.as_str().unwrap_or_default().to_string();
@@ -153,7 +158,7 @@ pub fn onto(
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_string();
-                if let Some((policy, source, what)) = governing(read, &caller, &to) {
+                if let Some((policy, source, what)) = governing(read, &by_short, &caller, &to) {
                     let mut merged = call
                         .get("policy")
                         .and_then(Value::as_mapping)
@@ -215,19 +220,28 @@ fn names_host(host: &str, name: &str) -> bool {
 /// route: the last rule for this caller that sets retries, else the last
 /// for every caller, else the format's default. The rules that set no
 /// retries (a pool, outlier detection) add their keys on top, in order.
-fn governing(read: &Read, caller: &str, to: &str) -> Option<(Mapping, String, String)> {
+fn governing(
+    read: &Read,
+    by_short: &std::collections::HashMap<String, Vec<usize>>,
+    caller: &str,
+    to: &str,
+) -> Option<(Mapping, String, String)> {
+    let mine: Vec<&Rule> = by_short
+        .get(&parts(to).0)
+        .map(|ids| ids.iter().map(|&i| &read.rules[i]).collect())
+        .unwrap_or_default();
     let sets_retries = |r: &&Rule| {
         ["attempts", "retry_on", "preset", "hedge"]
             .iter()
             .any(|k| r.policy.contains_key(*k))
     };
-    let general = read
-        .rules
+    let general = mine
         .iter()
+        .copied()
         .filter(|r| r.from.is_none() && names(&r.host, to));
-    let own = read
-        .rules
+    let own = mine
         .iter()
+        .copied()
         .filter(|r| r.from.as_deref().is_some_and(|f| names(f, caller)) && names(&r.host, to));
     let retrying = own
         .clone()

@@ -469,6 +469,11 @@ struct Model<'a> {
     /// Per edge through an nginx sidecar that takes failing servers out,
     /// how (see [`proxied`]).
     passive: Vec<Option<Passive>>,
+    /// Each edge's call as a healthy evaluation left it, and the one
+    /// service whose answer differs from it: an edge to any other is
+    /// taken from here rather than evaluated again (the storm map's
+    /// climb, where one callee at a time fails).
+    reuse: Option<(Vec<CallOutcome>, ServiceId)>,
 }
 
 impl<'a> Model<'a> {
@@ -494,6 +499,7 @@ impl<'a> Model<'a> {
             split: vec![None; n],
             reselect: runs.iter().map(|r| r.reselect).collect(),
             passive: runs.iter().map(|r| r.passive).collect(),
+            reuse: None,
             floor_s,
         }
     }
@@ -550,6 +556,35 @@ impl<'a> Model<'a> {
         split.mix()
     }
 
+    /// One edge's call to `callee` as its policy and proxy make it.
+    fn outcome(&self, e: usize, callee: Callee) -> CallOutcome {
+        let t = self.t;
+        let edge = &t.edges[e];
+        let attribution = t.ownership.attribution;
+        let mut out = call_outcome(
+            &self.policies[e],
+            callee,
+            self.reselect[e],
+            (edge.mode, attribution),
+            self.rates[e],
+            self.rates[e]
+                .and_then(|r| r.attempt_latency_s)
+                .unwrap_or(self.floor_s[edge.to]),
+            call::claims_retried(&self.policies[e], &t.ownership.header),
+        );
+        if let (Some(passive), Some(rates)) = (self.passive[e], self.rates[e]) {
+            proxied::passive_check(
+                &mut out,
+                passive,
+                callee,
+                rates.first_per_sec,
+                &self.policies[e],
+                (edge.mode, attribution),
+            );
+        }
+        out
+    }
+
     /// [`eval`](Self::eval) for a fault on every replica.
     fn eval_one(&mut self, v: ServiceId, fault: &Fault) -> Dist {
         let t = self.t;
@@ -581,7 +616,6 @@ impl<'a> Model<'a> {
             Phase::Before => (rate, 0.0),
             Phase::After => (0.0, rate),
         };
-        let attribution = t.ownership.attribution;
         let mut err = [0.0; 4];
         err[Record::Clean as usize] = before;
         // Mass still running, by record; for parallel calls, a second row
@@ -594,27 +628,14 @@ impl<'a> Model<'a> {
             let edge = &t.edges[e];
             let callee = self.callee(edge.to);
             let callee_codes = callee.mix().codes;
-            let mut out = call_outcome(
-                &self.policies[e],
-                callee,
-                self.reselect[e],
-                (edge.mode, attribution),
-                self.rates[e],
-                self.rates[e]
-                    .and_then(|r| r.attempt_latency_s)
-                    .unwrap_or(self.floor_s[edge.to]),
-                call::claims_retried(&self.policies[e], &t.ownership.header),
-            );
-            if let (Some(passive), Some(rates)) = (self.passive[e], self.rates[e]) {
-                proxied::passive_check(
-                    &mut out,
-                    passive,
-                    callee,
-                    rates.first_per_sec,
-                    &self.policies[e],
-                    (edge.mode, attribution),
-                );
-            }
+            let reused = match &self.reuse {
+                Some((outs, failing)) if edge.to != *failing => Some(outs[e]),
+                _ => None,
+            };
+            let out = match reused {
+                Some(o) => o,
+                None => self.outcome(e, callee),
+            };
             let closes = edge.mode == DependencyMode::FailClose;
             let per_invocation = if edge.p >= 1.0 {
                 make_calls(&mut run, &mut err, &out, edge.count, closes, s.parallel)

@@ -77,6 +77,7 @@ pub fn storm_map(t: &Topology, policy: &Policy, rate: f64) -> Vec<StormRow> {
     }
     let healthy = m.dist.clone();
     let healthy_calls = m.calls.clone();
+    m.reuse = Some((healthy_calls.iter().map(|c| c.out).collect(), usize::MAX));
     let mut callers: Vec<Vec<usize>> = vec![vec![]; t.services.len()];
     for (i, e) in t.edges.iter().enumerate() {
         if e.is_made() {
@@ -102,7 +103,7 @@ pub fn storm_map(t: &Topology, policy: &Policy, rate: f64) -> Vec<StormRow> {
         memo: HashMap::new(),
         climbing: vec![false; t.services.len()],
     };
-    (0..t.services.len())
+    let rows: Vec<StormRow> = (0..t.services.len())
         .map(|x| {
             let s = &t.services[x];
             let fault = Fault {
@@ -130,7 +131,8 @@ pub fn storm_map(t: &Topology, policy: &Policy, rate: f64) -> Vec<StormRow> {
                 steady_state,
             }
         })
-        .collect()
+        .collect();
+    rows
 }
 
 struct Climber<'a> {
@@ -193,6 +195,9 @@ impl Climber<'_> {
     /// Caller `t`'s answer, and its calls and attempts on edge `e`, while
     /// its callee `v` answers `d` and every other service is healthy.
     fn step(&mut self, t: ServiceId, v: ServiceId, d: Dist, e: usize) -> (Dist, f64, f64) {
+        if let Some((_, failing)) = &mut self.m.reuse {
+            *failing = v;
+        }
         self.m.dist[v] = d;
         let fault = Fault::default();
         let answer = self.m.eval_one(t, &fault);
