@@ -1,7 +1,9 @@
 //! Each format's fixture against a table written from its documentation,
 //! its bad input, and the policies written onto a graph.
 
+mod haproxy;
 mod istio;
+mod nginx;
 
 use super::{read, ConfigFormat, File, Read};
 
