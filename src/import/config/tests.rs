@@ -1,6 +1,7 @@
 //! Each format's fixture against a table written from its documentation.
 
 mod envoy;
+mod grpc;
 
 use std::path::Path;
 
