@@ -4,7 +4,7 @@
 //! pilot's default, the first route a request satisfies is taken, and a
 //! subset's traffic policy replaces the host's setting by setting.
 
-use super::{fixture, flow, text};
+use super::{flow, read_fixture as fixture, text};
 use crate::import::config::onto::onto;
 use crate::import::config::ConfigFormat::Istio;
 

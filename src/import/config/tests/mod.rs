@@ -1,14 +1,20 @@
 //! Each format's fixture against a table written from its documentation,
 //! its bad input, and the policies written onto a graph.
 
+mod envoy;
+mod grpc;
 mod haproxy;
 mod istio;
 mod nginx;
 
-use super::{read, ConfigFormat, File, Read};
+use std::path::Path;
+
+use serde_yaml::{Mapping, Value};
+
+use super::{read, ConfigFormat, File, Read, Rule};
 
 /// Reads `files` (paths from the repository's root) as `format`.
-pub(super) fn fixture(format: ConfigFormat, files: &[&str]) -> Read {
+pub(super) fn read_fixture(format: ConfigFormat, files: &[&str]) -> Read {
     let files: Vec<File> = files
         .iter()
         .map(|p| File {
@@ -47,4 +53,60 @@ pub(super) fn flow(m: &serde_yaml::Mapping) -> String {
     keys.sort();
     let parts: Vec<String> = keys.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     format!("{{{}}}", parts.join(", "))
+}
+
+/// A fixture of `tests/fixtures/config/`, named as the command line would.
+fn fixture(rel: &str) -> File {
+    let name = format!("tests/fixtures/config/{rel}");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(&name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    File { name, text }
+}
+
+/// A policy map from its YAML text.
+fn yaml(text: &str) -> Mapping {
+    serde_yaml::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// One expected rule: host, caller, the line that set it, its policy.
+type Want<'a> = (&'a str, Option<&'a str>, usize, &'a str);
+
+/// Every rule of `read` against `want`, in order.
+fn check_rules(file: &str, read: &Read, want: &[Want<'_>]) {
+    let got: Vec<&Rule> = read.rules.iter().collect();
+    for (i, (host, from, line, p)) in want.iter().enumerate() {
+        let r = got
+            .get(i)
+            .unwrap_or_else(|| panic!("rule {i} ({host}) missing; got {got:#?}"));
+        assert_eq!(r.host, *host, "rule {i}: {r:#?}");
+        assert_eq!(r.from.as_deref(), *from, "rule {i}: {r:#?}");
+        assert_eq!(
+            r.source.to_string(),
+            format!("{file}:{line}"),
+            "rule {i} ({host}): {}",
+            r.what
+        );
+        assert_eq!(r.policy, yaml(p), "rule {i} ({host}): {}", r.what);
+    }
+    assert_eq!(got.len(), want.len(), "{got:#?}");
+}
+
+/// The note at `line` holding `text`, or a panic listing them all.
+fn noted(read: &Read, line: usize, text: &str) {
+    assert!(
+        read.notes
+            .iter()
+            .any(|n| n.source.line == line && n.text.contains(text)),
+        "no note at line {line} with {text:?} in {:#?}",
+        read.notes
+    );
+}
+
+/// The call from `caller` to `to` in a written topology.
+fn call<'a>(doc: &'a Value, caller: &str, to: &str) -> &'a Mapping {
+    doc["services"][caller]["calls"]
+        .as_sequence()
+        .and_then(|calls| calls.iter().find(|c| c["to"].as_str() == Some(to)))
+        .and_then(Value::as_mapping)
+        .unwrap_or_else(|| panic!("no call {caller} -> {to}"))
 }
