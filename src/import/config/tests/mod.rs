@@ -1,1 +1,3 @@
 //! Each format's fixture against a table written from its documentation.
+
+mod gateway;
