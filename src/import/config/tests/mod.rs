@@ -2,9 +2,11 @@
 //! its bad input, and the policies written onto a graph.
 
 mod envoy;
+mod gateway;
 mod grpc;
 mod haproxy;
 mod istio;
+mod linkerd;
 mod nginx;
 
 use std::path::Path;
