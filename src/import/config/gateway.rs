@@ -55,6 +55,12 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
             other => *out.skipped.entry(other.to_string()).or_default() += 1,
         }
     }
+    // A call no route or profile governs is not retried: the mesh
+    // retries only what its configuration asks for.
+    out.default = Some((
+        super::policy([("preset", super::s("none"))]),
+        "Gateway API's default: no retries (no HTTPRoute rule sets `retry`)".to_string(),
+    ));
     Ok(())
 }
 

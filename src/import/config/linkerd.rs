@@ -87,6 +87,9 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
             other => *out.skipped.entry(other.to_string()).or_default() += 1,
         }
     }
+    // A call no route or profile governs is not retried: the mesh
+    // retries only what its configuration asks for.
+    out.default = Some((super::policy([("preset", super::s("none"))]), "Linkerd's default: no retries (no retry.linkerd.io annotation or ServiceProfile route asks for them)".to_string()));
     Ok(())
 }
 

@@ -115,6 +115,16 @@ pub fn onto(
     }
     let mut comments: BTreeMap<String, String> = BTreeMap::new();
     let mut governed = 0usize;
+    // The services behind a sidecar the configuration sets.
+    let sidecar_of: std::collections::HashMap<&str, &super::ServiceRule> = names
+        .iter()
+        .filter_map(|n| {
+            read.services
+                .iter()
+                .find(|r| r.set.contains_key("sidecar") && names_host(&r.host, n))
+                .map(|r| (n.as_str(), r))
+        })
+        .collect();
     // The rules by their host's short name: a call reads only its own.
     let mut by_short: std::collections::HashMap<String, Vec<usize>> = Default::default();
     for (i, r) in read.rules.iter().enumerate() {
@@ -158,7 +168,23 @@ pub fn onto(
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_string();
-                if let Some((policy, source, what)) = governing(read, &by_short, &caller, &to) {
+                let governed_here = governing(read, &by_short, &caller, &to).or_else(|| {
+                    // A call of a service behind a sidecar that no upstream
+                    // of the configuration is for: its proxy passes it on
+                    // once.
+                    sidecar_of.get(caller.as_str()).map(|r| {
+                        (
+                            super::policy([
+                                ("preset", super::s("retry")),
+                                ("attempts", super::n(1.0)),
+                                ("backoff", super::s("0ms")),
+                            ]),
+                            r.source.to_string(),
+                            format!("{}: no upstream of the configuration is for {to}, so the sidecar passes it on once", r.what),
+                        )
+                    })
+                });
+                if let Some((policy, source, what)) = governed_here {
                     let mut merged = call
                         .get("policy")
                         .and_then(Value::as_mapping)

@@ -137,7 +137,13 @@ fn routes_and_budgets_map_as_the_geps_say() {
         r.notes
     );
     assert_eq!(r.skipped.get("Gateway"), Some(&1));
-    assert_eq!(r.default, None);
+    // A call nothing governs is not retried.
+    assert_eq!(
+        r.default
+            .as_ref()
+            .map(|(p, _)| p.get("preset").and_then(|v| v.as_str())),
+        Some(Some("none"))
+    );
 }
 
 #[test]

@@ -111,7 +111,13 @@ fn annotations_alone_map_limit_codes_and_timeout() {
     );
     assert_eq!(r.skipped.get("Deployment"), Some(&1));
     // Linkerd retries nothing unless configured.
-    assert_eq!(r.default, None);
+    // A call nothing governs is not retried.
+    assert_eq!(
+        r.default
+            .as_ref()
+            .map(|(p, _)| p.get("preset").and_then(|v| v.as_str())),
+        Some(Some("none"))
+    );
 }
 
 #[test]
