@@ -83,7 +83,9 @@ pub enum Command {
     /// Write Kubernetes manifests for a topology; starts nothing.
     K8s(K8sArgs),
     /// Write a topology from the call graph a tracing system or a mesh
-    /// exports (Jaeger, Zipkin, the servicegraph connector, Kiali).
+    /// exports (Jaeger, Zipkin, the servicegraph connector, Kiali), or
+    /// write a mesh's retry configuration (Istio, Envoy, Linkerd, Gateway
+    /// API, gRPC, nginx, HAProxy) onto one.
     Import(ImportArgs),
     /// Write a synthetic mesh drawn from published statistics of
     /// production call graphs (Meta's, Alibaba's).
