@@ -2,8 +2,9 @@
 //! value sits on: the parser keeps no spans, so a key's line is found in
 //! the document's text, occurrence by occurrence.
 
-#![allow(dead_code)] // until every reader is in: the JSON readers use the rest
+use std::collections::HashMap;
 
+use serde_json::{Map, Value as Json};
 use serde_yaml::Value;
 
 use super::{BadInput, File};
@@ -153,7 +154,7 @@ pub fn first_line(s: &str) -> &str {
 }
 
 /// The 1-based line of the `nth` (0-based) occurrence of `"key"` in JSON
-/// `text` at or after byte `from`; 1 when there are fewer.
+/// `text`; 1 when there are fewer.
 pub fn json_line_of(text: &str, key: &str, nth: usize) -> usize {
     let needle = format!("\"{key}\"");
     text.match_indices(&needle)
@@ -164,6 +165,77 @@ pub fn json_line_of(text: &str, key: &str, nth: usize) -> usize {
 /// Parses JSON `text` of file `name`, naming the line of a mistake.
 pub fn json(name: &str, text: &str, what: &str) -> Result<serde_json::Value, BadInput> {
     serde_json::from_str(text).map_err(|e| BadInput::at(name, e.line(), format!("not {what}: {e}")))
+}
+
+/// The line of each key of a parsed JSON document: the keys are walked in
+/// the text's order (serde_json keeps it), each counted with the equal
+/// strings before it, so [`json_line_of`]'s `nth` finds its very line.
+pub struct Lines<'a> {
+    text: &'a str,
+    nth: HashMap<(usize, String), usize>,
+}
+
+impl<'a> Lines<'a> {
+    /// Indexes `root`, parsed from `text`.
+    pub fn new(text: &'a str, root: &Json) -> Lines<'a> {
+        fn walk(
+            v: &Json,
+            counts: &mut HashMap<String, usize>,
+            nth: &mut HashMap<(usize, String), usize>,
+        ) {
+            match v {
+                Json::Object(m) => {
+                    for (k, x) in m {
+                        let c = counts.entry(k.clone()).or_default();
+                        nth.insert((m as *const Map<String, Json> as usize, k.clone()), *c);
+                        *c += 1;
+                        walk(x, counts, nth);
+                    }
+                }
+                Json::Array(a) => a.iter().for_each(|x| walk(x, counts, nth)),
+                Json::String(s) => *counts.entry(s.clone()).or_default() += 1,
+                _ => {}
+            }
+        }
+        let mut nth = HashMap::new();
+        walk(root, &mut HashMap::new(), &mut nth);
+        Lines { text, nth }
+    }
+
+    /// The line of `key` in object `obj` (its first line's when absent).
+    pub fn of(&self, obj: &Map<String, Json>, key: &str) -> usize {
+        let k = (obj as *const Map<String, Json> as usize, key.to_string());
+        match self.nth.get(&k) {
+            Some(&i) => json_line_of(self.text, key, i),
+            None => obj
+                .keys()
+                .next()
+                .map_or(1, |first| self.of(obj, first).saturating_sub(1).max(1)),
+        }
+    }
+}
+
+/// A number: plain, in a string, or a wrapper's `{ "value": n }`.
+pub fn num(v: Option<&Json>) -> Option<f64> {
+    match v? {
+        Json::Number(x) => x.as_f64(),
+        Json::String(t) => t.trim().parse().ok(),
+        Json::Object(o) => num(o.get("value")),
+        _ => None,
+    }
+}
+
+/// A protobuf Duration: `"0.025s"`, or `{ "seconds", "nanos" }`.
+pub fn proto_duration(v: &Json) -> Option<std::time::Duration> {
+    match v {
+        Json::String(t) => duration(t),
+        Json::Object(o) => {
+            let secs =
+                num(o.get("seconds")).unwrap_or(0.0) + num(o.get("nanos")).unwrap_or(0.0) / 1e9;
+            (secs.is_finite() && secs >= 0.0).then(|| std::time::Duration::from_secs_f64(secs))
+        }
+        _ => None,
+    }
 }
 
 /// A duration in the proxies' words: `2s`, `250ms`, `1.5s`, `1m`, `1h`

@@ -30,8 +30,7 @@
 use serde_json::{Map, Value};
 use serde_yaml::{Mapping, Value as Yaml};
 
-use super::docs;
-use super::envoy::{num, proto_duration, Lines};
+use super::docs::{self, num, proto_duration, Lines};
 use super::{n, policy, s, BadInput, File, Note, Read, Rule, Source};
 
 /// gRPC's client-side cap on `maxAttempts` (A6).
