@@ -18,6 +18,8 @@ pub struct CheckOptions {
     /// With many roots, also find each root's static radius by a
     /// simulation of the rules on the subgraph it reaches.
     pub simulate: bool,
+    /// Print where each service would run over this many shards.
+    pub shards: Option<usize>,
 }
 
 /// What `chaoslab model` is asked to model.
@@ -35,6 +37,10 @@ pub fn check(args: CheckOptions) -> Result<(), RunError> {
     let mut text = crate::topology::check::render_check_simulated(&t, args.simulate);
     text.push_str(&needs(&t));
     text.push_str(&crate::topology::model::window::describe(&t));
+    if let Some(n) = args.shards {
+        let p = crate::topology::shards::place(&t, n).map_err(|e| RunError::Usage(e.0))?;
+        text.push_str(&crate::topology::shards::describe(&t, &p));
+    }
     crate::error::write_or_print(None, &text, "check")
 }
 

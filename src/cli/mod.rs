@@ -331,6 +331,11 @@ pub struct CheckArgs {
     /// mesh of thousands), beside the model's search.
     #[arg(long)]
     pub simulate: bool,
+    /// Also print where each service would run over N shards (SPEC
+    /// section 19): callers beside their callees, balanced by expected
+    /// load, and the share of the call traffic that crosses shards.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub shards: Option<u16>,
 }
 
 /// `chaoslab serve`.

@@ -174,6 +174,7 @@ impl From<CheckArgs> for inspect::CheckOptions {
         inspect::CheckOptions {
             topology: a.topology,
             simulate: a.simulate,
+            shards: a.shards.map(usize::from),
         }
     }
 }

@@ -34,6 +34,7 @@ mod retriers;
 mod saturation;
 mod scale;
 mod scenario;
+mod shards;
 mod sidecars;
 mod signals;
 mod sweep;

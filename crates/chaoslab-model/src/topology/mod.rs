@@ -21,6 +21,7 @@ mod per_root;
 pub mod policy;
 mod policy_spec;
 pub mod proxy;
+pub mod shards;
 pub mod sim;
 pub mod spec;
 mod subgraph;
