@@ -16,6 +16,9 @@
 //! 2. Passes then move a unit to the shard it exchanges the most call
 //!    traffic with, while that shard stays within [`SLACK`] of the mean
 //!    weight and the traffic crossing shards falls.
+//! 3. A shard the cut left light takes units from the shards over the
+//!    mean, the ones it exchanges the most traffic with first, until it
+//!    is within [`SLACK`] of the mean too.
 
 use super::model::predict;
 use super::{ServiceId, Topology};
@@ -165,6 +168,51 @@ pub fn place(t: &Topology, n: usize) -> Result<Placement, PlacementError> {
         if !moved {
             break;
         }
+    }
+    // 3. A shard left light by the cut takes, one at a time, the unit it
+    //    exchanges the most traffic with from a shard over the mean.
+    let floor = target * (1.0 - SLACK);
+    for _ in 0..units_n {
+        let Some(light) = (0..n).min_by(|&a, &b| weight[a].total_cmp(&weight[b])) else {
+            break;
+        };
+        if weight[light] >= floor {
+            break;
+        }
+        let mut best: Option<(usize, f64)> = None;
+        for u in 0..units_n {
+            let from = shard[u];
+            // Only from a shard over the mean, and never leaving it light.
+            if from == light
+                || count[from] == 1
+                || weight[from] <= target
+                || weight[from] - w[u] < floor
+            {
+                continue;
+            }
+            if weight[light] + w[u] > cap {
+                continue;
+            }
+            let (mut to_light, mut to_own) = (0.0, 0.0);
+            for &(v, x) in &links[u] {
+                if shard[v] == light {
+                    to_light += x;
+                } else if shard[v] == from {
+                    to_own += x;
+                }
+            }
+            let score = to_light - to_own;
+            if best.is_none_or(|(_, b)| score > b) {
+                best = Some((u, score));
+            }
+        }
+        let Some((u, _)) = best else { break };
+        let from = shard[u];
+        weight[from] -= w[u];
+        weight[light] += w[u];
+        count[from] -= 1;
+        count[light] += 1;
+        shard[u] = light;
     }
     let shard_of: Vec<usize> = unit_of.iter().map(|&u| shard[u]).collect();
     let (crossing, crossing_calls) = crossing(t, &shard_of, &load);
