@@ -1,53 +1,18 @@
 //! Gateway API's HTTPRoutes (GEP-1731) and BackendTrafficPolicies
 //! (GEP-3388) against a table written from the GEPs.
 
-use serde_yaml::{Mapping, Value};
+use serde_yaml::Value;
 
+use super::{call_to as call, calls, has_note, row, table, yaml as map};
 use crate::import::config::{onto, read, ConfigFormat, File, Read};
 
-const DIR: &str = "tests/fixtures/config/gateway-api";
-
 fn file(name: &str) -> File {
-    let path = format!("{DIR}/{name}");
-    let text = std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR")))
-        .unwrap_or_else(|e| panic!("{path}: {e}"));
-    File { name: path, text }
+    super::fixture(&format!("gateway-api/{name}"))
 }
 
 fn read_files(names: &[&str]) -> Read {
     let files: Vec<File> = names.iter().map(|n| file(n)).collect();
     read(ConfigFormat::GatewayApi, &files).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn map(yaml: &str) -> Mapping {
-    serde_yaml::from_str(yaml).unwrap()
-}
-
-type Row = (String, Option<String>, Mapping, String, usize);
-
-fn table(r: &Read) -> Vec<Row> {
-    r.rules
-        .iter()
-        .map(|x| {
-            (
-                x.host.clone(),
-                x.from.clone(),
-                x.policy.clone(),
-                x.source.file.rsplit('/').next().unwrap().to_string(),
-                x.source.line,
-            )
-        })
-        .collect()
-}
-
-fn row(host: &str, policy: &str, file: &str, line: usize) -> Row {
-    (host.into(), None, map(policy), file.into(), line)
-}
-
-fn has_note(r: &Read, file: &str, line: usize, words: &str) -> bool {
-    r.notes
-        .iter()
-        .any(|n| n.source.file.ends_with(file) && n.source.line == line && n.text.contains(words))
 }
 
 #[test]
@@ -197,28 +162,10 @@ fn a_fractional_budget_interval_is_bad_input_at_its_line() {
     assert!(e.why.contains("budget.interval"), "{e}");
 }
 
-fn calls(doc: &Value, svc: &str) -> Vec<Value> {
-    doc["services"][svc]["calls"]
-        .as_sequence()
-        .cloned()
-        .unwrap_or_default()
-}
-
-fn call<'a>(calls: &'a [Value], to: &str) -> &'a Value {
-    calls
-        .iter()
-        .find(|c| c["to"].as_str() == Some(to))
-        .unwrap_or_else(|| panic!("no call to {to}"))
-}
-
 #[test]
 fn onto_bookinfo_puts_routes_and_budgets_on_the_right_calls() {
     let r = read_files(&["routes.yaml", "budget.yaml"]);
-    let graph = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/config/bookinfo.yaml",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
+    let graph = super::fixture_text("tests/fixtures/config/bookinfo.yaml");
     let w = onto(ConfigFormat::GatewayApi, &r, &graph, "bookinfo.yaml").unwrap();
     crate::topology::Topology::from_yaml(&w.yaml, "out").unwrap();
     let doc: Value = serde_yaml::from_str(&w.yaml).unwrap();

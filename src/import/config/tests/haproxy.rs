@@ -3,46 +3,13 @@
 //! `option redispatch`, `defaults [name]` and `from`) and
 //! RETRY-CONFIGS.md.
 
-use serde_yaml::{Mapping, Value};
+use serde_yaml::Value;
 
-use crate::import::config::{onto, read, BadInput, ConfigFormat, File, Read};
-
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/config");
+use super::{noted as has_note, rules, yaml};
+use crate::import::config::{onto, read, BadInput, ConfigFormat, File};
 
 fn fixture(name: &str) -> File {
-    let path = format!("{DIR}/haproxy/{name}");
-    File {
-        name: format!("haproxy/{name}"),
-        text: std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
-    }
-}
-
-fn yaml(s: &str) -> Mapping {
-    serde_yaml::from_str(s).unwrap()
-}
-
-fn rules(r: &Read) -> Vec<(String, Option<String>, Mapping, usize)> {
-    r.rules
-        .iter()
-        .map(|x| {
-            (
-                x.host.clone(),
-                x.from.clone(),
-                x.policy.clone(),
-                x.source.line,
-            )
-        })
-        .collect()
-}
-
-fn has_note(r: &Read, line: usize, text: &str) {
-    assert!(
-        r.notes
-            .iter()
-            .any(|n| n.source.line == line && n.text.contains(text)),
-        "no note at line {line} saying `{text}`: {:#?}",
-        r.notes
-    );
+    super::short_fixture(&format!("haproxy/{name}"))
 }
 
 #[test]
@@ -169,7 +136,7 @@ fn haproxy_from_an_unknown_defaults_and_a_nameless_backend_name_their_lines() {
 
 #[test]
 fn haproxy_onto_bookinfo_puts_the_sidecar_and_policies_on_their_calls() {
-    let graph = std::fs::read_to_string(format!("{DIR}/bookinfo.yaml")).unwrap();
+    let graph = super::fixture_text("tests/fixtures/config/bookinfo.yaml");
     let r = read(ConfigFormat::Haproxy, &[fixture("haproxy.cfg")]).unwrap();
     let w = onto(ConfigFormat::Haproxy, &r, &graph, "bookinfo.yaml").unwrap();
     crate::topology::Topology::from_yaml(&w.yaml, "out.yaml").unwrap();

@@ -1,57 +1,18 @@
 //! Linkerd's annotations and ServiceProfiles against a table written from
 //! linkerd.io's reference ("Retries", "Service Profiles").
 
-use serde_yaml::{Mapping, Value};
+use serde_yaml::Value;
 
+use super::{call_to as call, calls, has_note, row, table, yaml as map};
 use crate::import::config::{onto, read, ConfigFormat, File, Read};
 
-const DIR: &str = "tests/fixtures/config/linkerd";
-
 fn file(name: &str) -> File {
-    let path = format!("{DIR}/{name}");
-    let text = std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR")))
-        .unwrap_or_else(|e| panic!("{path}: {e}"));
-    File { name: path, text }
+    super::fixture(&format!("linkerd/{name}"))
 }
 
 fn read_files(names: &[&str]) -> Read {
     let files: Vec<File> = names.iter().map(|n| file(n)).collect();
     read(ConfigFormat::Linkerd, &files).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn map(yaml: &str) -> Mapping {
-    serde_yaml::from_str(yaml).unwrap()
-}
-
-/// (host, from, policy, file, line) for every rule, in order.
-fn table(r: &Read) -> Vec<(String, Option<String>, Mapping, String, usize)> {
-    r.rules
-        .iter()
-        .map(|x| {
-            (
-                x.host.clone(),
-                x.from.clone(),
-                x.policy.clone(),
-                x.source.file.rsplit('/').next().unwrap().to_string(),
-                x.source.line,
-            )
-        })
-        .collect()
-}
-
-fn row(
-    host: &str,
-    policy: &str,
-    file: &str,
-    line: usize,
-) -> (String, Option<String>, Mapping, String, usize) {
-    (host.into(), None, map(policy), file.into(), line)
-}
-
-fn has_note(r: &Read, file: &str, line: usize, words: &str) -> bool {
-    r.notes
-        .iter()
-        .any(|n| n.source.file.ends_with(file) && n.source.line == line && n.text.contains(words))
 }
 
 #[test]
@@ -236,28 +197,10 @@ fn a_budget_ttl_in_words_is_bad_input_at_its_line() {
     assert!(e.why.contains("retryBudget.ttl"), "{e}");
 }
 
-fn calls(doc: &Value, svc: &str) -> Vec<Value> {
-    doc["services"][svc]["calls"]
-        .as_sequence()
-        .cloned()
-        .unwrap_or_default()
-}
-
-fn call<'a>(calls: &'a [Value], to: &str) -> &'a Value {
-    calls
-        .iter()
-        .find(|c| c["to"].as_str() == Some(to))
-        .unwrap_or_else(|| panic!("no call to {to}"))
-}
-
 #[test]
 fn onto_bookinfo_puts_each_policy_on_its_calls() {
     let r = read_files(&["annotations.yaml", "profile.yaml"]);
-    let graph = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/config/bookinfo.yaml",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
+    let graph = super::fixture_text("tests/fixtures/config/bookinfo.yaml");
     let w = onto(ConfigFormat::Linkerd, &r, &graph, "bookinfo.yaml").unwrap();
     crate::topology::Topology::from_yaml(&w.yaml, "out").unwrap();
     let doc: Value = serde_yaml::from_str(&w.yaml).unwrap();

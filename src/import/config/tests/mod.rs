@@ -60,9 +60,86 @@ pub(super) fn flow(m: &serde_yaml::Mapping) -> String {
 /// A fixture of `tests/fixtures/config/`, named as the command line would.
 fn fixture(rel: &str) -> File {
     let name = format!("tests/fixtures/config/{rel}");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(&name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-    File { name, text }
+    File {
+        text: fixture_text(&name),
+        name,
+    }
+}
+
+/// A fixture of `tests/fixtures/config/`, named by its path there alone
+/// (`nginx/reviews.conf`).
+fn short_fixture(rel: &str) -> File {
+    File {
+        text: fixture_text(&format!("tests/fixtures/config/{rel}")),
+        name: rel.to_string(),
+    }
+}
+
+fn fixture_text(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// (host, from, policy, line) of each rule, in order.
+fn rules(r: &Read) -> Vec<(String, Option<String>, Mapping, usize)> {
+    r.rules
+        .iter()
+        .map(|x| {
+            (
+                x.host.clone(),
+                x.from.clone(),
+                x.policy.clone(),
+                x.source.line,
+            )
+        })
+        .collect()
+}
+
+/// One rule as [`table`] lists it: host, caller, policy, file name, line.
+type Row = (String, Option<String>, Mapping, String, usize);
+
+/// Every rule, in order, its file by name alone.
+fn table(r: &Read) -> Vec<Row> {
+    r.rules
+        .iter()
+        .map(|x| {
+            (
+                x.host.clone(),
+                x.from.clone(),
+                x.policy.clone(),
+                x.source.file.rsplit('/').next().unwrap().to_string(),
+                x.source.line,
+            )
+        })
+        .collect()
+}
+
+/// A rule for every caller, as [`table`] lists it.
+fn row(host: &str, policy: &str, file: &str, line: usize) -> Row {
+    (host.into(), None, yaml(policy), file.into(), line)
+}
+
+/// Whether a note at `file`'s `line` says `words`.
+fn has_note(r: &Read, file: &str, line: usize, words: &str) -> bool {
+    r.notes
+        .iter()
+        .any(|n| n.source.file.ends_with(file) && n.source.line == line && n.text.contains(words))
+}
+
+/// A service's calls in a written topology.
+fn calls(doc: &Value, svc: &str) -> Vec<Value> {
+    doc["services"][svc]["calls"]
+        .as_sequence()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The call to `to` among `calls`.
+fn call_to<'a>(calls: &'a [Value], to: &str) -> &'a Value {
+    calls
+        .iter()
+        .find(|c| c["to"].as_str() == Some(to))
+        .unwrap_or_else(|| panic!("no call to {to}"))
 }
 
 /// A policy map from its YAML text.

@@ -2,47 +2,13 @@
 //! proxy module's `proxy_next_upstream*`, the upstream module's `server`
 //! parameters) and RETRY-CONFIGS.md: each server tried at most once.
 
-use serde_yaml::{Mapping, Value};
+use serde_yaml::Value;
 
-use crate::import::config::{onto, read, BadInput, ConfigFormat, File, Read};
-
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/config");
+use super::{noted as has_note, rules, yaml};
+use crate::import::config::{onto, read, BadInput, ConfigFormat, File};
 
 fn fixture(name: &str) -> File {
-    let path = format!("{DIR}/nginx/{name}");
-    File {
-        name: format!("nginx/{name}"),
-        text: std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
-    }
-}
-
-fn yaml(s: &str) -> Mapping {
-    serde_yaml::from_str(s).unwrap()
-}
-
-/// (host, from, policy, line) of each rule, in order.
-fn rules(r: &Read) -> Vec<(String, Option<String>, Mapping, usize)> {
-    r.rules
-        .iter()
-        .map(|x| {
-            (
-                x.host.clone(),
-                x.from.clone(),
-                x.policy.clone(),
-                x.source.line,
-            )
-        })
-        .collect()
-}
-
-fn has_note(r: &Read, line: usize, text: &str) {
-    assert!(
-        r.notes
-            .iter()
-            .any(|n| n.source.line == line && n.text.contains(text)),
-        "no note at line {line} saying `{text}`: {:#?}",
-        r.notes
-    );
+    super::short_fixture(&format!("nginx/{name}"))
 }
 
 #[test]
@@ -193,8 +159,7 @@ fn nginx_bad_tries_and_server_parameters_name_their_lines() {
 
 #[test]
 fn nginx_onto_bookinfo_puts_the_sidecars_and_policies_on_their_calls() {
-    let graph_path = format!("{DIR}/bookinfo.yaml");
-    let graph = std::fs::read_to_string(&graph_path).unwrap();
+    let graph = super::fixture_text("tests/fixtures/config/bookinfo.yaml");
     let r = read(
         ConfigFormat::Nginx,
         &[fixture("productpage.conf"), fixture("reviews.conf")],
