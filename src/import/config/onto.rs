@@ -3,7 +3,7 @@
 //! a `policy:` and a `source:` on every call it governs, the services'
 //! sidecars, and what could not be mapped listed at the top.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_yaml::{Mapping, Value};
 
@@ -67,7 +67,7 @@ pub fn onto(
     Topology::from_yaml(graph, graph_name)?;
     let mut doc: Value = serde_yaml::from_str(graph)
         .map_err(|e| RunError::Usage(format!("--onto {graph_name}: {e}")))?;
-    let names: Vec<String> = doc
+    let services: Vec<String> = doc
         .get("services")
         .and_then(Value::as_mapping)
         .map(|m| {
@@ -77,8 +77,29 @@ pub fn onto(
                 .collect()
         })
         .unwrap_or_default();
+    let notes = notes(format, read, &services, graph_name);
+    let mut w = Writer::new(read, &services);
+    if let Some(map) = doc.get_mut("services").and_then(Value::as_mapping_mut) {
+        for (key, service) in map.iter_mut() {
+            if service.is_null() {
+                *service = Value::Mapping(Mapping::new());
+            }
+            if let (Some(caller), Some(map)) = (key.as_str(), service.as_mapping_mut()) {
+                w.service(caller, map);
+            }
+        }
+    }
+    let body = serde_yaml::to_string(&doc)
+        .map_err(|e| RunError::Usage(format!("writing the topology failed: {e}")))?;
+    let out = w.render(format, graph_name, &notes, &body);
+    Topology::from_yaml(&out, "the imported topology")?;
+    Ok(Written { yaml: out, notes })
+}
+
+/// What was not mapped: hosts no service answers to (with a
+/// did-you-mean), the reader's notes, the kinds it skipped.
+fn notes(format: ConfigFormat, read: &Read, services: &[String], graph_name: &str) -> Vec<String> {
     let mut notes: Vec<String> = vec![];
-    // Hosts no service answers to, with a did-you-mean.
     let mut unmatched: BTreeMap<String, (String, String)> = BTreeMap::new();
     let hosts = read
         .rules
@@ -86,17 +107,17 @@ pub fn onto(
         .map(|r| (&r.host, &r.source, &r.what))
         .chain(read.services.iter().map(|r| (&r.host, &r.source, &r.what)));
     for (host, source, what) in hosts {
-        if !names.iter().any(|n| names_host(host, n)) {
+        if !services.iter().any(|n| names(host, n)) {
             unmatched
                 .entry(host.clone())
                 .or_insert_with(|| (source.to_string(), what.clone()));
         }
     }
+    let shorts: Vec<String> = services.iter().map(|n| parts(n).0).collect();
     for (host, (source, what)) in &unmatched {
         let (short, _) = parts(host);
-        let shorts: Vec<String> = names.iter().map(|n| parts(n).0).collect();
         let hint = crate::yaml::did_you_mean(&short, shorts.iter().map(String::as_str))
-            .and_then(|s| names.iter().find(|n| parts(n).0 == s))
+            .and_then(|s| services.iter().find(|n| parts(n).0 == s))
             .map(|n| format!(" (did you mean {n}?)"))
             .unwrap_or_default();
         notes.push(format!(
@@ -113,132 +134,149 @@ pub fn onto(
             format.name()
         ));
     }
-    let mut comments: BTreeMap<String, String> = BTreeMap::new();
-    let mut governed = 0usize;
-    // The services behind a sidecar the configuration sets.
-    let sidecar_of: std::collections::HashMap<&str, &super::ServiceRule> = names
-        .iter()
-        .filter_map(|n| {
-            read.services
-                .iter()
-                .find(|r| r.set.contains_key("sidecar") && names_host(&r.host, n))
-                .map(|r| (n.as_str(), r))
-        })
-        .collect();
-    // The rules by their host's short name: a call reads only its own.
-    let mut by_short: std::collections::HashMap<String, Vec<usize>> = Default::default();
-    for (i, r) in read.rules.iter().enumerate() {
-        by_short.entry(parts(&r.host).0).or_default().push(i);
-    }
-    if let Some(services) = doc.get_mut("services").and_then(Value::as_mapping_mut) {
-        for (key, service) in services.iter_mut() {
-            let caller = key.as_str().unwrap_or_default().to_string();
-            if service.is_null() {
-                *service = Value::Mapping(Mapping::new());
-            }
-            let Some(map) = service.as_mapping_mut() else {
-                continue;
-            };
-            for r in read
-                .services
-                .iter()
-                .filter(|r| names_host(&r.host, &caller))
-            {
-                for (k, v) in &r.set {
-                    map.insert(k.clone(), v.clone());
-                }
-                comments
-                    .entry(r.source.to_string())
-                    .or_insert_with(|| r.what.clone());
-            }
-            let Some(calls) = map.get_mut("calls").and_then(Value::as_sequence_mut) else {
-                continue;
-            };
-            for call in calls.iter_mut() {
-                if let Some(to) = call.as_str() {
-                    let mut m = Mapping::new();
-                    m.insert("to".into(), Value::String(to.to_string()));
-                    *call = Value::Mapping(m);
-                }
-                let Some(call) = call.as_mapping_mut() else {
-                    continue;
-                };
-                let to = call
-                    .get("to")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                let governed_here = governing(read, &by_short, &caller, &to).or_else(|| {
-                    // A call of a service behind a sidecar that no upstream
-                    // of the configuration is for: its proxy passes it on
-                    // once.
-                    sidecar_of.get(caller.as_str()).map(|r| {
-                        (
-                            super::policy([
-                                ("preset", super::s("retry")),
-                                ("attempts", super::n(1.0)),
-                                ("backoff", super::s("0ms")),
-                            ]),
-                            r.source.to_string(),
-                            format!("{}: no upstream of the configuration is for {to}, so the sidecar passes it on once", r.what),
-                        )
-                    })
-                });
-                if let Some((policy, source, what)) = governed_here {
-                    let mut merged = call
-                        .get("policy")
-                        .and_then(Value::as_mapping)
-                        .cloned()
-                        .unwrap_or_default();
-                    for (k, v) in policy {
-                        merged.insert(k, v);
-                    }
-                    call.insert("policy".into(), Value::Mapping(merged));
-                    call.insert("source".into(), Value::String(source.clone()));
-                    comments.entry(source).or_insert(what);
-                    governed += 1;
-                }
-            }
-        }
-    }
-    let body = serde_yaml::to_string(&doc)
-        .map_err(|e| RunError::Usage(format!("writing the topology failed: {e}")))?;
-    let mut out = String::new();
-    out.push_str(&format!(
-        "# {graph_name} with the retry policies {} sets ({} call{} governed)\n",
-        format.name(),
-        governed,
-        if governed == 1 { "" } else { "s" }
-    ));
-    out.push_str(
-        "# written by chaoslab import; each call's `source:` is the line that set its retries\n",
-    );
-    if notes.is_empty() {
-        out.push_str("# everything read was mapped\n");
-    } else {
-        out.push_str("# not mapped, or never taken by the lab's requests:\n");
-        for n in &notes {
-            out.push_str(&format!("#   {n}\n"));
-        }
-    }
-    for line in body.lines() {
-        out.push_str(line);
-        let t = line.trim_start();
-        if let Some(src) = t.strip_prefix("source: ") {
-            let src = src.trim_matches(|c| c == '\'' || c == '"');
-            if let Some(what) = comments.get(src) {
-                out.push_str(&format!("  # {what}"));
-            }
-        }
-        out.push('\n');
-    }
-    Topology::from_yaml(&out, "the imported topology")?;
-    Ok(Written { yaml: out, notes })
+    notes
 }
 
-/// Whether `host` names service `name`.
-fn names_host(host: &str, name: &str) -> bool {
-    names(host, name)
+/// Puts the rules on a graph's services and calls, keeping what each
+/// `source:` line's comment will say.
+struct Writer<'a> {
+    read: &'a Read,
+    /// The rules by their host's short name: a call reads only its own.
+    by_short: HashMap<String, Vec<usize>>,
+    /// The services behind a sidecar the configuration sets.
+    sidecar_of: HashMap<&'a str, &'a super::ServiceRule>,
+    /// Each source's description, for its comment.
+    comments: BTreeMap<String, String>,
+    /// Calls given a policy.
+    governed: usize,
+}
+
+impl<'a> Writer<'a> {
+    fn new(read: &'a Read, services: &'a [String]) -> Writer<'a> {
+        let mut by_short: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, r) in read.rules.iter().enumerate() {
+            by_short.entry(parts(&r.host).0).or_default().push(i);
+        }
+        let sidecar_of = services
+            .iter()
+            .filter_map(|n| {
+                read.services
+                    .iter()
+                    .find(|r| r.set.contains_key("sidecar") && names(&r.host, n))
+                    .map(|r| (n.as_str(), r))
+            })
+            .collect();
+        Writer {
+            read,
+            by_short,
+            sidecar_of,
+            comments: BTreeMap::new(),
+            governed: 0,
+        }
+    }
+
+    /// Service `caller`'s own settings, and a policy on each call a rule
+    /// governs.
+    fn service(&mut self, caller: &str, map: &mut Mapping) {
+        for r in self.read.services.iter().filter(|r| names(&r.host, caller)) {
+            for (k, v) in &r.set {
+                map.insert(k.clone(), v.clone());
+            }
+            self.comments
+                .entry(r.source.to_string())
+                .or_insert_with(|| r.what.clone());
+        }
+        let Some(calls) = map.get_mut("calls").and_then(Value::as_sequence_mut) else {
+            return;
+        };
+        for call in calls.iter_mut() {
+            if let Some(to) = call.as_str() {
+                let mut m = Mapping::new();
+                m.insert("to".into(), Value::String(to.to_string()));
+                *call = Value::Mapping(m);
+            }
+            if let Some(call) = call.as_mapping_mut() {
+                self.call(caller, call);
+            }
+        }
+    }
+
+    fn call(&mut self, caller: &str, call: &mut Mapping) {
+        let to = call
+            .get("to")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let governed = governing(self.read, &self.by_short, caller, &to).or_else(|| {
+            // A call of a service behind a sidecar that no upstream of the
+            // configuration is for: its proxy passes it on once.
+            self.sidecar_of.get(caller).map(|r| {
+                (
+                    super::policy([
+                        ("preset", super::s("retry")),
+                        ("attempts", super::n(1.0)),
+                        ("backoff", super::s("0ms")),
+                    ]),
+                    r.source.to_string(),
+                    format!("{}: no upstream of the configuration is for {to}, so the sidecar passes it on once", r.what),
+                )
+            })
+        });
+        let Some((policy, source, what)) = governed else {
+            return;
+        };
+        let mut merged = call
+            .get("policy")
+            .and_then(Value::as_mapping)
+            .cloned()
+            .unwrap_or_default();
+        for (k, v) in policy {
+            merged.insert(k, v);
+        }
+        call.insert("policy".into(), Value::Mapping(merged));
+        call.insert("source".into(), Value::String(source.clone()));
+        self.comments.entry(source).or_insert(what);
+        self.governed += 1;
+    }
+
+    /// The written topology: a header of what was done and not mapped,
+    /// then `body` with a comment after each `source:`.
+    fn render(
+        &self,
+        format: ConfigFormat,
+        graph_name: &str,
+        notes: &[String],
+        body: &str,
+    ) -> String {
+        let mut out = format!(
+            "# {graph_name} with the retry policies {} sets ({} call{} governed)\n",
+            format.name(),
+            self.governed,
+            if self.governed == 1 { "" } else { "s" }
+        );
+        out.push_str(
+            "# written by chaoslab import; each call's `source:` is the line that set its retries\n",
+        );
+        if notes.is_empty() {
+            out.push_str("# everything read was mapped\n");
+        } else {
+            out.push_str("# not mapped, or never taken by the lab's requests:\n");
+            for n in notes {
+                out.push_str(&format!("#   {n}\n"));
+            }
+        }
+        for line in body.lines() {
+            out.push_str(line);
+            if let Some(src) = line.trim_start().strip_prefix("source: ") {
+                let src = src.trim_matches(|c| c == '\'' || c == '"');
+                if let Some(what) = self.comments.get(src) {
+                    out.push_str(&format!("  # {what}"));
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
 }
 
 /// The policy, source and description that govern the calls from
@@ -248,7 +286,7 @@ fn names_host(host: &str, name: &str) -> bool {
 /// retries (a pool, outlier detection) add their keys on top, in order.
 fn governing(
     read: &Read,
-    by_short: &std::collections::HashMap<String, Vec<usize>>,
+    by_short: &HashMap<String, Vec<usize>>,
     caller: &str,
     to: &str,
 ) -> Option<(Mapping, String, String)> {
