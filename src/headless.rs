@@ -118,6 +118,12 @@ pub fn run(args: Run) -> Result<(), RunError> {
         write_output(p, &text, what)?;
     }
     interrupts.outcome()?;
+    if let Some(l) = report.shards_lost.first() {
+        return Err(RunError::ShardLost(format!(
+            "shard {} died at {:.1}s ({}); the results are the run's to its end, its services down from then",
+            l.shard, l.t_s, l.why
+        )));
+    }
     verdict(&report)
 }
 

@@ -31,8 +31,13 @@ use crate::topology::Topology;
 pub struct Options {
     /// The topology file.
     pub topology: PathBuf,
-    /// The service this process serves, by its name in the topology.
-    pub service: String,
+    /// The service this process serves, by its name in the topology;
+    /// `None` with `shard`.
+    pub service: Option<String>,
+    /// Shard K of N of the mesh, served instead of one service.
+    pub shard: Option<(usize, usize)>,
+    /// Where the other shards' first listeners are: `K=URL`.
+    pub shard_peer: Vec<String>,
     /// Where it listens (`8080`, `:0`, `HOST:PORT`), read when it starts.
     pub listen: String,
     /// Which replica of a replicated service this node is (0-based);
@@ -73,15 +78,20 @@ pub struct LoadOptions {
 /// prints the rows of what it measured (itself and its callees).
 pub fn serve(args: Options) -> Result<(), RunError> {
     let t = Topology::load(&args.topology)?;
+    let service = match (&args.service, args.shard) {
+        (_, Some(shard)) => return serve_shard(args, t, shard),
+        (Some(s), None) => s.clone(),
+        (None, None) => return Err(RunError::Usage("give --service NAME or --shard K/N".into())),
+    };
     // A service with endpoints is served whole: its first node stands
     // for it.
-    let id = service_named(&t, &args.service).map_err(RunError::usage)?;
+    let id = service_named(&t, &service).map_err(RunError::usage)?;
     let id = t.services[id].group;
     let replicas = t.services[id].replicas;
     if let Some(r) = args.replica.filter(|&r| r >= replicas) {
         return Err(RunError::Usage(format!(
             "--replica {r}: `{}` has {replicas} replica{} (numbered 0 to {})",
-            args.service,
+            service,
             if replicas == 1 { "" } else { "s" },
             replicas - 1
         )));
@@ -97,7 +107,7 @@ pub fn serve(args: Options) -> Result<(), RunError> {
         if t.services[target].group != id {
             return Err(RunError::Usage(format!(
                 "--fail {f}: this node serves `{}`; give --fail to the node of `{}`",
-                args.service, t.services[target].name
+                service, t.services[target].name
             )));
         }
     }
@@ -117,17 +127,13 @@ pub fn serve(args: Options) -> Result<(), RunError> {
                 listen,
                 replica: args.replica,
                 peers,
+                shard: None,
             }),
             ..Setup::new(t)
         },
     )?;
     if args.exit_with_stdin {
-        let stop = session.stopper();
-        // Ends at EOF: the parent closed the pipe, exited or was killed.
-        std::thread::spawn(move || {
-            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
-            let _ = stop.send(true);
-        });
+        exit_with_stdin(&session);
     }
     let t = session.topology();
     let name = t.services[id].service_name().to_string();
@@ -160,6 +166,138 @@ pub fn serve(args: Options) -> Result<(), RunError> {
     interrupts.outcome().map_err(RunError::from)
 }
 
+/// Stops `session` when standard input closes: the parent closed the
+/// pipe, exited or was killed.
+fn exit_with_stdin(session: &crate::session::Session) {
+    let stop = session.stopper();
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        let _ = stop.send(true);
+    });
+}
+
+/// The other shards' first listeners, `bases[k]`: `--shard-peer K=URL`
+/// for each given, the `--peers` template with `{shard}` for the rest,
+/// this shard's own at `listen`.
+fn shard_bases(
+    args: &Options,
+    (k, n): (usize, usize),
+    listen: std::net::SocketAddr,
+) -> Result<Vec<Option<String>>, String> {
+    if !args.peers.peer.is_empty() {
+        return Err("--peer: a shard finds the other shards' services by --shard-peer K=URL or a --peers template with {shard}".into());
+    }
+    let template = args.peers.peers.as_deref();
+    if let Some(t) = template.filter(|t| !t.contains("{shard}")) {
+        return Err(format!(
+            "--peers {t}: a shard's template holds {{shard}} (`http://chaoslab-shard-{{shard}}:10000/`)"
+        ));
+    }
+    let mut bases: Vec<Option<String>> = (0..n)
+        .map(|j| template.map(|t| t.replace("{shard}", &j.to_string())))
+        .collect();
+    for spec in &args.shard_peer {
+        let (j, url) = spec.split_once('=').ok_or_else(|| {
+            format!("--shard-peer {spec}: give K=URL (`2=http://10.0.0.7:10000/`)")
+        })?;
+        let j: usize = j
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&j| j < n)
+            .ok_or_else(|| format!("--shard-peer {spec}: K is a shard from 0 to {}", n - 1))?;
+        bases[j] = Some(url.trim().to_string());
+    }
+    bases[k] = Some(format!("http://{listen}/"));
+    for (j, b) in bases.iter().enumerate() {
+        match b {
+            None => {
+                return Err(format!(
+                    "shard {j}: where it runs is not given: --shard-peer {j}=URL, or --peers with {{shard}}"
+                ))
+            }
+            Some(u) => crate::topology::spec::check_http_url(u)
+                .and_then(|_| {
+                    crate::session::shards::peers_base_ok(u)
+                        .then_some(())
+                        .ok_or_else(|| "give http://HOST:PORT/, its first listener".to_string())
+                })
+                .map_err(|e| format!("shard {j} at {u}: {e}"))?,
+        }
+    }
+    Ok(bases)
+}
+
+/// `chaoslab node --shard K/N`: serves shard K's services until SIGINT or
+/// SIGTERM, then prints the rows of what it measured (its services).
+fn serve_shard(args: Options, t: Topology, (k, n): (usize, usize)) -> Result<(), RunError> {
+    if args.replica.is_some() {
+        return Err(RunError::Usage(
+            "--replica: a shard serves every replica of its services".into(),
+        ));
+    }
+    let listen = listen::parse_addr("--listen", &args.listen)?;
+    let bases = shard_bases(&args, (k, n), listen).map_err(RunError::Usage)?;
+    let plan = crate::session::shards::plan(&t, (k, n), listen, &bases).map_err(RunError::Usage)?;
+    for f in &args.start.fail {
+        let (target, _) = parse_fail(&t, f).map_err(RunError::usage)?;
+        if !plan.placement.serves(target) {
+            return Err(RunError::Usage(format!(
+                "--fail {f}: `{}` is not on shard {k}; give --fail to the shard that serves it",
+                t.services[target].name
+            )));
+        }
+    }
+    let initial = args.start.actions(&t).map_err(RunError::usage)?;
+    let services = plan.services.clone();
+    let Launched {
+        session,
+        interrupts,
+        listening,
+    } = launch(
+        &args.endpoints,
+        Setup {
+            initial,
+            seed: args.seed.unwrap_or(1),
+            load: false,
+            placement: Some(plan.placement),
+            ..Setup::new(t)
+        },
+    )?;
+    if args.exit_with_stdin {
+        exit_with_stdin(&session);
+    }
+    let t = session.topology();
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "shard {k}/{n}: {} services on {} ports from {listen}",
+            services.len(),
+            plan.listeners
+        );
+        for line in &listening {
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = writeln!(
+            out,
+            "serving shard {k}/{n} of {} until Ctrl-C or SIGTERM",
+            t.name
+        );
+        let _ = out.flush();
+    }
+    let shown: Vec<String> = services
+        .iter()
+        .flat_map(|&g| t.group(g))
+        .map(|j| t.services[j].name.clone())
+        .collect();
+    let record = session.wait()?;
+    let report = Report::measure(&record, Duration::ZERO, Duration::MAX);
+    let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
+    print!("{}", report.rows_of(&shown));
+    interrupts.outcome().map_err(RunError::from)
+}
+
 /// `chaoslab load`: root requests into the entry where the peers say it
 /// runs, for `--duration` or until a signal; then the table's entry line.
 pub fn load(args: LoadOptions) -> Result<(), RunError> {
@@ -184,6 +322,7 @@ pub fn load(args: LoadOptions) -> Result<(), RunError> {
                 listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
                 replica: None,
                 peers: placed,
+                shard: None,
             }),
             ..Setup::new(t)
         },

@@ -168,6 +168,12 @@ pub struct RunArgs {
     /// run does.
     #[arg(long)]
     pub processes: bool,
+    /// Spread the mesh over N shard processes (`chaoslab node --shard
+    /// K/N` on loopback), each serving its share of the services, calling
+    /// across shards over HTTP/2 (`check --shards N` prints the
+    /// placement); every shard stops when the run does.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024), conflicts_with = "processes")]
+    pub shards: Option<u16>,
     /// Run over nodes already running elsewhere (`chaoslab node`, a
     /// cluster): where each node's control API answers, `NAME=URL` (repeat
     /// it) or a template with `{name}`. The load goes to the entry where
@@ -240,6 +246,10 @@ pub struct CompareArgs {
     /// (fresh nodes for each policy).
     #[arg(long)]
     pub processes: bool,
+    /// The mesh over N shard processes, as `run --shards N` (fresh shards
+    /// for each policy).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024), conflicts_with = "processes")]
+    pub shards: Option<u16>,
 }
 
 /// `chaoslab model`.
@@ -369,10 +379,26 @@ pub struct NodeArgs {
     /// The topology file.
     pub topology: PathBuf,
     /// The service this process serves.
-    #[arg(long, value_name = "NAME")]
-    pub service: String,
+    #[arg(
+        long,
+        value_name = "NAME",
+        required_unless_present = "shard",
+        conflicts_with = "shard"
+    )]
+    pub service: Option<String>,
+    /// Serve shard K of N of the mesh instead (SPEC section 19): the
+    /// services `check --shards N` places on it, every replica of each,
+    /// on consecutive ports from `--listen`'s.
+    #[arg(long, value_name = "K/N", value_parser = values::parse_shard)]
+    pub shard: Option<(u16, u16)>,
+    /// Where another shard's first listener is: `K=URL`
+    /// (`2=http://10.0.0.7:10000/`); repeat it for each. A `--peers`
+    /// template with `{shard}` gives the rest.
+    #[arg(long = "shard-peer", value_name = "K=URL", requires = "shard")]
+    pub shard_peer: Vec<String>,
     /// Where the service listens (`8080`, `:0` for a free port,
-    /// `HOST:PORT`; 127.0.0.1 unless it says otherwise).
+    /// `HOST:PORT`; 127.0.0.1 unless it says otherwise); a shard's first
+    /// listener, the others on the ports after it.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     pub listen: String,
     /// Which replica of a replicated service this node is (0-based): a

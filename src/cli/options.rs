@@ -51,6 +51,7 @@ impl From<CompareArgs> for compare::Options {
             html: a.pictures.html,
             metrics: a.metrics,
             processes: a.processes,
+            shards: a.shards.map(usize::from),
         }
     }
 }
@@ -99,6 +100,7 @@ impl RunArgs {
             cast: self.cast,
             endpoints: self.endpoints.into(),
             processes: self.processes,
+            shards: self.shards.map(usize::from),
             remote: self.remote,
             peers: self.peers.into(),
         })
@@ -221,6 +223,8 @@ impl From<NodeArgs> for node::Options {
         node::Options {
             topology: a.topology,
             service: a.service,
+            shard: a.shard.map(|(k, n)| (usize::from(k), usize::from(n))),
+            shard_peer: a.shard_peer,
             listen: a.listen,
             replica: a.replica,
             peers: a.peers.into(),

@@ -168,3 +168,18 @@ pub fn value_name<T: clap::ValueEnum>(v: &T) -> String {
         .map(|p| p.get_name().to_string())
         .unwrap_or_default()
 }
+
+/// `K/N`: shard K (from 0) of N (1 to 1024).
+pub fn parse_shard(s: &str) -> Result<(u16, u16), String> {
+    let bad =
+        || format!("`{s}`: give the shard as K/N, K from 0 to N-1 and N from 1 to 1024 (`2/8`)");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u16, u16) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if n == 0 || n > 1024 || k >= n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}

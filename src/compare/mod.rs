@@ -263,6 +263,8 @@ pub struct Options {
     /// Each service an OS process of its own (fresh nodes for each
     /// policy).
     pub processes: bool,
+    /// The mesh over this many shard processes (fresh for each policy).
+    pub shards: Option<usize>,
 }
 
 /// `chaoslab compare`: the same fault under each policy, each on a fresh
@@ -280,7 +282,15 @@ pub fn run(args: Options) -> Result<(), RunError> {
     let base = Topology::load(&args.topology)?;
     let choices = Choice::parse_list(&args.runs.policies)?;
     let rps = args.runs.load.rps.unwrap_or(base.load.rps);
-    if args.processes {
+    if let Some(n) = args.shards {
+        crate::topology::shards::place(&base, n).map_err(|e| RunError::Usage(e.0))?;
+    }
+    let flag = if args.processes {
+        "--processes"
+    } else {
+        "--shards"
+    };
+    if args.processes || args.shards.is_some() {
         if let Some(c) = choices.iter().find(|c| c.closed) {
             crate::cli::closed_loop_in_one_process(&c.topology(&base, &args.runs.population, rps))
                 .map_err(RunError::usage)?;
@@ -288,7 +298,7 @@ pub fn run(args: Options) -> Result<(), RunError> {
         crate::cli::closed_loop_in_one_process(&base).map_err(RunError::usage)?;
         if let Some(c) = choices.iter().find(|c| c.limit.is_some()) {
             return Err(RunError::Usage(format!(
-                "--policies {}: a concurrency limit is set on the lab's own topology, which --processes does not carry to its nodes; write `concurrency:` in the topology file instead",
+                "--policies {}: a concurrency limit is set on the lab's own topology, which {flag} does not carry to its nodes; write `concurrency:` in the topology file instead",
                 c.name()
             )));
         }
@@ -327,7 +337,8 @@ pub fn run(args: Options) -> Result<(), RunError> {
         warmup,
         duration,
         steps,
-        processes: args.processes.then(|| args.topology.clone()),
+        processes: (args.processes || args.shards.is_some()).then(|| args.topology.clone()),
+        shards: args.shards,
     };
     let mut runs = vec![];
     for choice in choices {
@@ -421,6 +432,8 @@ pub struct Contest<'a> {
     pub steps: Vec<(Duration, Action)>,
     /// `--processes`: the topology file each node reads.
     pub processes: Option<std::path::PathBuf>,
+    /// `--shards N`: with `processes`, that many shards instead.
+    pub shards: Option<usize>,
 }
 
 impl Contest<'_> {
@@ -445,6 +458,7 @@ impl Contest<'_> {
             until: Some(self.warmup + self.duration),
             steps: self.steps.clone(),
             processes: self.processes.clone(),
+            shards: self.shards,
             ..Setup::new(choice.topology(base, self.population, rps))
         })?;
         interrupts.attach(session.stopper());

@@ -13,7 +13,7 @@ use crate::lab::expect::Expectation;
 use crate::lab::Action;
 use crate::report::samples::Format;
 use crate::scenario::Scenario;
-use crate::session::{NodeControls, Setup};
+use crate::session::{Controls, NodeControls, Setup};
 use crate::theme::Theme;
 use crate::topology::Topology;
 
@@ -68,6 +68,8 @@ pub struct Run {
     pub endpoints: Endpoints,
     /// Each service an OS process of its own.
     pub processes: bool,
+    /// The mesh over this many shard processes.
+    pub shards: Option<usize>,
     /// Nodes already running elsewhere: where each one's control API
     /// answers, `NAME=URL` or a template with `{name}`.
     pub remote: Vec<String>,
@@ -220,8 +222,11 @@ impl Run {
                 s.service_name()
             )));
         }
-        if self.processes || !self.remote.is_empty() {
+        if self.processes || self.shards.is_some() || !self.remote.is_empty() {
             closed_loop_in_one_process(&topology)?;
+        }
+        if let Some(n) = self.shards {
+            crate::topology::shards::place(&topology, n).map_err(|e| UsageError(e.0))?;
         }
         let replicated = topology.services.iter().find(|s| s.replicas > 1);
         if let (Some(s), true) = (replicated, !self.remote.is_empty()) {
@@ -241,7 +246,8 @@ impl Run {
             captions: vec![],
             placement,
             nodes,
-            processes: self.processes.then(|| self.topology.clone()),
+            processes: (self.processes || self.shards.is_some()).then(|| self.topology.clone()),
+            shards: self.shards,
             access: self.endpoints.access()?,
         })
     }
@@ -251,7 +257,7 @@ impl Run {
     fn remote_nodes(
         &self,
         t: &Topology,
-    ) -> Result<(Option<Placement>, Option<NodeControls>), UsageError> {
+    ) -> Result<(Option<Placement>, Option<Controls>), UsageError> {
         let peers_given = !self.peers.peer.is_empty() || self.peers.peers.is_some();
         if self.remote.is_empty() {
             if peers_given {
@@ -261,10 +267,15 @@ impl Run {
             }
             return Ok((None, None));
         }
-        if self.processes {
-            return Err(UsageError(
-                "--remote drives nodes already running and --processes starts its own: give one of them".into(),
-            ));
+        if self.processes || self.shards.is_some() {
+            return Err(UsageError(format!(
+                "--remote drives nodes already running and {} starts its own: give one of them",
+                if self.processes {
+                    "--processes"
+                } else {
+                    "--shards"
+                }
+            )));
         }
         let controls = read_remote(&self.remote, t)?;
         let peers = self.peers.read(t)?;
@@ -282,7 +293,8 @@ impl Run {
             listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
             replica: None,
             peers: placed,
+            shard: None,
         };
-        Ok((Some(placement), Some(NodeControls(c))))
+        Ok((Some(placement), Some(NodeControls(c).into())))
     }
 }

@@ -15,6 +15,10 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 /// limit such as open files or loopback ports); running again after
 /// changing the limit, or with a smaller topology, can succeed.
 pub const EXIT_ENVIRONMENT: u8 = 3;
+/// Exit status: a shard process of the mesh died during the run (SPEC
+/// section 19); the results up to the end were printed and written, and
+/// the report's `shards_lost` says which shard and when.
+pub const EXIT_SHARD_LOST: u8 = 4;
 
 /// An error that carries its exit status:
 ///
@@ -22,6 +26,7 @@ pub const EXIT_ENVIRONMENT: u8 = 3;
 /// |---|---|
 /// | [`EXIT_EXPECTATION`] (1) | [`RunError::ExpectationFailed`] |
 /// | [`EXIT_BAD_INPUT`] (2) | [`RunError::Usage`], [`RunError::Topology`], [`RunError::Input`], [`RunError::Output`] |
+/// | [`EXIT_SHARD_LOST`] (4) | [`RunError::ShardLost`]: a shard process died mid-run |
 /// | [`EXIT_ENVIRONMENT`] (3) | [`RunError::Session`] when the machine refused what the fleet needs (see [`crate::fleet::FleetError::is_environment`]): a port could not be bound, an HTTP client could not be built |
 /// | 1 (failure) | any other [`RunError::Session`], [`RunError::Terminal`], [`RunError::Dashboard`] |
 ///
@@ -55,6 +60,10 @@ pub enum RunError {
     /// One or more expectations failed (already reported).
     #[error("{0}")]
     ExpectationFailed(String),
+    /// A shard process died during the run (its results kept and
+    /// reported).
+    #[error("{0}")]
+    ShardLost(String),
     /// The session could not start or finish ([`crate::session::SessionError`],
     /// converted with the exit status it calls for).
     #[error("{source}")]
@@ -85,6 +94,7 @@ impl RunError {
             | RunError::Input(_)
             | RunError::Output { .. } => ExitCode::from(EXIT_BAD_INPUT),
             RunError::ExpectationFailed(_) => ExitCode::from(EXIT_EXPECTATION),
+            RunError::ShardLost(_) => ExitCode::from(EXIT_SHARD_LOST),
             RunError::Session { status, .. } => ExitCode::from(*status),
             RunError::Terminal(_) | RunError::Dashboard(_) => ExitCode::FAILURE,
             RunError::Interrupted(i) => ExitCode::from(i.code),

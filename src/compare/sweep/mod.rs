@@ -458,6 +458,7 @@ pub fn run(args: Options) -> Result<(), RunError> {
                 duration: p.duration,
                 steps: p.steps.clone(),
                 processes: None,
+                shards: None,
             };
             let (run, record) = match plan.run(*choice, &interrupts, None) {
                 Ok(done) => done,

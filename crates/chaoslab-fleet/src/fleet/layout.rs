@@ -24,8 +24,9 @@ pub(super) struct FleetLayout {
     /// How the services here call each other: a node's calls cross
     /// processes, over HTTP/1.1.
     pub(super) transport: Transport,
-    /// Where a node's one listener binds; `None`: every listener on a
-    /// free loopback port.
+    /// Where a node's one listener binds, or a shard's first (the others
+    /// on the ports after it, [`Slots`](crate::topology::shards::Slots)
+    /// order); `None`: every listener on a free loopback port.
     pub(super) listen: Option<SocketAddr>,
     /// The open files it needs, weighed before the first bind.
     pub(super) fd: FdNeed,
@@ -100,9 +101,11 @@ pub(super) struct EdgeLayout {
 impl FleetLayout {
     /// The layout of a fleet of `t` started with `opts`.
     pub(super) fn of(t: &Topology, opts: &FleetOptions) -> FleetLayout {
-        let transport = match opts.placement {
-            Some(_) => Transport::Http1,
-            None => t.transport,
+        // A node's calls cross processes over HTTP/1.1; a shard's run as
+        // the one-process fleet's, and cross shards the same way.
+        let transport = match &opts.placement {
+            Some(p) if p.shard.is_none() => Transport::Http1,
+            _ => t.transport,
         };
         let services = services(t, opts);
         let fd = fd_need(t, opts, transport, &services);
@@ -111,11 +114,15 @@ impl FleetLayout {
             listen: opts.placement.as_ref().map(|p| p.listen),
             mem: MemNeed::of(&fd, opts.samples),
             fd,
-            edges: edges(t, &services),
+            edges: edges(
+                t,
+                &services,
+                opts.placement.as_ref().is_some_and(|p| p.shard.is_some()),
+            ),
             services,
             streams: streams(t, transport),
             first_root: first_root(opts.placement.as_ref()),
-            journal: opts.placement.as_ref().is_some_and(|p| p.local.is_some()),
+            journal: opts.placement.as_ref().is_some_and(Placement::serves_any),
             plain: opts.plain,
         }
     }
@@ -184,9 +191,9 @@ fn remote(t: &Topology, opts: &FleetOptions, id: ServiceId) -> Option<Vec<String
 
 /// Replicas of a service started here: a node serves one.
 fn started(opts: &FleetOptions, s: &Service) -> u32 {
-    match opts.placement {
-        Some(_) => 1,
-        None => s.replicas.max(1),
+    match &opts.placement {
+        Some(p) if p.shard.is_none() => 1,
+        _ => s.replicas.max(1),
     }
 }
 
@@ -197,6 +204,7 @@ fn counted(t: &Topology, opts: &FleetOptions, id: ServiceId) -> u32 {
     let s = &t.services[id];
     let all = s.replicas.max(1);
     match &opts.placement {
+        Some(p) if p.shard.is_some() => all,
         Some(p) if p.local == Some(s.group) => p.replica.map_or(1, |_| all),
         Some(p) if p.local.is_some() => p
             .peers
@@ -220,7 +228,7 @@ fn replicas(
     bound: u32,
 ) -> Vec<ReplicaLayout> {
     let known = opts.placement.as_ref().and_then(|p| p.replica);
-    let one_of_many = opts.placement.is_some() && s.replicas > 1;
+    let one_of_many = opts.placement.as_ref().is_some_and(|p| p.shard.is_none()) && s.replicas > 1;
     (0..bound)
         .map(|r| {
             let index = match known {
@@ -271,21 +279,21 @@ fn fd_need(
 /// the low ones so that nodes counting at the same pace do not share the
 /// tracker's slots.
 fn first_root(placement: Option<&Placement>) -> u64 {
-    match placement {
+    let k = match placement {
         Some(Placement {
             local: Some(g),
             replica,
             ..
-        }) => {
-            let k = (*g as u64 + 1) * 1024 + u64::from(replica.unwrap_or(0));
-            (k << 40) + k * 104_729 + 1
-        }
-        _ => 1,
-    }
+        }) => (*g as u64 + 1) * 1024 + u64::from(replica.unwrap_or(0)),
+        // A shard's apart from every node's: below the first of those.
+        Some(Placement { shard: Some(s), .. }) => s.index as u64 + 1,
+        _ => return 1,
+    };
+    (k << 40) + k * 104_729 + 1
 }
 
 /// Every edge's layout, in topology order.
-fn edges(t: &Topology, services: &[ServiceLayout]) -> Vec<EdgeLayout> {
+fn edges(t: &Topology, services: &[ServiceLayout], sharded: bool) -> Vec<EdgeLayout> {
     t.edges
         .iter()
         .enumerate()
@@ -295,8 +303,11 @@ fn edges(t: &Topology, services: &[ServiceLayout]) -> Vec<EdgeLayout> {
                 lb,
                 other_host,
                 policy: edge_policy(t, &t.policy, id),
-                // Through a sidecar, the callee is called at its proxy.
-                in_process: services[e.to].here && t.services[e.from].sidecar.is_none(),
+                // Through a sidecar, the callee is called at its proxy. A
+                // shard calls the other shards' services over the same
+                // HTTP/2 connections as its own.
+                in_process: (services[e.to].here || sharded && t.services[e.to].url.is_none())
+                    && t.services[e.from].sidecar.is_none(),
             }
         })
         .collect()
@@ -368,6 +379,7 @@ mod tests {
                 listen: "127.0.0.1:7000".parse().unwrap(),
                 replica,
                 peers: urls,
+                shard: None,
             }),
             ..FleetOptions::default()
         }

@@ -52,8 +52,9 @@ pub struct FleetOptions {
     /// Run plain axum + reqwest with no middleware and no retries: the
     /// baseline the benchmark compares the middleware against.
     pub plain: bool,
-    /// One service of many processes (`chaoslab node`), or none
-    /// (`chaoslab load`): `None` runs every service here.
+    /// One service of many processes (`chaoslab node`), a shard of them
+    /// (`chaoslab node --shard`), or none (`chaoslab load`): `None` runs
+    /// every service here.
     pub placement: Option<Placement>,
     /// The bytes the session's ring of samples takes: counted with the
     /// fleet's own when its memory need is weighed against what the
@@ -82,6 +83,22 @@ pub struct Placement {
     /// here calls); a replicated service's replicas, comma-separated, in
     /// replica order.
     pub peers: Vec<Option<String>>,
+    /// A shard of the mesh (SPEC section 19): this process serves its
+    /// share of the services, every replica of each, on consecutive ports
+    /// from `listen`'s, and calls the services of the other shards over
+    /// HTTP/2. `local` and `replica` are then `None`.
+    pub shard: Option<Shard>,
+}
+
+/// A shard's share of a mesh spread over several processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shard {
+    /// Which shard this is, from 0.
+    pub index: usize,
+    /// How many shards the mesh is spread over.
+    pub count: usize,
+    /// Per service, topology order: whether this shard serves it.
+    pub serves: Vec<bool>,
 }
 
 /// The URLs of a placed peer: its replicas', comma-separated.
@@ -96,7 +113,13 @@ pub fn peer_urls(peer: &str) -> Vec<String> {
 impl Placement {
     /// Whether service `id` is served by this process.
     pub fn serves(&self, id: ServiceId) -> bool {
-        self.local == Some(id)
+        self.local == Some(id) || self.shard.as_ref().is_some_and(|s| s.serves[id])
+    }
+
+    /// Whether this process serves services (a node or a shard), not only
+    /// load.
+    pub fn serves_any(&self) -> bool {
+        self.local.is_some() || self.shard.is_some()
     }
 }
 

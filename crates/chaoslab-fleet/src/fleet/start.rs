@@ -63,10 +63,20 @@ pub(super) type Bound = (Vec<Vec<TcpListener>>, Vec<Vec<SocketAddr>>);
 pub(super) async fn bind(t: &Topology, layout: &FleetLayout) -> Result<Bound, FleetError> {
     let mut listeners: Vec<Vec<TcpListener>> = Vec::with_capacity(t.services.len());
     let mut addrs: Vec<Vec<SocketAddr>> = Vec::with_capacity(t.services.len());
+    // A node binds one listener at its address; a shard binds its
+    // listeners on the ports after its first, one each in turn.
+    let mut slot: u16 = 0;
     for (s, at) in t.services.iter().zip(&layout.services) {
         let (mut ls, mut ads) = (Vec::new(), Vec::new());
         for _ in 0..at.listeners {
-            let (l, a) = listen(s.service_name(), layout.listen).await?;
+            let at = layout.listen.map(|mut a| {
+                if a.port() != 0 {
+                    a.set_port(a.port().wrapping_add(slot));
+                }
+                a
+            });
+            slot = slot.wrapping_add(1);
+            let (l, a) = listen(s.service_name(), at).await?;
             ls.push(l);
             ads.push(a);
         }

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::access::Token;
-use super::nodes::{NodeControls, Nodes};
+use super::nodes::{Controls, Nodes};
 use super::SessionError;
 use crate::fleet::{Fleet, FleetOptions, Placement};
 use crate::lab::snapshot::{self, Snapshot};
@@ -45,7 +45,7 @@ pub struct LiveOptions {
     /// Which service runs here when each has a process of its own.
     pub placement: Option<Placement>,
     /// The nodes to read and drive when the services run elsewhere.
-    pub nodes: Option<NodeControls>,
+    pub nodes: Option<Controls>,
     /// The token the nodes' control APIs ask for.
     pub token: Option<Token>,
 }
@@ -108,7 +108,7 @@ impl LiveOptions {
     /// A node's own series serves only its /state and its exit table: the
     /// session reading the fleet keeps the run's.
     pub fn ring(&self, t: &Topology) -> (Duration, usize, u64) {
-        let node = self.placement.as_ref().is_some_and(|p| p.local.is_some());
+        let node = self.placement.as_ref().is_some_and(Placement::serves_any);
         let (services, edges) = (t.services.len(), t.edges.len());
         let bytes = if node { 4 << 20 } else { 32 << 20 };
         let (tick, cap) = Series::plan(services, edges, self.tick, self.window, bytes);
@@ -333,7 +333,7 @@ impl Live {
         // (work and injected latency) and worker count.
         if matches!(
             change,
-            Change::Policy | Change::Resources(_) | Change::Fault(_)
+            Change::Policy | Change::Resources(_) | Change::Fault(_) | Change::Faults
         ) {
             self.recovery_threshold = recovery_threshold(&self.topology);
         }
@@ -366,6 +366,13 @@ impl Live {
             Change::Rps => self.control.set_rps(s.rps),
             Change::Pause => self.control.set_paused(s.paused),
             Change::Reset => self.reset(),
+            Change::Faults => {
+                for (i, f) in s.faults.iter().enumerate() {
+                    if self.topology.services[i].group == i {
+                        self.fleet.set_fault(i, f.clone());
+                    }
+                }
+            }
         }
     }
 

@@ -29,6 +29,7 @@ pub mod live;
 pub mod nodes;
 pub mod processes;
 pub mod runner;
+pub mod shards;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -41,7 +42,7 @@ use tokio::task::JoinHandle;
 
 pub use access::{Access, Token};
 pub use live::{Live, LiveOptions};
-pub use nodes::NodeControls;
+pub use nodes::{Controls, NodeControls, ShardControls};
 pub use processes::{Processes, Started};
 pub use runner::{drive, Request, Schedule};
 
@@ -132,10 +133,14 @@ pub struct Setup {
     pub placement: Option<Placement>,
     /// Nodes running elsewhere to read and drive (`run --remote`): each
     /// service's control URL. With `placement` saying where they answer.
-    pub nodes: Option<NodeControls>,
+    pub nodes: Option<Controls>,
     /// Start one `chaoslab node` process per service of the topology at
     /// this path, and run the session over them (`run --processes`).
     pub processes: Option<PathBuf>,
+    /// With `processes`: start this many shard processes instead, each
+    /// serving its share of the services (`run --shards N`, SPEC section
+    /// 19).
+    pub shards: Option<usize>,
     /// Who may call the session's endpoints, and the token its nodes get.
     pub access: Access,
 }
@@ -155,6 +160,7 @@ impl Setup {
             placement: None,
             nodes: None,
             processes: None,
+            shards: None,
             access: Access::default(),
         }
     }
@@ -232,8 +238,11 @@ pub struct Session {
     metrics: Arc<Metrics>,
     warmup: Duration,
     steps: Vec<(Duration, Action)>,
-    /// The node processes (`run --processes`), stopped after the run.
-    processes: Option<Processes>,
+    /// The node processes (`run --processes`, `--shards`), stopped after
+    /// the run.
+    processes: Option<Arc<std::sync::Mutex<Processes>>>,
+    /// Watches the shards for one that ends by itself.
+    watch_lost: Option<tokio::task::JoinHandle<()>>,
     /// Who may call its endpoints.
     access: Access,
 }
@@ -261,7 +270,10 @@ impl Session {
         let (processes, placement, nodes) = match &setup.processes {
             Some(path) => {
                 let token = setup.access.token.as_ref();
-                let (p, placement, nodes) = Processes::start(path, &topology, setup.seed, token)?;
+                let (p, placement, nodes) = match setup.shards {
+                    Some(n) => shards::start(path, &topology, n, setup.seed, token)?,
+                    None => Processes::start(path, &topology, setup.seed, token)?,
+                };
                 (Some(p), Some(placement), Some(nodes))
             }
             None => (None, setup.placement, setup.nodes),
@@ -275,6 +287,10 @@ impl Session {
             nodes,
             token: setup.access.token.clone(),
             ..LiveOptions::default()
+        };
+        let lost: Option<Vec<Vec<usize>>> = match &opts.nodes {
+            Some(Controls::Shards(c)) => Some(c.shards.iter().map(|(_, s)| s.clone()).collect()),
+            _ => None,
         };
         let lab = rt.block_on(Live::start(topology.clone(), opts))?;
         let urls = (0..topology.services.len())
@@ -296,6 +312,13 @@ impl Session {
             captions: setup.captions.clone(),
         };
         rt.spawn(runner::probe_lag(metrics.clone(), lab.tick_period()));
+        let processes = processes.map(|p| Arc::new(std::sync::Mutex::new(p)));
+        let watch_lost = match (&processes, lost) {
+            (Some(p), Some(services)) => {
+                Some(rt.spawn(watch_lost(p.clone(), services, actions.clone())))
+            }
+            _ => None,
+        };
         let driver = clock.spawn(drive(lab, schedule, commands_rx, snaps_tx, stop_rx));
         Ok(Session {
             rt,
@@ -311,6 +334,7 @@ impl Session {
             warmup: setup.warmup,
             steps: setup.steps,
             processes,
+            watch_lost,
             access: setup.access,
         })
     }
@@ -328,8 +352,13 @@ impl Session {
 
     /// The node processes of a `--processes` run, topology order (empty
     /// otherwise).
-    pub fn nodes(&self) -> &[Started] {
-        self.processes.as_ref().map_or(&[], |p| p.started())
+    pub fn nodes(&self) -> Vec<Started> {
+        self.processes.as_ref().map_or(vec![], |p| {
+            p.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .started()
+                .to_vec()
+        })
     }
 
     /// The newest snapshot, and every one after it.
@@ -420,10 +449,14 @@ impl Session {
             steps,
             stop,
             processes,
+            watch_lost,
             ..
         } = self;
         drop(actions);
         let (lab, course) = rt.block_on(driver).map_err(SessionError::RunLoop)?;
+        if let Some(w) = watch_lost {
+            w.abort();
+        }
         drop(clock);
         // Held until here: a dropped sender reads as "stop" in the loop.
         drop(stop);
@@ -445,6 +478,42 @@ impl Session {
     pub fn finish(self) -> Result<RunRecord, SessionError> {
         self.stop();
         self.wait_for(live::QUIT_GRACE)
+    }
+}
+
+/// How often the shards are looked at for one that ended.
+const LOST_PERIOD: Duration = Duration::from_millis(100);
+
+/// Applies [`Action::ShardLost`] for each shard process that ends by
+/// itself during the run (`services`: each shard's), as the lab's own
+/// action, so its services read as down from then on and the report
+/// names it with the time.
+async fn watch_lost(
+    processes: Arc<std::sync::Mutex<Processes>>,
+    services: Vec<Vec<usize>>,
+    actions: Actions,
+) {
+    let actions = Actions {
+        origin: Origin::Lab,
+        ..actions
+    };
+    let mut tick = tokio::time::interval(LOST_PERIOD);
+    loop {
+        tick.tick().await;
+        let ended = processes.lock().unwrap_or_else(|e| e.into_inner()).ended();
+        for (k, why) in ended {
+            let pid = processes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .started()
+                .get(k)
+                .map_or(0, |s| s.pid);
+            actions.send(Action::ShardLost {
+                shard: k,
+                services: services.get(k).cloned().unwrap_or_default(),
+                why: format!("pid {pid} {why}"),
+            });
+        }
     }
 }
 

@@ -89,19 +89,58 @@ pub enum NodesError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeControls(pub Vec<Option<String>>);
 
+/// Where each shard of a mesh answers its control API, and the services
+/// it serves (SPEC section 19).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardControls {
+    /// Per shard: its control URL and its services (each service's first
+    /// node, topology order).
+    pub shards: Vec<(String, Vec<usize>)>,
+}
+
+/// The processes a session reads and drives: a node per service (or
+/// replica), or the shards of a mesh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Controls {
+    /// A node per service.
+    Nodes(NodeControls),
+    /// The shards.
+    Shards(ShardControls),
+}
+
+impl From<NodeControls> for Controls {
+    fn from(c: NodeControls) -> Controls {
+        Controls::Nodes(c)
+    }
+}
+
 /// The nodes of a running session.
 #[derive(Debug)]
 pub struct Nodes {
     forward: mpsc::Sender<String>,
+    /// The shards lost so far, for the reader.
+    lost: Arc<std::sync::Mutex<Vec<usize>>>,
     topology: Arc<Topology>,
     reader: JoinHandle<()>,
     forwarder: JoinHandle<()>,
 }
 
-/// One node as the reader knows it.
+/// One node (or shard) as the reader knows it.
 #[derive(Debug)]
 struct Node {
-    service: usize,
+    /// What its errors name it by: its service, or `shard K`.
+    label: String,
+    /// The services it serves (each service's first node).
+    services: Vec<usize>,
+    /// The edges whose rows it counts: its services' calls.
+    edges: Vec<usize>,
+    /// Which shard it is, when it is one.
+    shard: Option<usize>,
+    /// Lost (its process died): its rows stay as last read, and its reads
+    /// failing are no longer misses.
+    gone: bool,
+    /// Reads failed since its last good one.
+    missed: u64,
     url: String,
     /// The next journal record to read.
     next: u64,
@@ -117,7 +156,7 @@ impl Nodes {
     /// driving them.
     pub async fn connect(
         topology: &Topology,
-        controls: &NodeControls,
+        controls: &Controls,
         metrics: Arc<Metrics>,
         token: Option<&Token>,
     ) -> Result<Nodes, NodesError> {
@@ -140,22 +179,52 @@ impl Nodes {
             .default_headers(headers)
             .build()
             .map_err(|e| NodesError::Client(e.to_string()))?;
-        let mut nodes: Vec<Node> = controls
-            .0
-            .iter()
-            .enumerate()
-            .filter_map(|(service, url)| url.as_ref().map(|u| (service, u)))
-            .flat_map(|(service, u)| {
-                crate::fleet::peer_urls(u).into_iter().map(move |u| Node {
-                    service,
-                    url: u.trim_end_matches('/').to_string(),
-                    next: 0,
-                    tapped: 0,
-                    last: None,
+        // A node serves a whole service: its endpoints are its rows.
+        let groups: Vec<usize> = topology.services.iter().map(|s| s.group).collect();
+        let mut calls_of: Vec<Vec<usize>> = vec![vec![]; groups.len()];
+        for (e, edge) in topology.edges.iter().enumerate() {
+            calls_of[groups[edge.from]].push(e);
+        }
+        let node = |label: String, services: Vec<usize>, u: &str| Node {
+            label,
+            shard: None,
+            gone: false,
+            missed: 0,
+            edges: services
+                .iter()
+                .flat_map(|&s| calls_of[s].iter().copied())
+                .collect(),
+            services,
+            url: u.trim_end_matches('/').to_string(),
+            next: 0,
+            tapped: 0,
+            last: None,
+        };
+        let mut nodes: Vec<Node> = match controls {
+            Controls::Nodes(c) => {
+                c.0.iter()
+                    .enumerate()
+                    .filter_map(|(service, url)| url.as_ref().map(|u| (service, u)))
+                    .flat_map(|(service, u)| {
+                        let label = topology.services[service].name.clone();
+                        crate::fleet::peer_urls(u)
+                            .into_iter()
+                            .map(|u| node(label.clone(), vec![service], &u))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect()
+            }
+            Controls::Shards(c) => c
+                .shards
+                .iter()
+                .enumerate()
+                .map(|(k, (u, services))| Node {
+                    shard: Some(k),
+                    ..node(format!("shard {k}"), services.clone(), u)
                 })
-            })
-            .collect();
-        let name = |n: &Node| topology.services[n.service].name.clone();
+                .collect(),
+        };
+        let name = |n: &Node| n.label.clone();
         for n in &nodes {
             ready(&client, n)
                 .await
@@ -176,22 +245,20 @@ impl Nodes {
                     why,
                 })?;
         }
-        // A node serves a whole service: its endpoints are its rows.
-        let groups: Vec<usize> = topology.services.iter().map(|s| s.group).collect();
         let entries: Vec<usize> = topology
             .load
             .roots
             .iter()
             .map(|r| groups[r.entry])
             .collect();
-        let edges: Vec<usize> = topology.edges.iter().map(|e| groups[e.from]).collect();
         // The roots' nodes first in every round (see the module's notes).
-        nodes.sort_by_key(|n| !entries.contains(&n.service));
+        let at_entry = |n: &Node| n.services.iter().any(|s| entries.contains(s));
+        nodes.sort_by_key(|n| !at_entry(n));
+        let first = nodes.iter().take_while(|n| at_entry(n)).count();
         let mut reader = Reader {
             client: client.clone(),
             nodes,
-            entries,
-            edges,
+            first,
             // A service's nodes are contiguous, from its first.
             members: (0..topology.services.len())
                 .map(|g| match topology.services[g].group == g {
@@ -201,7 +268,9 @@ impl Nodes {
                 .collect(),
             metrics,
             misses: 0,
+            lost: Arc::default(),
         };
+        let lost = reader.lost.clone();
         reader.round().await;
         let reader = tokio::spawn(async move {
             let mut tick = tokio::time::interval(READ_PERIOD);
@@ -212,12 +281,15 @@ impl Nodes {
             }
         });
         let (forward, mut rx) = mpsc::channel::<String>(FORWARD_QUEUE);
-        let urls: Vec<String> = controls
-            .0
-            .iter()
-            .flatten()
-            .flat_map(|u| crate::fleet::peer_urls(u))
-            .collect();
+        let urls: Vec<String> = match controls {
+            Controls::Nodes(c) => {
+                c.0.iter()
+                    .flatten()
+                    .flat_map(|u| crate::fleet::peer_urls(u))
+                    .collect()
+            }
+            Controls::Shards(c) => c.shards.iter().map(|(u, _)| u.clone()).collect(),
+        };
         let forwarder = tokio::spawn(async move {
             while let Some(body) = rx.recv().await {
                 // Every node gets each batch before any gets the next.
@@ -232,6 +304,7 @@ impl Nodes {
         });
         Ok(Nodes {
             forward,
+            lost,
             topology: Arc::new(topology.clone()),
             reader,
             forwarder,
@@ -240,6 +313,12 @@ impl Nodes {
 
     /// Sends an action the session applied to every node.
     pub fn forward(&self, action: &Action) {
+        if let Action::ShardLost { shard, .. } = action {
+            self.lost
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(*shard);
+        }
         let b = body(&self.topology, std::slice::from_ref(action));
         // A queue of 256 batches full means the nodes stopped answering,
         // which the reader counts as misses; the session never waits here.
@@ -321,32 +400,35 @@ struct Reader {
     client: reqwest::Client,
     /// The roots' nodes first.
     nodes: Vec<Node>,
-    /// Each root's service (first node).
-    entries: Vec<usize>,
-    /// Per edge, its caller's service (first node): the node whose rows
-    /// they are.
-    edges: Vec<usize>,
+    /// How many of them serve a root's entry.
+    first: usize,
     /// Per service's first node, the nodes of that service (its
     /// endpoints); empty for any other node.
     members: Vec<std::ops::Range<usize>>,
     metrics: Arc<Metrics>,
     /// Reads that failed so far.
     misses: u64,
+    /// The shards lost so far (see [`Nodes::forward`]).
+    lost: Arc<std::sync::Mutex<Vec<usize>>>,
 }
 
 impl Reader {
     /// One round: this process's root counts, then the entry's journal,
     /// then every other journal and every node's counters at once.
     async fn round(&mut self) {
+        // A shard lost: the reads that failed since its last good one are
+        // its death's, not the machine falling behind.
+        let lost = self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for n in &mut self.nodes {
+            if !n.gone && n.shard.is_some_and(|k| lost.contains(&k)) {
+                n.gone = true;
+                self.misses = self.misses.saturating_sub(n.missed);
+            }
+        }
         let mut counts = self.metrics.local_counts();
         let client = &self.client;
         // The roots' nodes (one per replica) first, then the others.
-        let at_entry = self
-            .nodes
-            .iter()
-            .take_while(|n| self.entries.contains(&n.service))
-            .count();
-        let (first, rest) = self.nodes.split_at_mut(at_entry);
+        let (first, rest) = self.nodes.split_at_mut(self.first);
         let entry_pages = join_all(
             first
                 .iter()
@@ -410,24 +492,31 @@ impl Reader {
             match read {
                 Some(w) if w.services.len() == counts.services.len() => {
                     n.last = Some(w.into());
+                    n.missed = 0;
                 }
-                _ => missed += 1,
+                _ if n.gone => {}
+                _ => {
+                    missed += 1;
+                    n.missed += 1;
+                }
             }
             let Some(c) = &n.last else { continue };
-            let s = n.service;
-            let again = std::mem::replace(&mut seen[s], true);
-            for j in self.members[s].clone() {
-                counts.services[j] = if again {
-                    counts.services[j].plus(&c.services[j])
-                } else {
-                    c.services[j]
-                };
+            // A service's rows are read from every node serving it (one
+            // per replica), summed; a shard's services are on it alone.
+            let mut again = false;
+            for &s in &n.services {
+                again = std::mem::replace(&mut seen[s], true);
+                for j in self.members[s].clone() {
+                    counts.services[j] = if again {
+                        counts.services[j].plus(&c.services[j])
+                    } else {
+                        c.services[j]
+                    };
+                }
             }
-            for (e, &from) in self.edges.iter().enumerate() {
-                if from == s {
-                    if let (Some(to), Some(from)) = (counts.edges.get_mut(e), c.edges.get(e)) {
-                        *to = if again { to.plus(from) } else { *from };
-                    }
+            for &e in &n.edges {
+                if let (Some(to), Some(from)) = (counts.edges.get_mut(e), c.edges.get(e)) {
+                    *to = if again { to.plus(from) } else { *from };
                 }
             }
             // Each node counts the replicas it sees: its own requests, the

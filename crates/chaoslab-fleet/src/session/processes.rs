@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use thiserror::Error;
 
 use super::access::{Token, TOKEN_VAR};
-use super::nodes::{NodeControls, READY_WITHIN};
+use super::nodes::{Controls, NodeControls, READY_WITHIN};
 use crate::fleet::Placement;
 use crate::topology::Topology;
 
@@ -103,6 +103,8 @@ struct Running {
 pub struct Processes {
     running: Vec<Running>,
     started: Vec<Started>,
+    /// Per node, whether [`Processes::ended`] has told of its end.
+    reported: Vec<bool>,
 }
 
 /// A free port on 127.0.0.1, held until the nodes are started: outside
@@ -131,7 +133,7 @@ impl Processes {
         topology: &Topology,
         seed: u64,
         token: Option<&Token>,
-    ) -> Result<(Processes, Placement, NodeControls), ProcessesError> {
+    ) -> Result<(Processes, Placement, Controls), ProcessesError> {
         let exe = std::env::current_exe().map_err(ProcessesError::Exe)?;
         let n = topology.services.len();
         // Ports are taken now and let go just before the nodes bind them:
@@ -175,10 +177,7 @@ impl Processes {
                     .map(|u| crate::topology::at_path(&u, s.endpoint.as_deref()))
             })
             .collect();
-        let mut procs = Processes {
-            running: vec![],
-            started: vec![],
-        };
+        let mut procs = Processes::none();
         let nodes = topology.services.iter().enumerate().flat_map(|(id, s)| {
             replica_urls[id]
                 .iter()
@@ -212,47 +211,20 @@ impl Processes {
                         .arg(format!("{}={u}", topology.services[to].service_name()));
                 }
             }
-            cmd.stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped());
-            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-            let mut child = cmd.spawn().map_err(|source| ProcessesError::Spawn {
-                service: s.name.clone(),
-                source,
-            })?;
-            let stderr = Arc::new(Mutex::new(Vec::new()));
-            if let Some(mut pipe) = child.stderr.take() {
-                let tail = stderr.clone();
-                // Drained for the node's whole life, so it never blocks on
-                // a full pipe; only the tail is kept.
-                std::thread::spawn(move || {
-                    let mut buf = [0u8; 1024];
-                    while let Ok(k) = pipe.read(&mut buf) {
-                        if k == 0 {
-                            break;
-                        }
-                        let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
-                        t.extend_from_slice(&buf[..k]);
-                        let over = t.len().saturating_sub(STDERR_TAIL);
-                        t.drain(..over);
-                    }
-                });
-            }
-            procs.started.push(Started {
-                service: if replicated {
-                    format!("{}#{r}", s.service_name())
-                } else {
-                    s.service_name().to_string()
+            let label = if replicated {
+                format!("{}#{r}", s.service_name())
+            } else {
+                s.service_name().to_string()
+            };
+            procs.spawn(
+                cmd,
+                Started {
+                    service: label,
+                    pid: 0,
+                    url: url.clone(),
+                    control: control.clone(),
                 },
-                pid: child.id(),
-                url: url.clone(),
-                control: control.clone(),
-            });
-            procs.running.push(Running {
-                stdin: child.stdin.take(),
-                child,
-                stderr,
-            });
+            )?;
         }
         procs.wait_listening()?;
         let placement = Placement {
@@ -260,13 +232,86 @@ impl Processes {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             replica: None,
             peers: urls,
+            shard: None,
         };
-        Ok((procs, placement, NodeControls(controls)))
+        Ok((procs, placement, NodeControls(controls).into()))
+    }
+
+    /// No process yet.
+    pub(super) fn none() -> Processes {
+        Processes {
+            running: vec![],
+            started: vec![],
+            reported: vec![],
+        }
+    }
+
+    /// Starts `cmd` as the node `started` describes (its pid filled in):
+    /// its standard input a pipe it stops at the end of, its standard
+    /// error drained for its whole life with the tail kept, in a process
+    /// group of its own.
+    pub(super) fn spawn(
+        &mut self,
+        mut cmd: Command,
+        mut started: Started,
+    ) -> Result<(), ProcessesError> {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd.spawn().map_err(|source| ProcessesError::Spawn {
+            service: started.service.clone(),
+            source,
+        })?;
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(mut pipe) = child.stderr.take() {
+            let tail = stderr.clone();
+            // Drained for the node's whole life, so it never blocks on a
+            // full pipe; only the tail is kept.
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 1024];
+                while let Ok(k) = pipe.read(&mut buf) {
+                    if k == 0 {
+                        break;
+                    }
+                    let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+                    t.extend_from_slice(&buf[..k]);
+                    let over = t.len().saturating_sub(STDERR_TAIL);
+                    t.drain(..over);
+                }
+            });
+        }
+        started.pid = child.id();
+        self.started.push(started);
+        self.running.push(Running {
+            stdin: child.stdin.take(),
+            child,
+            stderr,
+        });
+        self.reported.push(false);
+        Ok(())
+    }
+
+    /// The nodes that ended by themselves since the last call, each once:
+    /// its index among [`Processes::started`] and how it ended (`killed by
+    /// signal 9`, `exit status 1`), with the end of what it wrote.
+    pub fn ended(&mut self) -> Vec<(usize, String)> {
+        let mut out = vec![];
+        for (i, r) in self.running.iter_mut().enumerate() {
+            if self.reported[i] {
+                continue;
+            }
+            if let Ok(Some(status)) = r.child.try_wait() {
+                self.reported[i] = true;
+                out.push((i, ended_by(status)));
+            }
+        }
+        out
     }
 
     /// Waits until every node's control API accepts connections; a node
     /// that exits first fails the start with what it wrote.
-    fn wait_listening(&mut self) -> Result<(), ProcessesError> {
+    pub(super) fn wait_listening(&mut self) -> Result<(), ProcessesError> {
         let until = Instant::now() + READY_WITHIN;
         for i in 0..self.running.len() {
             let addr: SocketAddr = match hostport(&self.started[i].control).parse() {
@@ -332,8 +377,18 @@ impl Drop for Processes {
     }
 }
 
+/// How a process ended, in words: `killed by signal 9`, `exit status 1`.
+fn ended_by(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        _ => status.to_string(),
+    }
+}
+
 /// `127.0.0.1:8080` of `http://127.0.0.1:8080/`.
-fn hostport(url: &str) -> &str {
+pub(super) fn hostport(url: &str) -> &str {
     url.trim_start_matches("http://").trim_end_matches('/')
 }
 

@@ -60,6 +60,18 @@ pub enum Action {
     Pause(bool),
     /// Reset counters, charts and the learned memory.
     Reset,
+    /// A shard process of the mesh died (SPEC section 19): every service
+    /// it served is down (connection refused) from now on. The session
+    /// applies it when it sees the process end; no person or timeline
+    /// sends it, and it has no scenario step.
+    ShardLost {
+        /// Which shard, from 0.
+        shard: usize,
+        /// The services it served (each service's first node).
+        services: Vec<ServiceId>,
+        /// How it ended (`killed by signal 9`).
+        why: String,
+    },
 }
 
 impl Action {
@@ -179,6 +191,15 @@ impl Action {
             }
             Action::Pause(p) => (if *p { "load paused" } else { "load resumed" }).into(),
             Action::Reset => "counters reset".into(),
+            Action::ShardLost {
+                shard,
+                services,
+                why,
+            } => format!(
+                "shard {shard} lost ({why}): its {} service{} down (connection refused)",
+                services.len(),
+                if services.len() == 1 { "" } else { "s" }
+            ),
         }
     }
 }
@@ -193,6 +214,9 @@ pub enum Origin {
     Timeline,
     /// The control API (`--control`).
     Api,
+    /// The lab itself: what it saw happen to its own processes (a shard
+    /// lost).
+    Lab,
 }
 
 impl Origin {
@@ -202,6 +226,7 @@ impl Origin {
             Origin::Operator => "operator",
             Origin::Timeline => "timeline",
             Origin::Api => "api",
+            Origin::Lab => "lab",
         }
     }
 }

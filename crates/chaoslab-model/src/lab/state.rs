@@ -89,6 +89,8 @@ pub enum Change {
     Pause,
     /// Counters, charts and learned memory cleared (the state is unchanged).
     Reset,
+    /// Many services' faults at once (a shard lost).
+    Faults,
 }
 
 /// An action that cannot apply to this lab.
@@ -372,6 +374,18 @@ pub fn apply(s: &mut LabState, action: &Action) -> Result<Change, ActionError> {
             Change::Pause
         }
         Action::Reset => Change::Reset,
+        Action::ShardLost { services, .. } => {
+            for &id in services {
+                let i = s.service(id)?;
+                for j in s.group(i) {
+                    s.faults[j] = Fault {
+                        down: true,
+                        ..Fault::default()
+                    };
+                }
+            }
+            Change::Faults
+        }
     })
 }
 

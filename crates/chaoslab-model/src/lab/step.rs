@@ -80,6 +80,8 @@ pub fn as_step(t: &Topology, a: &Action) -> Option<String> {
         Action::SetRps(_) => return None,
         Action::Pause(p) => format!("pause: {p}"),
         Action::Reset => "reset: true".into(),
+        // The session's own record of a process it lost: nothing to play.
+        Action::ShardLost { .. } => return None,
     })
 }
 

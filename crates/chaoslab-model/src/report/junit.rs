@@ -246,6 +246,7 @@ mod tests {
             edges: vec![],
             expectations,
             events: vec![],
+            shards_lost: vec![],
             phases: vec![],
             stops: vec![],
             series: None,

@@ -198,6 +198,20 @@ pub struct EventReport {
     pub origin: &'static str,
 }
 
+/// A shard process the run lost (SPEC section 19).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LostShard {
+    /// Which shard, from 0.
+    pub shard: usize,
+    /// When the lab saw it end: seconds since the run started (the
+    /// warm-up included).
+    pub t_s: f64,
+    /// How it ended (`pid 4242 killed by signal 9`).
+    pub why: String,
+    /// How many services it served, down from then on.
+    pub services: usize,
+}
+
 /// How a run came through a trigger (`compare --scenario`, a sweep's
 /// cells, the comparison's page).
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
@@ -273,6 +287,9 @@ pub struct Report {
     /// Every action applied during the run, in order: from the timeline,
     /// the dashboard or the control API.
     pub events: Vec<EventReport>,
+    /// The shard processes that died during the run, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shards_lost: Vec<LostShard>,
     /// The window cut at each change of policy, fault, context,
     /// at-least-once, attribution or resources, each phase measured on its
     /// own against the model of the state in force during it (absent in a
@@ -530,6 +547,22 @@ impl Report {
                 })
                 .collect(),
             expectations: vec![],
+            shards_lost: events
+                .iter()
+                .filter_map(|e| match &e.action {
+                    crate::lab::Action::ShardLost {
+                        shard,
+                        services,
+                        why,
+                    } => Some(LostShard {
+                        shard: *shard,
+                        t_s: (e.t.as_secs_f64() * 1000.0).round() / 1000.0,
+                        why: why.clone(),
+                        services: services.len(),
+                    }),
+                    _ => None,
+                })
+                .collect(),
             events: events
                 .iter()
                 .map(|e| EventReport {

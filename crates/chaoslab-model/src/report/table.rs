@@ -420,6 +420,13 @@ pub fn entry(r: &Report) -> String {
             "SATURATED: the measured figures are lower bounds: {reason}"
         );
     }
+    for l in &r.shards_lost {
+        let _ = writeln!(
+            out,
+            "SHARD LOST: shard {} at {:.1}s ({}): its {} services down from then (connection refused)",
+            l.shard, l.t_s, l.why, l.services
+        );
+    }
     out
 }
 

@@ -229,6 +229,51 @@ pub fn place(t: &Topology, n: usize) -> Result<Placement, PlacementError> {
     })
 }
 
+/// Where a shard's listeners bind: each replica of each service it serves
+/// takes the next port after its shard's first, in topology order, so that
+/// every process that knows the topology, the number of shards and where
+/// each shard's first port is knows every service's address without
+/// being told it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slots {
+    /// Per service (every endpoint as its service's first node): its
+    /// shard and the slot of its first replica; `None` for a service with
+    /// a `url:` (it runs outside the lab).
+    pub of: Vec<Option<(usize, u32)>>,
+    /// Per shard, the listeners it binds.
+    pub count: Vec<u32>,
+}
+
+impl Slots {
+    /// The slots of `t`'s services placed as `shard_of` says, on `n`
+    /// shards.
+    pub fn of(t: &Topology, shard_of: &[usize], n: usize) -> Slots {
+        let mut count = vec![0u32; n];
+        let mut of: Vec<Option<(usize, u32)>> = vec![None; t.services.len()];
+        for (id, s) in t.services.iter().enumerate() {
+            if s.url.is_some() {
+                continue;
+            }
+            if s.group != id {
+                of[id] = of[s.group];
+                continue;
+            }
+            let k = shard_of[id];
+            of[id] = Some((k, count[k]));
+            count[k] += s.replicas.max(1);
+        }
+        Slots { of, count }
+    }
+
+    /// The port offsets of service `id`'s replicas from its shard's first
+    /// port, with its shard.
+    pub fn ports(&self, t: &Topology, id: ServiceId) -> Option<(usize, std::ops::Range<u32>)> {
+        let (k, first) = self.of.get(id).copied().flatten()?;
+        let replicas = t.services[t.services[id].group].replicas.max(1);
+        Some((k, first..first + replicas))
+    }
+}
+
 /// The units in the order a depth-first walk from the roots along the
 /// calls first meets them, then the ones no root reaches, in file order.
 fn walk(t: &Topology, unit_of: &[usize], units_n: usize) -> Vec<usize> {
@@ -366,6 +411,24 @@ mod tests {
             assert_ne!(p.shard_of[t.service_id(s).unwrap()], a, "{s}");
         }
         assert_eq!(p.crossing, 0.0);
+    }
+
+    #[test]
+    fn slots_number_each_shards_listeners_in_topology_order() {
+        let t = topology(
+            "name: s\nload: { entry: A }\nservices:\n  A: { calls: [S/x, B] }\n  B: { replicas: 2, calls: [X] }\n  S:\n    endpoints: { x: {}, y: {} }\n  X: { url: 'http://127.0.0.1:9/' }\n",
+        );
+        let id = |n: &str| t.service_id(n).unwrap();
+        let shard_of: Vec<usize> = (0..t.services.len())
+            .map(|i| usize::from(t.services[i].name.starts_with('S')))
+            .collect();
+        let s = Slots::of(&t, &shard_of, 2);
+        assert_eq!(s.of[id("A")], Some((0, 0)));
+        assert_eq!(s.ports(&t, id("B")), Some((0, 1..3)));
+        assert_eq!(s.of[id("S/y")], s.of[id("S/x")]);
+        assert_eq!(s.of[id("S/x")], Some((1, 0)));
+        assert_eq!(s.of[id("X")], None);
+        assert_eq!(s.count, [3, 1]);
     }
 
     #[test]

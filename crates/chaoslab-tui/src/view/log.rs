@@ -101,6 +101,7 @@ pub fn render(state: &State, s: &Snapshot, area: Rect, buf: &mut Buffer) {
                 (Some(_), Origin::Timeline) => format!("▸ {}", e.text),
                 (Some(_), Origin::Api) => format!("⇄ {}", e.text),
                 (Some(_), Origin::Operator) => format!("✎ {}", e.text),
+                (Some(_), Origin::Lab) => format!("! {}", e.text),
             };
             (e.t, text, style(&e.action))
         })

@@ -233,6 +233,7 @@ mod tests {
             stops: vec![],
             expectations: vec![],
             events: vec![],
+            shards_lost: vec![],
             phases: vec![],
             series: None,
         }
