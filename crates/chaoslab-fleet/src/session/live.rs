@@ -215,7 +215,8 @@ impl Live {
         let base = fleet.metrics().counts();
         let state = LabState::of(&topology);
         let prediction = model::predict(&topology, &topology.policy);
-        let (static_radius, static_radii) = static_radii(&topology);
+        let serving = opts.placement.as_ref().is_some_and(Placement::serves_any);
+        let (static_radius, static_radii) = static_radii(&topology, serving);
         let recovery_threshold = recovery_threshold(&topology);
         let mut lab = Live {
             fleet,
@@ -327,7 +328,12 @@ impl Live {
         self.state.write_to(&mut self.topology);
         self.prediction = model::predict(&self.topology, &self.topology.policy);
         if change == Change::Policy {
-            (self.static_radius, self.static_radii) = static_radii(&self.topology);
+            let serving = self
+                .opts
+                .placement
+                .as_ref()
+                .is_some_and(Placement::serves_any);
+            (self.static_radius, self.static_radii) = static_radii(&self.topology, serving);
         }
         // The threshold depends on the policy and on every service time
         // (work and injected latency) and worker count.
@@ -558,7 +564,13 @@ fn new_histogram() -> Histogram<u64> {
 
 /// The static radius under the topology's policy, and each root's when
 /// it has many (the radius is then their largest; each search once).
-fn static_radii(t: &Topology) -> (usize, Vec<usize>) {
+/// None in a node or a shard (`serving`): the session reading it has
+/// them, and on a mesh of thousands each search of the roots holds the
+/// run loop seconds, in every shard at once after a policy change.
+fn static_radii(t: &Topology, serving: bool) -> (usize, Vec<usize>) {
+    if serving {
+        return (0, vec![]);
+    }
     let radii = crate::lab::roots::static_radii(t, &t.policy);
     match radii.iter().max() {
         Some(&max) => (max, radii),
