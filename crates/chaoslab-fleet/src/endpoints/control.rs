@@ -190,8 +190,39 @@ async fn report(State(api): Shared) -> Response {
 }
 
 /// Every counter of this process.
-async fn counts(State(api): Shared) -> Response {
-    json_ok(WireCounts::from(&api.metrics.local_counts()))
+/// Every counter of this process; `?rows=own`: a node's or a shard's own
+/// services and calls alone (what the session reading it takes), compact.
+async fn counts(State(api): Shared, uri: http::Uri) -> Response {
+    let own = match uri.query().unwrap_or("") {
+        "" => false,
+        "rows=own" => true,
+        q => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("GET /counts: unknown parameter `{q}`: the one taken is rows=own"),
+            )
+        }
+    };
+    let counts: WireCounts = api.metrics.wire_counts(own);
+    if own {
+        json_compact(&counts)
+    } else {
+        json_ok(counts)
+    }
+}
+
+/// `value` as a 200 JSON answer on one line: what the session reading a
+/// node takes ten times a second, written straight from the value.
+fn json_compact(value: &impl serde::Serialize) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }
 
 /// The `N` of `?after=N` (0 when not given), or a 400 that says what is
@@ -245,13 +276,13 @@ async fn retries(State(api): Shared, uri: http::Uri) -> Response {
             "GET /retries: this lab keeps no retry records; a `chaoslab node` does".into(),
         );
     };
-    json_ok(journal.after(after))
+    json_compact(&journal.after(after))
 }
 
 /// The wire tap's samples after `?after=N` (0 when not given).
 async fn tap(State(api): Shared, uri: http::Uri) -> Response {
     match after_param(&uri, "/tap") {
-        Ok(after) => json_ok(api.metrics.tap().after(after)),
+        Ok(after) => json_compact(&api.metrics.tap().after(after)),
         Err(r) => *r,
     }
 }

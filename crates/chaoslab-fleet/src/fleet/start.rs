@@ -48,7 +48,8 @@ pub(super) fn metrics(t: &Topology, layout: &FleetLayout) -> Metrics {
     )
     .with_roots(&roots);
     if layout.journal {
-        metrics.with_journal()
+        let here: Vec<bool> = layout.services.iter().map(|s| s.here).collect();
+        metrics.with_journal().with_own(&here)
     } else {
         metrics
     }

@@ -440,8 +440,9 @@ impl Reader {
                 .map(|n| get_json::<Page>(client, format!("{}/retries?after={}", n.url, n.next))),
         );
         let all = || first.iter().chain(rest.iter());
-        let reads =
-            join_all(all().map(|n| get_json::<WireCounts>(client, format!("{}/counts", n.url))));
+        let reads = join_all(
+            all().map(|n| get_json::<WireCounts>(client, format!("{}/counts?rows=own", n.url))),
+        );
         let taps =
             join_all(all().map(|n| {
                 get_json::<tap::Page>(client, format!("{}/tap?after={}", n.url, n.tapped))
@@ -490,7 +491,10 @@ impl Reader {
             std::collections::BTreeMap::new();
         for (n, read) in self.nodes.iter_mut().zip(reads) {
             match read {
-                Some(w) if w.services.len() == counts.services.len() => {
+                Some(w)
+                    if w.rows.as_ref().map_or(w.services.len(), |r| r.of[0])
+                        == counts.services.len() =>
+                {
                     n.last = Some(w.into());
                     n.missed = 0;
                 }

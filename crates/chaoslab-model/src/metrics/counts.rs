@@ -563,6 +563,50 @@ pub struct WireCounts {
     /// Per replica of each edge's callee with more than one.
     #[serde(default)]
     pub outliers: Vec<OutlierCounts>,
+    /// When only some rows are sent (`GET /counts?rows=own`: a node's or a
+    /// shard's own services and calls): which, `services`, `latency` and
+    /// `edges` holding those rows alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<Rows>,
+}
+
+/// The most services or edges a sparse [`WireCounts`] is expanded to.
+pub const MAX_ROWS: usize = 1 << 20;
+
+/// Which rows a sparse [`WireCounts`] carries.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rows {
+    /// How many services and edges there are in all.
+    pub of: [usize; 2],
+    /// The services sent, in order.
+    pub services: Vec<u32>,
+    /// The edges sent, in order.
+    pub edges: Vec<u32>,
+}
+
+impl WireCounts {
+    /// The rows of `services` and `edges` alone (each in order), with
+    /// every replica, outlier and root count.
+    pub fn rows(c: &Counts, services: &[u32], edges: &[u32]) -> WireCounts {
+        let pick = |i: &u32| c.services.get(*i as usize).copied().unwrap_or_default();
+        let picked: Vec<ServiceCounts> = services.iter().map(pick).collect();
+        WireCounts {
+            latency: picked.iter().map(|s| s.latency.0.to_vec()).collect(),
+            services: picked,
+            edges: edges
+                .iter()
+                .map(|&e| c.edges.get(e as usize).copied().unwrap_or_default())
+                .collect(),
+            root: c.root,
+            replicas: c.replicas.clone(),
+            outliers: c.outliers.clone(),
+            rows: Some(Rows {
+                of: [c.services.len(), c.edges.len()],
+                services: services.to_vec(),
+                edges: edges.to_vec(),
+            }),
+        }
+    }
 }
 
 impl From<&Counts> for WireCounts {
@@ -574,12 +618,38 @@ impl From<&Counts> for WireCounts {
             root: c.root,
             replicas: c.replicas.clone(),
             outliers: c.outliers.clone(),
+            rows: None,
         }
     }
 }
 
 impl From<WireCounts> for Counts {
-    fn from(w: WireCounts) -> Counts {
+    fn from(mut w: WireCounts) -> Counts {
+        // Sparse: each row sent in its place, the others zero. A row past
+        // the end it gives is dropped.
+        if let Some(r) = w.rows.take() {
+            // Bounded whatever the sender says: past any mesh the lab runs.
+            let of = [r.of[0].min(MAX_ROWS), r.of[1].min(MAX_ROWS)];
+            let mut services = vec![ServiceCounts::default(); of[0]];
+            let mut latency = vec![vec![]; of[0]];
+            for ((&i, s), l) in r.services.iter().zip(w.services).zip(w.latency) {
+                if let (Some(to), Some(lt)) =
+                    (services.get_mut(i as usize), latency.get_mut(i as usize))
+                {
+                    *to = s;
+                    *lt = l;
+                }
+            }
+            let mut edges = vec![EdgeCounts::default(); of[1]];
+            for (&i, e) in r.edges.iter().zip(w.edges) {
+                if let Some(to) = edges.get_mut(i as usize) {
+                    *to = e;
+                }
+            }
+            w.services = services;
+            w.latency = latency;
+            w.edges = edges;
+        }
         let mut services = w.services;
         for (s, l) in services.iter_mut().zip(&w.latency) {
             let mut buckets = [0; LATENCY_BUCKETS];

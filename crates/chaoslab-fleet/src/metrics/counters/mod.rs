@@ -107,10 +107,15 @@ pub struct Metrics {
     interval_latency: Mutex<Histogram<u64>>,
     /// Per edge, its callee.
     callee: Vec<usize>,
+    /// Per edge, its caller.
+    caller: Vec<usize>,
     /// Per edge, its callee when that runs outside the fleet (`url:`).
     outside_callee: Vec<Option<usize>>,
     /// A node's retry records, for the session that reads it.
     journal: Option<Journal>,
+    /// A node's or a shard's own rows: the services it serves and the
+    /// edges they call on (`GET /counts?rows=own`).
+    own: Option<(Vec<u32>, Vec<u32>)>,
     /// A sample of the exchanges on every edge.
     tap: Tap,
     /// What the endpoints refused.
@@ -145,6 +150,7 @@ impl Metrics {
             services: (0..services).map(|_| ServiceCounters::default()).collect(),
             edges: edges.iter().map(|_| EdgeCounters::default()).collect(),
             callee: edges.iter().map(|&(_, to)| to).collect(),
+            caller: edges.iter().map(|&(from, _)| from).collect(),
             outside_callee: vec![None; edges.len()],
             storm: StormTracker::new(edges),
             root_sent: AtomicU64::new(0),
@@ -158,6 +164,7 @@ impl Metrics {
             fd_errors: AtomicU64::new(0),
             interval_latency: Mutex::new(new_histogram()),
             journal: None,
+            own: None,
             tap: Tap::new(edge_count),
             refusals: Refusals::default(),
             remote: Mutex::new(None),
@@ -202,6 +209,39 @@ impl Metrics {
     /// request, answered (with its status, its claim header and its time)
     /// or not: no answer in time is a timeout, a refused, reset or cut-off
     /// connection an error with no claim.
+    /// Marks the services this process serves, when it is a node or a
+    /// shard of a mesh spread over processes: the rows the session reading
+    /// it takes (their edges with them).
+    pub fn with_own(mut self, here: &[bool]) -> Metrics {
+        let services: Vec<u32> = (0..here.len())
+            .filter(|&i| here[i])
+            .map(|i| i as u32)
+            .collect();
+        let edges: Vec<u32> = self
+            .callee
+            .iter()
+            .enumerate()
+            .filter(|&(e, _)| {
+                self.caller
+                    .get(e)
+                    .is_some_and(|&f| here.get(f) == Some(&true))
+            })
+            .map(|(e, _)| e as u32)
+            .collect();
+        self.own = Some((services, edges));
+        self
+    }
+
+    /// The counters as a node sends them: its own rows alone when `own`
+    /// is asked and it knows them, else every row.
+    pub fn wire_counts(&self, own: bool) -> crate::metrics::WireCounts {
+        let c = self.local_counts();
+        match (&self.own, own) {
+            (Some((s, e)), true) => crate::metrics::WireCounts::rows(&c, s, e),
+            _ => crate::metrics::WireCounts::from(&c),
+        }
+    }
+
     pub fn with_outside(mut self, outside: &[bool]) -> Metrics {
         self.outside_callee = self
             .callee
