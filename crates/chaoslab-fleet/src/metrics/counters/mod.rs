@@ -203,12 +203,6 @@ impl Metrics {
         *self.remote.lock().unwrap_or_else(|e| e.into_inner()) = Some(counts);
     }
 
-    /// Marks the services that run outside the fleet (`url:`, by
-    /// `outside[id]`). Nothing serves them in the lab, so what their
-    /// callers measured is counted for them: each attempt sent is a
-    /// request, answered (with its status, its claim header and its time)
-    /// or not: no answer in time is a timeout, a refused, reset or cut-off
-    /// connection an error with no claim.
     /// Marks the services this process serves, when it is a node or a
     /// shard of a mesh spread over processes: the rows the session reading
     /// it takes (their edges with them).
@@ -242,6 +236,12 @@ impl Metrics {
         }
     }
 
+    /// Marks the services that run outside the fleet (`url:`, by
+    /// `outside[id]`). Nothing serves them in the lab, so what their
+    /// callers measured is counted for them: each attempt sent is a
+    /// request, answered (with its status, its claim header and its time)
+    /// or not: no answer in time is a timeout, a refused, reset or cut-off
+    /// connection an error with no claim.
     pub fn with_outside(mut self, outside: &[bool]) -> Metrics {
         self.outside_callee = self
             .callee
