@@ -539,6 +539,11 @@ pub struct K8sArgs {
     /// asks for (default: a fresh random one each time).
     #[arg(long, value_name = "FILE")]
     pub control_token_file: Option<PathBuf>,
+    /// One Deployment per shard of N (its pod runs `chaoslab node --shard
+    /// K/N`, as `check --shards N` places them) instead of one per
+    /// service, each behind a headless Service.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024), conflicts_with = "replicas")]
+    pub shards: Option<u16>,
 }
 
 /// How long a run lasts, and the leading part its report leaves out.

@@ -260,6 +260,7 @@ impl From<K8sArgs> for k8s::Request {
             rps: a.rps,
             duration: a.duration,
             control_token_file: a.control_token_file,
+            shards: a.shards.map(usize::from),
         }
     }
 }

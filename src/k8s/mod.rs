@@ -119,6 +119,9 @@ pub enum K8sError {
     /// `--rps` not a positive number.
     #[error("--rps {0}: the rate must be a positive number")]
     BadRps(f64),
+    /// `--shards` cannot place the topology.
+    #[error("{0}")]
+    Shards(String),
     /// The topology is too big for a ConfigMap.
     #[error("{file}: {bytes} bytes is more than a ConfigMap holds ({MAX_TOPOLOGY_BYTES} bytes)")]
     TooBig {
@@ -150,6 +153,8 @@ pub struct Request {
     pub duration: Duration,
     /// A file with the token for the Secret; `None` draws a fresh one.
     pub control_token_file: Option<PathBuf>,
+    /// One Deployment per shard of this many instead of one per service.
+    pub shards: Option<usize>,
 }
 
 /// What the manifests are made with, besides the topology.
@@ -167,6 +172,8 @@ pub struct Options {
     pub duration: Duration,
     /// The control API's token, for the Secret every node mounts.
     pub control_token: String,
+    /// One Deployment per shard of this many (SPEC section 19).
+    pub shards: Option<usize>,
 }
 
 impl Options {
@@ -180,6 +187,7 @@ impl Options {
             rps: t.load.rps,
             duration: Duration::from_secs(60),
             control_token: fresh_token(),
+            shards: None,
         }
     }
 
@@ -219,6 +227,10 @@ impl Options {
             o.rps = r;
         }
         o.duration = args.duration;
+        if let Some(n) = args.shards {
+            crate::topology::shards::place(t, n).map_err(|e| K8sError::Shards(e.0))?;
+            o.shards = Some(n);
+        }
         Ok(o)
     }
 }
@@ -314,7 +326,19 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
     }
     push("configmap.yaml", objects::config_map(&ctx, text));
     push("secret.yaml", objects::secret(&ctx, &o.control_token));
-    push("network-policy.yaml", objects::network_policy(&ctx));
+    if let Some(n) = o.shards {
+        let shards = sharded(t, &ctx, &prefix, n, o)?;
+        push(
+            "network-policy.yaml",
+            objects::network_policy(&ctx, shards.ports),
+        );
+        for (file, value) in shards.objects {
+            push(&file, value);
+        }
+        push("load-job.yaml", shards.load);
+        return Ok(out);
+    }
+    push("network-policy.yaml", objects::network_policy(&ctx, 1));
     for (id, s) in t.services.iter().enumerate() {
         let Some(label) = &labels[id] else { continue };
         // A pod per service: a service's endpoints are its first node's.
@@ -380,6 +404,101 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
         objects::job(&ctx, &format!("{prefix}-load"), args),
     );
     Ok(out)
+}
+
+/// The objects of a mesh spread over shards, and the most service ports
+/// a shard's pod listens on.
+struct Sharded {
+    objects: Vec<(String, Value)>,
+    load: Value,
+    ports: u32,
+}
+
+/// One Deployment per shard (its pod runs `chaoslab node --shard K/N`,
+/// its services on consecutive ports from 8080), each behind a headless
+/// Service: a pod's name resolves to its address, and a shard listens on
+/// as many ports as it has services' replicas, past the hundred ports an
+/// EndpointSlice holds. The load Job calls each root where its shard
+/// listens for it.
+fn sharded(
+    t: &Topology,
+    ctx: &Context,
+    prefix: &str,
+    n: usize,
+    o: &Options,
+) -> Result<Sharded, K8sError> {
+    let p = crate::topology::shards::place(t, n).map_err(|e| K8sError::Shards(e.0))?;
+    let slots = crate::topology::shards::Slots::of(t, &p.shard_of, n);
+    let prefix = names::cut(prefix, names::MAX_LABEL - "-shard-1023".len());
+    let label = |k: usize| format!("{prefix}-shard-{k}");
+    let template = format!("http://{prefix}-shard-{{shard}}:{HTTP_PORT}/");
+    let bases: Vec<Option<String>> = (0..n)
+        .map(|k| Some(template.replace("{shard}", &k.to_string())))
+        .collect();
+    let mut objects = vec![];
+    for k in 0..n {
+        let label = label(k);
+        let name = format!("shard {k}/{n}");
+        let mut args: Vec<String> = vec![
+            "node".into(),
+            TOPOLOGY_FILE.into(),
+            "--shard".into(),
+            format!("{k}/{n}"),
+            "--listen".into(),
+            format!("0.0.0.0:{HTTP_PORT}"),
+            "--peers".into(),
+            template.clone(),
+            "--metrics".into(),
+            format!("0.0.0.0:{}", objects::METRICS_PORT),
+            "--control".into(),
+            format!("0.0.0.0:{}", objects::CONTROL_PORT),
+            "--control-token-file".into(),
+            objects::TOKEN_FILE.into(),
+        ];
+        let mut hosts = vec![label.clone()];
+        if let Some(ns) = &o.namespace {
+            hosts.extend([
+                format!("{label}.{ns}"),
+                format!("{label}.{ns}.svc"),
+                format!("{label}.{ns}.svc.cluster.local"),
+            ]);
+        }
+        for h in hosts {
+            args.extend(["--control-host".into(), h]);
+        }
+        let file = format!("shard-{k}.yaml");
+        objects.push((
+            file.clone(),
+            objects::shard_deployment(ctx, &name, &label, slots.count[k], args),
+        ));
+        objects.push((file, objects::headless_service(ctx, &name, &label)));
+    }
+    let urls = crate::session::shards::peers(t, &slots, &bases);
+    let mut args: Vec<String> = vec!["load".into(), TOPOLOGY_FILE.into()];
+    let mut seen = vec![false; t.services.len()];
+    for r in &t.load.roots {
+        let g = t.services[r.entry].group;
+        if std::mem::replace(&mut seen[g], true) {
+            continue;
+        }
+        if let Some(u) = &urls[g] {
+            args.extend([
+                "--peer".into(),
+                format!("{}={u}", t.services[g].service_name()),
+            ]);
+        }
+    }
+    args.extend([
+        "--rps".into(),
+        format!("{}", o.rps),
+        "--duration".into(),
+        fmt_duration(o.duration),
+    ]);
+    Ok(Sharded {
+        objects,
+        load: objects::job(ctx, &format!("{prefix}-load"), args),
+        ports: slots.count.iter().copied().max().unwrap_or(1).max(1),
+    })
 }
 
 /// A token of 32 random characters (24 bytes from the operating

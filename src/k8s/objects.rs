@@ -280,6 +280,39 @@ pub fn deployment(
     })
 }
 
+/// One shard of the mesh (`name`, its label `label`): one pod serving
+/// `ports` listeners from the service port, started with `args`, with the
+/// CPU and memory its share asks for (a quarter of a core and 64 MiB at
+/// rest, and 1 MiB more for each listener).
+pub fn shard_deployment(
+    ctx: &Context,
+    name: &str,
+    label: &str,
+    ports: u32,
+    args: Vec<String>,
+) -> Value {
+    let mut d = deployment(ctx, name, label, 1, args);
+    let memory = 64 + ports;
+    let c = &mut d["spec"]["template"]["spec"]["containers"][0];
+    c["resources"] = json!({
+        "requests": { "cpu": "250m", "memory": format!("{memory}Mi") },
+        "limits": { "cpu": "2", "memory": format!("{}Mi", memory * 4) },
+    });
+    d
+}
+
+/// The headless Service of one shard: its name resolves to its pod's
+/// address, where each of its services listens on a port of its own (a
+/// Service of a port each would pass the hundred ports an EndpointSlice
+/// holds); the metrics and control ports named for Prometheus and the
+/// driver.
+pub fn headless_service(ctx: &Context, name: &str, label: &str) -> Value {
+    let mut s = service(ctx, name, label);
+    s["spec"]["clusterIP"] = "None".into();
+    s["spec"]["type"] = "ClusterIP".into();
+    s
+}
+
 /// The Service in front of one node's pods: its name is the host name
 /// callers use (`http://LABEL:8080/`).
 pub fn service(ctx: &Context, name: &str, label: &str) -> Value {
@@ -334,7 +367,10 @@ pub fn secret(ctx: &Context, token: &str) -> Value {
 /// driver (pods labelled `chaoslab.dev/role: driver` of this topology),
 /// its metrics port only Prometheus (pods labelled
 /// `app.kubernetes.io/name: prometheus`, in any namespace).
-pub fn network_policy(ctx: &Context) -> Value {
+///
+/// A shard's pod serves its services on `ports` consecutive ports from
+/// the service port: they are let in as one range.
+pub fn network_policy(ctx: &Context, ports: u32) -> Value {
     let mut lab = Map::new();
     lab.insert("app.kubernetes.io/name".into(), "chaoslab".into());
     lab.insert("chaoslab.dev/topology".into(), ctx.topology.clone().into());
@@ -351,7 +387,11 @@ pub fn network_policy(ctx: &Context) -> Value {
             "podSelector": { "matchLabels": nodes },
             "policyTypes": ["Ingress"],
             "ingress": [
-                { "from": [{ "podSelector": { "matchLabels": lab } }], "ports": port("http") },
+                { "from": [{ "podSelector": { "matchLabels": lab } }], "ports": if ports > 1 {
+                    json!([{ "port": HTTP_PORT, "endPort": u32::from(HTTP_PORT) + ports - 1, "protocol": "TCP" }])
+                } else {
+                    port("http")
+                } },
                 { "from": [{ "podSelector": { "matchLabels": driver } }], "ports": port("control") },
                 {
                     "from": [{

@@ -271,6 +271,34 @@ fn fd_need(
     if transport == Transport::Http1 && opts.placement.is_none() {
         need.over_http2 = Some(FdNeed::of(t, Transport::Http2, served, &here).total());
     }
+    let sharded = opts.placement.as_ref().is_some_and(|p| p.shard.is_some());
+    if sharded && transport == Transport::Http2 {
+        // A shard calls the other shards' services over the same HTTP/2
+        // connections as its own: one per callee replica elsewhere, not
+        // one per call (an outside `url:` service is still one per call).
+        let away = |e: &&crate::topology::Edge| here(e.from) && !here(e.to);
+        let mut callees: Vec<ServiceId> = t
+            .edges
+            .iter()
+            .filter(away)
+            .filter(|e| t.services[e.to].url.is_none())
+            .map(|e| t.services[e.to].group)
+            .collect();
+        callees.sort_unstable();
+        callees.dedup();
+        let shared: usize = callees
+            .iter()
+            .map(|&g| t.services[g].replicas.max(1) as usize)
+            .sum();
+        let per_call = t
+            .edges
+            .iter()
+            .filter(away)
+            .filter(|e| t.services[e.to].url.is_some())
+            .count();
+        need.connections = need.connections - need.outside + shared + per_call;
+        need.outside = shared + per_call;
+    }
     need
 }
 

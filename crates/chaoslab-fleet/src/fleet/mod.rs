@@ -130,6 +130,9 @@ pub struct Fleet {
     /// elsewhere, which holds no listener here).
     services: Vec<Vec<Arc<ServiceRuntime>>>,
     edges: Vec<Arc<EdgeState>>,
+    /// Per service, whether this process serves it (its calls' edges are
+    /// its own).
+    here: Vec<bool>,
     policy: RwLock<Policy>,
     control: Arc<OwnershipControl>,
     metrics: Arc<Metrics>,
@@ -181,6 +184,7 @@ impl Fleet {
         let (shutdown, _) = watch::channel(false);
         let tasks = serve(&topology, &layout, listeners, &services, &layers, &shutdown);
         let fleet = Fleet {
+            here: layout.services.iter().map(|s| s.here).collect(),
             topology,
             services,
             edges,
@@ -220,9 +224,12 @@ impl Fleet {
     /// the counters: called once a sample, so the request path only moves
     /// the budgets and breakers themselves.
     pub fn publish_gauges(&self) {
-        // The edges are shared by a service's replicas: one publishes.
-        for s in &self.services {
-            s[0].publish_gauges(&self.metrics);
+        // The edges are shared by a service's replicas: one publishes. A
+        // service served elsewhere calls nothing from here.
+        for (s, &here) in self.services.iter().zip(&self.here) {
+            if here {
+                s[0].publish_gauges(&self.metrics);
+            }
         }
     }
 

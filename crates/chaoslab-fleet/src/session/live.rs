@@ -102,6 +102,9 @@ impl std::fmt::Debug for Live {
     }
 }
 
+/// The samples a node or a shard of a mesh of thousands keeps.
+const NODE_LARGE_RING: usize = 4;
+
 impl LiveOptions {
     /// The sampling period, the ring's capacity and the bytes it holds
     /// (allocated whole at the start) for a run of `t` with these options.
@@ -111,7 +114,15 @@ impl LiveOptions {
         let node = self.placement.as_ref().is_some_and(Placement::serves_any);
         let (services, edges) = (t.services.len(), t.edges.len());
         let bytes = if node { 4 << 20 } else { 32 << 20 };
-        let (tick, cap) = Series::plan(services, edges, self.tick, self.window, bytes);
+        let (tick, mut cap) = Series::plan(services, edges, self.tick, self.window, bytes);
+        // A node or a shard of a mesh of thousands: each sample holds the
+        // whole mesh's rows, and two windows of them took 400 MiB in each
+        // of Meta's eight shards. Its own series keeps the last few
+        // seconds (its /state and its exit table); the session keeps the
+        // run's.
+        if node && Series::sample_bytes(services, edges) > crate::metrics::LARGE_SAMPLE {
+            cap = cap.min(NODE_LARGE_RING);
+        }
         (
             tick,
             cap,
@@ -246,6 +257,25 @@ impl Live {
     /// The sampling period.
     pub fn tick_period(&self) -> Duration {
         self.opts.tick
+    }
+
+    /// Publish a snapshot every this many ticks: 1, but 10 in a node or a
+    /// shard of a mesh of thousands, whose snapshot only its own `/state`
+    /// reads (the session reading it builds its own), and whose building
+    /// each second over Meta's 29,789 rows took a fifth of each shard's
+    /// CPU.
+    pub fn snapshot_every(&self) -> u64 {
+        let serving = self
+            .opts
+            .placement
+            .as_ref()
+            .is_some_and(Placement::serves_any);
+        let (s, e) = (self.topology.services.len(), self.topology.edges.len());
+        if serving && Series::sample_bytes(s, e) > crate::metrics::LARGE_SAMPLE {
+            10
+        } else {
+            1
+        }
     }
 
     /// Time since the lab started.

@@ -38,7 +38,7 @@ use crate::lab::step::as_step;
 use crate::lab::Action;
 use crate::metrics::journal::Page;
 use crate::metrics::tap;
-use crate::metrics::{Counts, Metrics, OutlierCounts, WireCounts};
+use crate::metrics::{Metrics, NodeRows, OutlierCounts, WireCounts};
 use crate::topology::Topology;
 
 /// How often the nodes are read.
@@ -147,7 +147,9 @@ struct Node {
     /// The last tap sample read.
     tapped: u64,
     /// Its rows as last read.
-    last: Option<Counts>,
+    last: Option<NodeRows>,
+    /// The services whose rows are its own (every node of its services).
+    rows: Vec<usize>,
 }
 
 impl Nodes {
@@ -187,6 +189,7 @@ impl Nodes {
         }
         let node = |label: String, services: Vec<usize>, u: &str| Node {
             label,
+            rows: services.iter().flat_map(|&g| topology.group(g)).collect(),
             shard: None,
             gone: false,
             missed: 0,
@@ -259,13 +262,6 @@ impl Nodes {
             client: client.clone(),
             nodes,
             first,
-            // A service's nodes are contiguous, from its first.
-            members: (0..topology.services.len())
-                .map(|g| match topology.services[g].group == g {
-                    true => g..g + topology.group(g).count(),
-                    false => g..g,
-                })
-                .collect(),
             metrics,
             misses: 0,
             lost: Arc::default(),
@@ -402,9 +398,6 @@ struct Reader {
     nodes: Vec<Node>,
     /// How many of them serve a root's entry.
     first: usize,
-    /// Per service's first node, the nodes of that service (its
-    /// endpoints); empty for any other node.
-    members: Vec<std::ops::Range<usize>>,
     metrics: Arc<Metrics>,
     /// Reads that failed so far.
     misses: u64,
@@ -490,12 +483,10 @@ impl Reader {
         let mut outliers: std::collections::BTreeMap<(usize, u32), OutlierCounts> =
             std::collections::BTreeMap::new();
         for (n, read) in self.nodes.iter_mut().zip(reads) {
+            let sizes = (counts.services.len(), counts.edges.len());
             match read {
-                Some(w)
-                    if w.rows.as_ref().map_or(w.services.len(), |r| r.of[0])
-                        == counts.services.len() =>
-                {
-                    n.last = Some(w.into());
+                Some(w) if w.rows.as_ref().map_or(w.services.len(), |r| r.of[0]) == sizes.0 => {
+                    n.last = Some(w.into_rows(&n.rows, &n.edges, sizes));
                     n.missed = 0;
                 }
                 _ if n.gone => {}
@@ -509,18 +500,16 @@ impl Reader {
             // per replica), summed; a shard's services are on it alone.
             let mut again = false;
             for &s in &n.services {
-                again = std::mem::replace(&mut seen[s], true);
-                for j in self.members[s].clone() {
-                    counts.services[j] = if again {
-                        counts.services[j].plus(&c.services[j])
-                    } else {
-                        c.services[j]
-                    };
+                again |= std::mem::replace(&mut seen[s], true);
+            }
+            for (i, row) in &c.services {
+                if let Some(to) = counts.services.get_mut(*i) {
+                    *to = if again { to.plus(row) } else { *row };
                 }
             }
-            for &e in &n.edges {
-                if let (Some(to), Some(from)) = (counts.edges.get_mut(e), c.edges.get(e)) {
-                    *to = if again { to.plus(from) } else { *from };
+            for (e, row) in &c.edges {
+                if let Some(to) = counts.edges.get_mut(*e) {
+                    *to = if again { to.plus(row) } else { *row };
                 }
             }
             // Each node counts the replicas it sees: its own requests, the

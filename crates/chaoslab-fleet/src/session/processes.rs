@@ -226,7 +226,7 @@ impl Processes {
                 },
             )?;
         }
-        procs.wait_listening()?;
+        procs.wait_listening(READY_WITHIN)?;
         let placement = Placement {
             local: None,
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -311,8 +311,8 @@ impl Processes {
 
     /// Waits until every node's control API accepts connections; a node
     /// that exits first fails the start with what it wrote.
-    pub(super) fn wait_listening(&mut self) -> Result<(), ProcessesError> {
-        let until = Instant::now() + READY_WITHIN;
+    pub(super) fn wait_listening(&mut self, within: Duration) -> Result<(), ProcessesError> {
+        let until = Instant::now() + within;
         for i in 0..self.running.len() {
             let addr: SocketAddr = match hostport(&self.started[i].control).parse() {
                 Ok(a) => a,
@@ -325,9 +325,7 @@ impl Processes {
                 let r = &mut self.running[i];
                 let status = match r.child.try_wait() {
                     Ok(Some(status)) => Some(status.to_string()),
-                    _ if Instant::now() >= until => {
-                        Some(format!("not listening after {READY_WITHIN:?}"))
-                    }
+                    _ if Instant::now() >= until => Some(format!("not listening after {within:?}")),
                     _ => None,
                 };
                 if let Some(status) = status {

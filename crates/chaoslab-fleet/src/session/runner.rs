@@ -90,9 +90,11 @@ pub async fn drive(
         let _ = snapshots.send(Arc::new(snap));
     };
     let mut commands_open = true;
+    let (every, mut ticks) = (lab.snapshot_every(), 0u64);
     loop {
         tokio::select! {
             _ = interval.tick() => {
+                ticks += 1;
                 let t = lab.elapsed();
                 let sampled = lab.tick();
                 play(&mut lab, &mut timeline, Some(sampled));
@@ -100,7 +102,9 @@ pub async fn drive(
                     warm = true;
                     lab.mark_report_start();
                 }
-                publish(&lab, &timeline);
+                if ticks % every == 0 {
+                    publish(&lab, &timeline);
+                }
                 if schedule.until.is_some_and(|u| timeline.plan_at(t) >= u) {
                     break;
                 }

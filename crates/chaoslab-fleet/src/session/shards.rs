@@ -26,6 +26,11 @@ use crate::fleet::{Placement, Shard};
 use crate::topology::shards::{self, Slots};
 use crate::topology::{at_path, Topology};
 
+/// How long the shards may take to come up: each reads and places the
+/// whole mesh and binds its share, all at once on the machine's cores (8
+/// shards of Meta's 18,571 services on 2 cores take some 40 s).
+pub const READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Where every service of `t` answers when its shard's listeners start at
 /// `bases[k]` (`http://HOST:PORT/`), its replicas' URLs comma-separated at
 /// its endpoint's path; `None` for an outside service, and for the
@@ -123,44 +128,50 @@ pub fn plan(
     })
 }
 
-/// `len` consecutive free ports on 127.0.0.1 outside the ephemeral range,
-/// none in `taken`: each bound and let go again (a shard of thousands of
-/// services would take more files than this process may hold). Outside
-/// the ephemeral range only another explicit bind can take one before the
-/// shard binds it.
-fn free_run(len: u32, taken: &[(u32, u32)]) -> std::io::Result<u16> {
+/// A run of consecutive free ports on 127.0.0.1 outside the ephemeral
+/// range for each of `lens`, one after the other: each port bound and let
+/// go again (a shard of thousands of services would take more files than
+/// this process may hold). Outside the ephemeral range only another
+/// explicit bind can take one before the shard binds it.
+fn free_runs(lens: &[u32]) -> std::io::Result<Vec<u16>> {
     use rand::RngExt;
-    let none = || {
+    let total: u32 = lens.iter().sum();
+    let none = |len: u32| {
         std::io::Error::new(
             std::io::ErrorKind::AddrInUse,
-            format!("no {len} consecutive free ports on 127.0.0.1 outside the ephemeral range"),
+            format!(
+                "no {len} consecutive free ports left on 127.0.0.1 outside the ephemeral range ({total} in all for the shards)"
+            ),
         )
     };
-    let (a, b) = crate::ports::node_ports(crate::ports::ephemeral_range()).ok_or_else(none)?;
-    let (a, b) = (u32::from(a), u32::from(b));
-    if b + 1 < a + len {
-        return Err(none());
+    let (a, b) =
+        crate::ports::node_ports(crate::ports::ephemeral_range()).ok_or_else(|| none(total))?;
+    let (a, b) = (u32::from(a), u32::from(b) + 1);
+    // From a random start where the whole fits, else from the first port;
+    // then from the first port again if ports in use pushed it past the
+    // end.
+    let room = (b - a).saturating_sub(total);
+    let first = a + rand::rng().random_range(0..=room);
+    'start: for mut cursor in [first, a] {
+        let mut bases = Vec::with_capacity(lens.len());
+        for &len in lens {
+            loop {
+                if cursor + len > b {
+                    continue 'start;
+                }
+                let busy = (cursor..cursor + len)
+                    .find(|&p| TcpListener::bind(("127.0.0.1", p as u16)).is_err());
+                match busy {
+                    Some(p) => cursor = p + 1,
+                    None => break,
+                }
+            }
+            bases.push(cursor as u16);
+            cursor += len;
+        }
+        return Ok(bases);
     }
-    let span = b + 2 - a - len;
-    let mut base = a + rand::rng().random_range(0..span);
-    let mut tries = 0;
-    while tries < 64 {
-        tries += 1;
-        if base + len > b + 1 {
-            base = a;
-        }
-        if let Some(&(_, end)) = taken.iter().find(|&&(s, e)| base < e && s < base + len) {
-            base = end;
-            continue;
-        }
-        let busy =
-            (base..base + len).find(|&p| TcpListener::bind(("127.0.0.1", p as u16)).is_err());
-        match busy {
-            Some(p) => base = p + 1,
-            None => return Ok(base as u16),
-        }
-    }
-    Err(none())
+    Err(none(total))
 }
 
 /// The shard processes of one run, with where each answers.
@@ -181,32 +192,24 @@ pub(super) fn start(
     let p = shards::place(&file, n).map_err(|e| fail(e.0))?;
     let slots = Slots::of(&file, &p.shard_of, n);
     let exe = std::env::current_exe().map_err(ProcessesError::Exe)?;
-    let mut taken: Vec<(u32, u32)> = vec![];
-    let mut bases: Vec<Option<String>> = Vec::with_capacity(n);
-    for k in 0..n {
-        let len = slots.count[k].max(1);
-        let base = free_run(len, &taken).map_err(|source| ProcessesError::Port {
-            service: format!("shard {k}"),
-            source,
-        })?;
-        taken.push((u32::from(base), u32::from(base) + len));
-        bases.push(Some(format!("http://127.0.0.1:{base}/")));
-    }
-    let mut controls = Vec::with_capacity(n);
-    for k in 0..n {
-        let l = crate::ports::free_port().map_err(|source| ProcessesError::Port {
-            service: format!("shard {k}"),
-            source,
-        })?;
-        let a = l.local_addr().map_err(|source| ProcessesError::Port {
-            service: format!("shard {k}"),
-            source,
-        })?;
-        controls.push((l, format!("http://{a}/")));
-    }
+    // Each shard's listeners, then the shards' control ports: one stretch,
+    // none of them taken by another.
+    let mut lens: Vec<u32> = slots.count.iter().map(|&c| c.max(1)).collect();
+    lens.push(n as u32);
+    let firsts = free_runs(&lens).map_err(|source| ProcessesError::Port {
+        service: format!("the {n} shards"),
+        source,
+    })?;
+    let bases: Vec<Option<String>> = firsts[..n]
+        .iter()
+        .map(|base| Some(format!("http://127.0.0.1:{base}/")))
+        .collect();
+    let controls: Vec<String> = (0..n)
+        .map(|k| format!("http://127.0.0.1:{}/", u32::from(firsts[n]) + k as u32))
+        .collect();
     let mut procs = Processes::none();
     let mut shards = Vec::with_capacity(n);
-    for (k, (held, control)) in controls.into_iter().enumerate() {
+    for (k, control) in controls.into_iter().enumerate() {
         let services: Vec<usize> = (0..file.services.len())
             .filter(|&id| {
                 file.services[id].url.is_none()
@@ -232,7 +235,6 @@ pub(super) fn start(
             Some(t) => cmd.env(TOKEN_VAR, t.secret()),
             None => cmd.env_remove(TOKEN_VAR),
         };
-        drop(held);
         procs.spawn(
             cmd,
             Started {
@@ -244,7 +246,7 @@ pub(super) fn start(
         )?;
         shards.push((control, services));
     }
-    procs.wait_listening()?;
+    procs.wait_listening(READY_WITHIN)?;
     let placement = Placement {
         local: None,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -301,11 +303,16 @@ mod tests {
     }
 
     #[test]
-    fn a_run_of_free_ports_avoids_the_ones_taken() {
-        let first = free_run(50, &[]).unwrap();
-        let taken = [(u32::from(first), u32::from(first) + 50)];
-        let second = free_run(50, &taken).unwrap();
-        let (a, b) = (u32::from(first), u32::from(second));
-        assert!(b + 50 <= a || b >= a + 50, "{a} {b}");
+    fn the_shards_port_runs_follow_each_other_and_are_free() {
+        let bases = free_runs(&[30, 1, 50]).unwrap();
+        let (a, b, c) = (
+            u32::from(bases[0]),
+            u32::from(bases[1]),
+            u32::from(bases[2]),
+        );
+        assert!(a + 30 <= b && b < c, "{bases:?}");
+        for p in c..c + 50 {
+            assert!(TcpListener::bind(("127.0.0.1", p as u16)).is_ok(), "{p}");
+        }
     }
 }

@@ -584,27 +584,74 @@ pub struct Rows {
     pub edges: Vec<u32>,
 }
 
+/// A node's rows as the session reading it keeps them: each by its index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeRows {
+    /// Its services' rows.
+    pub services: Vec<(usize, ServiceCounts)>,
+    /// Its calls' rows.
+    pub edges: Vec<(usize, EdgeCounts)>,
+    /// Its root counts (its lab's health).
+    pub root: RootCounts,
+    /// Per replica it sees.
+    pub replicas: Vec<ReplicaCounts>,
+    /// Per callee replica its outlier detection knows.
+    pub outliers: Vec<OutlierCounts>,
+}
+
 impl WireCounts {
-    /// The rows of `services` and `edges` alone (each in order), with
-    /// every replica, outlier and root count.
-    pub fn rows(c: &Counts, services: &[u32], edges: &[u32]) -> WireCounts {
-        let pick = |i: &u32| c.services.get(*i as usize).copied().unwrap_or_default();
-        let picked: Vec<ServiceCounts> = services.iter().map(pick).collect();
-        WireCounts {
-            latency: picked.iter().map(|s| s.latency.0.to_vec()).collect(),
-            services: picked,
-            edges: edges
-                .iter()
-                .map(|&e| c.edges.get(e as usize).copied().unwrap_or_default())
-                .collect(),
-            root: c.root,
-            replicas: c.replicas.clone(),
-            outliers: c.outliers.clone(),
-            rows: Some(Rows {
-                of: [c.services.len(), c.edges.len()],
-                services: services.to_vec(),
-                edges: edges.to_vec(),
-            }),
+    /// The rows a node sent, each with its index: all a sparse answer
+    /// holds, or of a whole one the `services` and `edges` given (the
+    /// node's own). Rows past `n` services or `m` edges are dropped.
+    pub fn into_rows(
+        self,
+        services: &[usize],
+        edges: &[usize],
+        (n, m): (usize, usize),
+    ) -> NodeRows {
+        let mut rows: Vec<(usize, ServiceCounts)> = Vec::new();
+        let with_latency = |mut s: ServiceCounts, l: &[u32]| {
+            let mut buckets = [0; LATENCY_BUCKETS];
+            for (b, v) in buckets.iter_mut().zip(l) {
+                *b = *v;
+            }
+            s.latency = LatencyCounts(buckets);
+            s
+        };
+        let edge_rows: Vec<(usize, EdgeCounts)>;
+        match &self.rows {
+            Some(r) => {
+                for ((&i, s), l) in r.services.iter().zip(&self.services).zip(&self.latency) {
+                    if (i as usize) < n {
+                        rows.push((i as usize, with_latency(*s, l)));
+                    }
+                }
+                edge_rows = r
+                    .edges
+                    .iter()
+                    .zip(&self.edges)
+                    .filter(|(e, _)| (**e as usize) < m)
+                    .map(|(&e, c)| (e as usize, *c))
+                    .collect();
+            }
+            None => {
+                for &i in services {
+                    if let (Some(s), Some(l)) = (self.services.get(i), self.latency.get(i)) {
+                        rows.push((i, with_latency(*s, l)));
+                    }
+                }
+                edge_rows = edges
+                    .iter()
+                    .filter_map(|&e| Some((e, *self.edges.get(e)?)))
+                    .collect();
+            }
+        }
+        NodeRows {
+            services: rows,
+            edges: edge_rows,
+            root: self.root,
+            replicas: self.replicas,
+            outliers: self.outliers,
         }
     }
 }

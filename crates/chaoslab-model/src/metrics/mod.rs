@@ -13,8 +13,8 @@ pub mod tap;
 use std::time::Duration;
 
 pub use counts::{
-    Counts, EdgeCounts, OutlierCounts, PerRootCounts, ReplicaCounts, RootCounts, ServiceCounts,
-    WireCounts,
+    Counts, EdgeCounts, NodeRows, OutlierCounts, PerRootCounts, ReplicaCounts, RootCounts,
+    ServiceCounts, WireCounts,
 };
 pub use storm::RadiusStats;
 
