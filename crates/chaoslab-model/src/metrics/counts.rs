@@ -618,21 +618,19 @@ impl WireCounts {
             s.latency = LatencyCounts(buckets);
             s
         };
-        let edge_rows: Vec<(usize, EdgeCounts)>;
-        match &self.rows {
+        let edge_rows: Vec<(usize, EdgeCounts)> = match &self.rows {
             Some(r) => {
                 for ((&i, s), l) in r.services.iter().zip(&self.services).zip(&self.latency) {
                     if (i as usize) < n {
                         rows.push((i as usize, with_latency(*s, l)));
                     }
                 }
-                edge_rows = r
-                    .edges
+                r.edges
                     .iter()
                     .zip(&self.edges)
                     .filter(|(e, _)| (**e as usize) < m)
                     .map(|(&e, c)| (e as usize, *c))
-                    .collect();
+                    .collect()
             }
             None => {
                 for &i in services {
@@ -640,12 +638,12 @@ impl WireCounts {
                         rows.push((i, with_latency(*s, l)));
                     }
                 }
-                edge_rows = edges
+                edges
                     .iter()
                     .filter_map(|&e| Some((e, *self.edges.get(e)?)))
-                    .collect();
+                    .collect()
             }
-        }
+        };
         NodeRows {
             services: rows,
             edges: edge_rows,
