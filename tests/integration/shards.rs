@@ -60,7 +60,8 @@ fn check_prints_the_placement_and_refuses_more_shards_than_services() {
 fn a_chain_over_three_shards_amplifies_as_the_model_says_and_a_killed_shard_is_reported() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
+    use tokio::time::Instant;
 
     use crate::common::{fleet_lock, root, Killed};
     use crate::processes::{assert_no_node_left, nodes_alive};
