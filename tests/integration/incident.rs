@@ -398,3 +398,64 @@ fn the_dashboard_opens_a_mesh_of_thousands_on_its_storm_and_keeps_up() {
     let all = t.scrollback();
     assert!(all.contains("chaoslab dashboard closed"), "{all}");
 }
+
+/// The same scenario on the same mesh spread over four shard processes
+/// (SPEC section 19), each placed where `check --shards 4` says, calls
+/// crossing shards over HTTP/2: every expectation of the one-process run
+/// holds within its tolerance (core-entity's load per retrying depth at
+/// 1.1^d within 5% under budgets alone, 1.1 within 4.5% under
+/// ownership), each depth reads beside the model, and no shard is left.
+#[test]
+fn the_incidents_figures_hold_over_four_shards() {
+    let _fleet = crate::common::fleet_lock();
+    let report = std::env::temp_dir().join(format!(
+        "chaoslab-incident-shards-{}.json",
+        std::process::id()
+    ));
+    let out = chaoslab(&[
+        "run",
+        TOPOLOGY,
+        "--shards",
+        "4",
+        "--headless",
+        "--scenario",
+        SCENARIO,
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    let shards = stderr
+        .lines()
+        .filter(|l| l.starts_with("node shard "))
+        .count();
+    assert_eq!(shards, 4, "{stderr}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&report);
+    assert_eq!(r["saturated"], false, "{}", r["saturation"]);
+    let expectations = r["expectations"].as_array().unwrap();
+    assert_eq!(expectations.len(), 12);
+    for e in expectations {
+        assert_eq!(e["passed"], true, "{e}");
+    }
+    let budget = storm(&r, "budget");
+    for d in 4..=9 {
+        let n = node(budget, &format!("core-entity/d{d}"));
+        let (amp, model) = (
+            n["amplification"].as_f64().unwrap(),
+            n["model_amplification"].as_f64().unwrap(),
+        );
+        assert!(
+            (amp / model - 1.0).abs() < 0.05,
+            "d{d}: {amp} against {model}"
+        );
+    }
+    let own = storm(&r, "ownership");
+    for d in [4, 9] {
+        let amp = node(own, &format!("core-entity/d{d}"))["amplification"]
+            .as_f64()
+            .unwrap();
+        assert!((amp / 1.1 - 1.0).abs() < 0.045, "d{d}: {amp}");
+    }
+    crate::processes::assert_no_node_left(Duration::from_secs(3), "after the sharded incident");
+}

@@ -151,7 +151,14 @@ impl Live {
         // before the load starts and before the first sample.
         let nodes = match &opts.nodes {
             Some(c) => Some(
-                Nodes::connect(&topology, c, fleet.metrics().clone(), opts.token.as_ref()).await?,
+                Nodes::connect(
+                    &topology,
+                    c,
+                    fleet.metrics().clone(),
+                    opts.token.as_ref(),
+                    opts.tick,
+                )
+                .await?,
             ),
             None => None,
         };

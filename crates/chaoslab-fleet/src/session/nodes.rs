@@ -41,7 +41,9 @@ use crate::metrics::tap;
 use crate::metrics::{Metrics, NodeRows, OutlierCounts, WireCounts};
 use crate::topology::Topology;
 
-/// How often the nodes are read.
+/// How often the nodes are read: ten times a second, or twice a sample
+/// when the session samples more slowly (a mesh of thousands samples once
+/// a second, and reading its shards ten times as often cost their CPU).
 pub const READ_PERIOD: Duration = Duration::from_millis(100);
 /// How long a node may take to answer one read.
 const READ_TIMEOUT: Duration = Duration::from_secs(1);
@@ -161,7 +163,9 @@ impl Nodes {
         controls: &Controls,
         metrics: Arc<Metrics>,
         token: Option<&Token>,
+        sample: Duration,
     ) -> Result<Nodes, NodesError> {
+        let period = (sample / 2).max(READ_PERIOD);
         // Every read and every action is JSON, with the token when the
         // nodes ask for one.
         let mut headers = reqwest::header::HeaderMap::new();
@@ -269,7 +273,7 @@ impl Nodes {
         let lost = reader.lost.clone();
         reader.round().await;
         let reader = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(READ_PERIOD);
+            let mut tick = tokio::time::interval(period);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
