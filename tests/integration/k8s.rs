@@ -520,3 +520,62 @@ fn bad_input_exits_2_at_once() {
         &["outside service"],
     );
 }
+
+/// `k8s --shards 25` of the 2,500-service incident mesh (SPEC section
+/// 19): 25 Deployments, one a shard, each running `chaoslab node --shard
+/// K/25` behind a headless Service (a shard listens on a port per
+/// service, past the hundred ports an EndpointSlice holds); the network
+/// policy lets the lab's pods reach every such port; the load Job calls
+/// each root at its shard's address and the port its shard binds for it;
+/// and `kubernetes-validate --strict` passes every object.
+#[test]
+fn a_mesh_of_thousands_over_25_shards_is_25_deployments_that_validate() {
+    let _ = validator();
+    let scratch = TempDir::new("shards");
+    let path = common::root().join("topologies/uber-incident.yaml");
+    let out = common::chaoslab(&["k8s", path.to_str().unwrap(), "--shards", "25"]);
+    let (yaml, stderr) = common::text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let docs = documents(&yaml);
+    let deployments = of_kind(&docs, "Deployment");
+    assert_eq!(deployments.len(), 25);
+    let t = Topology::load(&path).unwrap();
+    let placed = chaoslab::topology::shards::place(&t, 25).unwrap();
+    let slots = chaoslab::topology::shards::Slots::of(&t, &placed.shard_of, 25);
+    for (k, d) in deployments.iter().enumerate() {
+        let a = args(d);
+        assert!(
+            a.windows(2).any(|w| w == ["--shard", &format!("{k}/25")]),
+            "{a:?}"
+        );
+        assert!(
+            a.windows(2)
+                .any(|w| w[0] == "--peers" && w[1].contains("{shard}")),
+            "{a:?}"
+        );
+    }
+    let services = of_kind(&docs, "Service");
+    assert_eq!(services.len(), 25);
+    assert!(services.iter().all(|s| s["spec"]["clusterIP"] == "None"));
+    let range = &of_kind(&docs, "NetworkPolicy")[0]["spec"]["ingress"][0]["ports"][0];
+    let most = slots.count.iter().max().copied().unwrap();
+    assert_eq!(
+        range["endPort"].as_u64(),
+        Some(8080 + u64::from(most) - 1),
+        "{range}"
+    );
+    // Each root where its shard binds it.
+    let job = args(of_kind(&docs, "Job")[0]);
+    let roots = peers(&job);
+    assert!(!roots.is_empty());
+    for p in roots {
+        let (name, url) = p.split_once('=').unwrap();
+        let id = t.service_id(name).unwrap();
+        let (k, ports) = slots.ports(&t, id).unwrap();
+        let want = format!("-shard-{k}:{}/", 8080 + ports.start);
+        assert!(url.contains(&want), "{p}: {want}");
+    }
+    let file = scratch.0.join("shards.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    validate(&[file], docs.len());
+}
