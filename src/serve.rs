@@ -31,6 +31,8 @@ pub struct Options {
     pub report: Option<PathBuf>,
     /// Prometheus metrics and the control API.
     pub endpoints: options::Endpoints,
+    /// The mesh over this many shard processes.
+    pub shards: Option<usize>,
 }
 
 /// `chaoslab serve`.
@@ -54,6 +56,8 @@ pub fn run(args: Options) -> Result<(), RunError> {
             seed: args.seed.unwrap_or(1),
             load: false,
             until: args.duration,
+            processes: args.shards.map(|_| args.topology.clone()),
+            shards: args.shards,
             ..Setup::new(t)
         },
     )?;

@@ -371,6 +371,10 @@ pub struct ServeArgs {
     /// Prometheus metrics and the control API.
     #[command(flatten)]
     pub endpoints: EndpointArgs,
+    /// Spread the mesh over N shard processes, as `run --shards N`: the
+    /// entry and every service served by the shards.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub shards: Option<u16>,
 }
 
 /// `chaoslab node`.
@@ -480,6 +484,10 @@ pub struct TourArgs {
     /// v2 file (as `run --cast`).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["list", "export", "headless"])]
     pub cast: Option<PathBuf>,
+    /// Spread the mesh over N shard processes, as `run --shards N` (fresh shards for
+    /// each chapter).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub shards: Option<u16>,
 }
 
 /// `chaoslab tap`.

@@ -67,6 +67,7 @@ impl From<SweepArgs> for compare::sweep::Options {
             report: a.report,
             html: a.html,
             yes: a.yes,
+            shards: a.shards.map(usize::from),
         }
     }
 }
@@ -128,6 +129,7 @@ impl From<TourArgs> for tour::Options {
             big: a.big,
             theme: a.theme,
             cast: a.cast,
+            shards: a.shards.map(usize::from),
         }
     }
 }
@@ -200,6 +202,7 @@ impl From<ServeArgs> for serve::Options {
             seed: a.seed,
             report: a.report,
             endpoints: a.endpoints.into(),
+            shards: a.shards.map(usize::from),
         }
     }
 }

@@ -35,4 +35,8 @@ pub struct SweepArgs {
     /// Run more than 400 cells.
     #[arg(long)]
     pub yes: bool,
+    /// Spread the mesh over N shard processes, as `run --shards N` (fresh shards for each
+    /// cell).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub shards: Option<u16>,
 }

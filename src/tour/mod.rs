@@ -134,6 +134,8 @@ pub struct Options {
     pub theme: Theme,
     /// Record the chapters played as one asciicast v2 file.
     pub cast: Option<PathBuf>,
+    /// Each chapter over this many shard processes.
+    pub shards: Option<usize>,
 }
 
 /// `chaoslab tour`.
@@ -164,7 +166,7 @@ pub fn run(args: Options) -> Result<(), RunError> {
         crate::error::check_outputs(&[("--cast", path.as_path())], &[])?;
     }
     if args.headless {
-        return headless(chapters);
+        return headless(chapters, args.shards);
     }
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(RunError::Usage(
@@ -194,7 +196,12 @@ pub fn run(args: Options) -> Result<(), RunError> {
             end,
             warmup,
         } = run.prepare(t, Some(&scenario), false)?;
-        let session = Session::start(setup)?;
+        let (file, shards) = over_shards(c, args.shards)?;
+        let session = Session::start(Setup {
+            processes: file.as_ref().map(|f| f.path().to_path_buf()),
+            shards,
+            ..setup
+        })?;
         let lab = crate::dashboard::lab(&session);
         let verdicts = tui::play::judge(&lab, expectations, warmup);
         let opts = tui::Options {
@@ -229,7 +236,27 @@ pub fn run(args: Options) -> Result<(), RunError> {
 
 /// The `chapters` (indices), headless: each one's text, its captions as
 /// they pass, its table and its expectations.
-fn headless(chapters: std::ops::Range<usize>) -> Result<(), RunError> {
+/// With `--shards N`, the chapter's topology in a file for the shards to
+/// read (the chapters are built into the program), and its shards: N, or
+/// one a service for a chapter of fewer services.
+fn over_shards(
+    c: &Chapter,
+    shards: Option<usize>,
+) -> Result<(Option<crate::session::shards::TopologyFile>, Option<usize>), RunError> {
+    let Some(n) = shards else {
+        return Ok((None, None));
+    };
+    let (t, _) = c.load()?;
+    let services = (0..t.services.len())
+        .filter(|&i| t.services[i].group == i)
+        .count();
+    let file = crate::session::shards::TopologyFile::write(c.topology.1, c.slug).map_err(|e| {
+        RunError::Usage(format!("writing chapter `{}` for the shards: {e}", c.slug))
+    })?;
+    Ok((Some(file), Some(n.min(services))))
+}
+
+fn headless(chapters: std::ops::Range<usize>, shards: Option<usize>) -> Result<(), RunError> {
     let interrupts = Interrupts::watch();
     let mut failed = vec![];
     for (i, c) in CHAPTERS
@@ -252,7 +279,10 @@ fn headless(chapters: std::ops::Range<usize>) -> Result<(), RunError> {
         drop(out);
         let warmup = scenario.warmup.unwrap_or(Duration::from_secs(2));
         let duration = scenario.duration.unwrap_or(DEFAULT_DURATION);
+        let (file, shards) = over_shards(c, shards)?;
         let session = Session::start(Setup {
+            processes: file.as_ref().map(|f| f.path().to_path_buf()),
+            shards,
             initial: scenario.initial_actions(),
             steps: scenario.plan_steps(warmup),
             captions: scenario.plan_captions(warmup),

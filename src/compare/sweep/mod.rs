@@ -179,10 +179,17 @@ impl Texts {
     /// The topology with `point`'s values put in, parsed and validated;
     /// errors say at which point.
     fn topology(&self, point: &Point) -> Result<Topology, RunError> {
-        let (text, origin) = &self.topology;
+        let (_, origin) = &self.topology;
         let cell = |e: String| RunError::Usage(format!("at {point}: {e}"));
-        let t = grid::substitute(text, origin, point).map_err(cell)?;
+        let t = self.text(point)?;
         Topology::from_yaml(&t, origin).map_err(|e| cell(e.to_string()))
+    }
+
+    /// The topology's text with `point`'s values put in.
+    fn text(&self, point: &Point) -> Result<String, RunError> {
+        let (text, origin) = &self.topology;
+        grid::substitute(text, origin, point)
+            .map_err(|e| RunError::Usage(format!("at {point}: {e}")))
     }
 }
 
@@ -348,6 +355,8 @@ pub struct Options {
     pub html: Option<PathBuf>,
     /// Run more than [`MAX_CELLS`] cells.
     pub yes: bool,
+    /// Each cell over this many shard processes.
+    pub shards: Option<usize>,
 }
 
 impl Options {
@@ -449,6 +458,20 @@ pub fn run(args: Options) -> Result<(), RunError> {
                 minutes(left),
             );
             let topology = texts.topology(&p.point)?;
+            // Over shards, the cell's topology in a file they read.
+            let file = match args.shards {
+                Some(n) => {
+                    crate::topology::shards::place(&topology, n)
+                        .map_err(|e| RunError::Usage(format!("at {}: {}", p.point, e.0)))?;
+                    let text = texts.text(&p.point)?;
+                    Some(
+                        crate::session::shards::TopologyFile::write(&text, "sweep-cell").map_err(
+                            |e| RunError::Usage(format!("writing the cell's topology: {e}")),
+                        )?,
+                    )
+                }
+                None => None,
+            };
             let plan = Contest {
                 base: &topology,
                 population: &args.runs.population,
@@ -457,8 +480,8 @@ pub fn run(args: Options) -> Result<(), RunError> {
                 warmup: p.warmup,
                 duration: p.duration,
                 steps: p.steps.clone(),
-                processes: None,
-                shards: None,
+                processes: file.as_ref().map(|f| f.path().to_path_buf()),
+                shards: args.shards,
             };
             let (run, record) = match plan.run(*choice, &interrupts, None) {
                 Ok(done) => done,

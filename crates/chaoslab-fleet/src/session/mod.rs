@@ -267,7 +267,7 @@ impl Session {
             .build()
             .map_err(SessionError::Runtime)?;
         let mut topology = setup.topology;
-        let (processes, placement, nodes) = match &setup.processes {
+        let (mut processes, placement, nodes) = match &setup.processes {
             Some(path) => {
                 let token = setup.access.token.as_ref();
                 let (p, placement, nodes) = match setup.shards {
@@ -292,7 +292,16 @@ impl Session {
             Some(Controls::Shards(c)) => Some(c.shards.iter().map(|(_, s)| s.clone()).collect()),
             _ => None,
         };
-        let lab = rt.block_on(Live::start(topology.clone(), opts))?;
+        let lab = match rt.block_on(Live::start(topology.clone(), opts)) {
+            Ok(lab) => lab,
+            Err(e) => {
+                // A node that ended while the run started says why.
+                if let Some(ended) = processes.as_mut().and_then(Processes::first_ended) {
+                    return Err(ended.into());
+                }
+                return Err(e);
+            }
+        };
         let urls = (0..topology.services.len())
             .map(|i| lab.fleet().url(i))
             .collect();

@@ -232,13 +232,19 @@ impl Nodes {
                 .collect(),
         };
         let name = |n: &Node| n.label.clone();
+        // Shards come up while this process builds its own side of the
+        // run, and take longer (each reads and places the whole mesh).
+        let within = match controls {
+            Controls::Nodes(_) => READY_WITHIN,
+            Controls::Shards(_) => super::shards::READY_WITHIN,
+        };
         for n in &nodes {
-            ready(&client, n)
+            ready(&client, n, within)
                 .await
                 .map_err(|why| NodesError::NotReady {
                     service: name(n),
                     url: n.url.clone(),
-                    within: READY_WITHIN,
+                    within,
                     why,
                 })?;
         }
@@ -351,8 +357,8 @@ fn body(t: &Topology, actions: &[Action]) -> String {
     serde_json::Value::Array(steps).to_string()
 }
 
-async fn ready(client: &reqwest::Client, n: &Node) -> Result<(), String> {
-    let until = tokio::time::Instant::now() + READY_WITHIN;
+async fn ready(client: &reqwest::Client, n: &Node, within: Duration) -> Result<(), String> {
+    let until = tokio::time::Instant::now() + within;
     loop {
         let why = match client.get(format!("{}/healthz", n.url)).send().await {
             Ok(r) if r.status().is_success() => return Ok(()),

@@ -344,6 +344,25 @@ impl Processes {
         Ok(())
     }
 
+    /// The first node that has ended, as the error of a start that failed:
+    /// its exit status and the end of what it wrote.
+    pub fn first_ended(&mut self) -> Option<ProcessesError> {
+        let i = self
+            .running
+            .iter_mut()
+            .position(|r| matches!(r.child.try_wait(), Ok(Some(_))))?;
+        let r = &mut self.running[i];
+        let status = r.child.try_wait().ok().flatten().map(ended_by)?;
+        // Give the drain a moment to take the last lines.
+        std::thread::sleep(Duration::from_millis(50));
+        let tail = r.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        Some(ProcessesError::Start {
+            service: self.started[i].service.clone(),
+            status,
+            stderr: String::from_utf8_lossy(&tail).trim().to_string(),
+        })
+    }
+
     /// The nodes, in topology order.
     pub fn started(&self) -> &[Started] {
         &self.started

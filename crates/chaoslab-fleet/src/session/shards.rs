@@ -26,6 +26,44 @@ use crate::fleet::{Placement, Shard};
 use crate::topology::shards::{self, Slots};
 use crate::topology::{at_path, Topology};
 
+/// A topology's text in a file of its own, for shard processes to read
+/// when the run's topology is not a file as it stands (a tour's chapter,
+/// a sweep's cell): removed when dropped.
+#[derive(Debug)]
+pub struct TopologyFile(std::path::PathBuf);
+
+impl TopologyFile {
+    /// Writes `text` to a new file under the temporary directory, named
+    /// after `label`.
+    pub fn write(text: &str, label: &str) -> std::io::Result<TopologyFile> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let label: String = label
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .take(40)
+            .collect();
+        let path = std::env::temp_dir().join(format!(
+            "chaoslab-{}-{}-{label}.yaml",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, text)?;
+        Ok(TopologyFile(path))
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TopologyFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// How long the shards may take to come up: each reads and places the
 /// whole mesh and binds its share, all at once on the machine's cores (8
 /// shards of Meta's 18,571 services on 2 cores take some 40 s).
@@ -246,7 +284,8 @@ pub(super) fn start(
         )?;
         shards.push((control, services));
     }
-    procs.wait_listening(READY_WITHIN)?;
+    // Not waited for here: the session builds its own side of the run
+    // while the shards come up, and waits for them as it connects.
     let placement = Placement {
         local: None,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
