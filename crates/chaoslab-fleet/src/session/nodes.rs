@@ -49,6 +49,11 @@ pub const READ_PERIOD: Duration = Duration::from_millis(100);
 const READ_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long the nodes may take to come up.
 pub const READY_WITHIN: Duration = Duration::from_secs(15);
+/// How long the shards of a mesh may take to come up: each reads and
+/// places the whole mesh and binds its share, all at once on the
+/// machine's cores (6 shards of Meta's 18,571 services on 2 cores take
+/// some 50 s).
+pub const SHARDS_READY_WITHIN: Duration = Duration::from_secs(120);
 /// Batches of actions waiting to be sent to the nodes.
 const FORWARD_QUEUE: usize = 256;
 
@@ -236,7 +241,7 @@ impl Nodes {
         // run, and take longer (each reads and places the whole mesh).
         let within = match controls {
             Controls::Nodes(_) => READY_WITHIN,
-            Controls::Shards(_) => super::shards::READY_WITHIN,
+            Controls::Shards(_) => SHARDS_READY_WITHIN,
         };
         for n in &nodes {
             ready(&client, n, within)

@@ -64,11 +64,6 @@ impl Drop for TopologyFile {
     }
 }
 
-/// How long the shards may take to come up: each reads and places the
-/// whole mesh and binds its share, all at once on the machine's cores (8
-/// shards of Meta's 18,571 services on 2 cores take some 40 s).
-pub const READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(120);
-
 /// Where every service of `t` answers when its shard's listeners start at
 /// `bases[k]` (`http://HOST:PORT/`), its replicas' URLs comma-separated at
 /// its endpoint's path; `None` for an outside service, and for the
