@@ -507,22 +507,23 @@ async fn watch_lost(
         ..actions
     };
     let mut tick = tokio::time::interval(LOST_PERIOD);
+    // A loss the run loop's full queue turned away is sent again at the
+    // next look: none is dropped.
+    let mut pending: Vec<Action> = vec![];
     loop {
         tick.tick().await;
-        let ended = processes.lock().unwrap_or_else(|e| e.into_inner()).ended();
-        for (k, why) in ended {
-            let pid = processes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .started()
-                .get(k)
-                .map_or(0, |s| s.pid);
-            actions.send(Action::ShardLost {
-                shard: k,
-                services: services.get(k).cloned().unwrap_or_default(),
-                why: format!("pid {pid} {why}"),
-            });
+        {
+            let mut p = processes.lock().unwrap_or_else(|e| e.into_inner());
+            for (k, why) in p.ended() {
+                let pid = p.started().get(k).map_or(0, |s| s.pid);
+                pending.push(Action::ShardLost {
+                    shard: k,
+                    services: services.get(k).cloned().unwrap_or_default(),
+                    why: format!("pid {pid} {why}"),
+                });
+            }
         }
+        pending.retain(|a| !actions.send(a.clone()));
     }
 }
 
