@@ -713,3 +713,63 @@ impl From<WireCounts> for Counts {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(requests: u64, bucket: u64) -> ServiceCounts {
+        let mut s = ServiceCounts {
+            requests,
+            ..ServiceCounts::default()
+        };
+        s.latency.0[3] = bucket as u32;
+        s
+    }
+
+    /// A node's own rows, sent sparse (`rows=own`) or whole, come back at
+    /// their indices with their latency; a row past the mesh is dropped.
+    #[test]
+    fn a_nodes_rows_come_back_at_their_indices_sparse_or_whole() {
+        let whole = Counts {
+            services: (0..5).map(|i| service(10 * i, i)).collect(),
+            edges: (0..3)
+                .map(|i| EdgeCounts {
+                    attempts: 100 + i,
+                    ..EdgeCounts::default()
+                })
+                .collect(),
+            ..Counts::default()
+        };
+        let dense = WireCounts::from(&whole);
+        let picked = dense.clone().into_rows(&[1, 3], &[2], (5, 3));
+        assert_eq!(
+            picked.services,
+            vec![(1, whole.services[1]), (3, whole.services[3])]
+        );
+        assert_eq!(picked.edges, vec![(2, whole.edges[2])]);
+        // The same rows sent alone, as a node sends its own, and a row
+        // past the mesh's end.
+        let sparse = WireCounts {
+            services: vec![whole.services[1], whole.services[3], service(1, 1)],
+            latency: vec![
+                whole.services[1].latency.0.to_vec(),
+                whole.services[3].latency.0.to_vec(),
+                vec![1],
+            ],
+            edges: vec![whole.edges[2]],
+            rows: Some(Rows {
+                of: [5, 3],
+                services: vec![1, 3, 9],
+                edges: vec![2],
+            }),
+            ..dense
+        };
+        let back: WireCounts =
+            serde_json::from_str(&serde_json::to_string(&sparse).unwrap()).unwrap();
+        let rows = back.into_rows(&[], &[], (5, 3));
+        assert_eq!(rows.services, picked.services);
+        assert_eq!(rows.edges, picked.edges);
+        assert_eq!(rows.services[1].1.latency.0[3], 3);
+    }
+}
