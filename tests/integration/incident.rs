@@ -433,7 +433,12 @@ fn shifted_scenario() -> String {
 /// 1.1^d within 5% under budgets alone, 1.1 within 4.5% under
 /// ownership), each depth reads beside the model, and no shard is left.
 /// The scenario is the shipped one shifted ([`shifted_scenario`]).
+///
+/// Left out of `scripts/test` for time (a minute on five slots took the
+/// run past 12 minutes): `cargo nextest run --cargo-profile ci
+/// --run-ignored only -E 'test(=incident::the_incidents_figures_hold_over_four_shards)'`.
 #[test]
+#[ignore = "a minute of the whole suite's 12: run it by name (docs/testing.md)"]
 fn the_incidents_figures_hold_over_four_shards() {
     let _fleet = crate::common::fleet_lock();
     let id = std::process::id();
