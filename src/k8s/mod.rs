@@ -354,26 +354,7 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
         for peer in t.services_called_by(id).into_iter().filter_map(url) {
             args.extend(["--peer".into(), peer]);
         }
-        args.extend([
-            "--metrics".into(),
-            format!("0.0.0.0:{}", objects::METRICS_PORT),
-            "--control".into(),
-            format!("0.0.0.0:{}", objects::CONTROL_PORT),
-            "--control-token-file".into(),
-            objects::TOKEN_FILE.into(),
-        ]);
-        // The names a driver calls a node's control API by.
-        let mut hosts = vec![label.clone()];
-        if let Some(ns) = &o.namespace {
-            hosts.extend([
-                format!("{label}.{ns}"),
-                format!("{label}.{ns}.svc"),
-                format!("{label}.{ns}.svc.cluster.local"),
-            ]);
-        }
-        for h in hosts {
-            args.extend(["--control-host".into(), h]);
-        }
+        args.extend(endpoint_args(label, o.namespace.as_deref()));
         let file = format!("node-{label}.yaml");
         let deployment = objects::deployment(&ctx, name, label, o.replicas[id], args);
         push(&file, deployment);
@@ -404,6 +385,32 @@ pub fn manifests(t: &Topology, text: &str, o: &Options) -> Result<Vec<Manifest>,
         objects::job(&ctx, &format!("{prefix}-load"), args),
     );
     Ok(out)
+}
+
+/// A node's or a shard's metrics and control endpoints, with the token
+/// file and the names a driver calls its control API by (its Service's,
+/// and with `--namespace` the longer forms).
+fn endpoint_args(label: &str, namespace: Option<&str>) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "--metrics".into(),
+        format!("0.0.0.0:{}", objects::METRICS_PORT),
+        "--control".into(),
+        format!("0.0.0.0:{}", objects::CONTROL_PORT),
+        "--control-token-file".into(),
+        objects::TOKEN_FILE.into(),
+    ];
+    let mut hosts = vec![label.to_string()];
+    if let Some(ns) = namespace {
+        hosts.extend([
+            format!("{label}.{ns}"),
+            format!("{label}.{ns}.svc"),
+            format!("{label}.{ns}.svc.cluster.local"),
+        ]);
+    }
+    for h in hosts {
+        args.extend(["--control-host".into(), h]);
+    }
+    args
 }
 
 /// The objects of a mesh spread over shards, and the most service ports
@@ -448,24 +455,8 @@ fn sharded(
             format!("0.0.0.0:{HTTP_PORT}"),
             "--peers".into(),
             template.clone(),
-            "--metrics".into(),
-            format!("0.0.0.0:{}", objects::METRICS_PORT),
-            "--control".into(),
-            format!("0.0.0.0:{}", objects::CONTROL_PORT),
-            "--control-token-file".into(),
-            objects::TOKEN_FILE.into(),
         ];
-        let mut hosts = vec![label.clone()];
-        if let Some(ns) = &o.namespace {
-            hosts.extend([
-                format!("{label}.{ns}"),
-                format!("{label}.{ns}.svc"),
-                format!("{label}.{ns}.svc.cluster.local"),
-            ]);
-        }
-        for h in hosts {
-            args.extend(["--control-host".into(), h]);
-        }
+        args.extend(endpoint_args(&label, o.namespace.as_deref()));
         let file = format!("shard-{k}.yaml");
         objects.push((
             file.clone(),

@@ -190,52 +190,7 @@ impl Nodes {
             .default_headers(headers)
             .build()
             .map_err(|e| NodesError::Client(e.to_string()))?;
-        // A node serves a whole service: its endpoints are its rows.
-        let groups: Vec<usize> = topology.services.iter().map(|s| s.group).collect();
-        let mut calls_of: Vec<Vec<usize>> = vec![vec![]; groups.len()];
-        for (e, edge) in topology.edges.iter().enumerate() {
-            calls_of[groups[edge.from]].push(e);
-        }
-        let node = |label: String, services: Vec<usize>, u: &str| Node {
-            label,
-            rows: services.iter().flat_map(|&g| topology.group(g)).collect(),
-            shard: None,
-            gone: false,
-            missed: 0,
-            edges: services
-                .iter()
-                .flat_map(|&s| calls_of[s].iter().copied())
-                .collect(),
-            services,
-            url: u.trim_end_matches('/').to_string(),
-            next: 0,
-            tapped: 0,
-            last: None,
-        };
-        let mut nodes: Vec<Node> = match controls {
-            Controls::Nodes(c) => {
-                c.0.iter()
-                    .enumerate()
-                    .filter_map(|(service, url)| url.as_ref().map(|u| (service, u)))
-                    .flat_map(|(service, u)| {
-                        let label = topology.services[service].name.clone();
-                        crate::fleet::peer_urls(u)
-                            .into_iter()
-                            .map(|u| node(label.clone(), vec![service], &u))
-                            .collect::<Vec<_>>()
-                    })
-                    .collect()
-            }
-            Controls::Shards(c) => c
-                .shards
-                .iter()
-                .enumerate()
-                .map(|(k, (u, services))| Node {
-                    shard: Some(k),
-                    ..node(format!("shard {k}"), services.clone(), u)
-                })
-                .collect(),
-        };
+        let mut nodes = nodes_of(topology, controls);
         let name = |n: &Node| n.label.clone();
         // Shards come up while this process builds its own side of the
         // run, and take longer (each reads and places the whole mesh).
@@ -267,7 +222,7 @@ impl Nodes {
             .load
             .roots
             .iter()
-            .map(|r| groups[r.entry])
+            .map(|r| topology.services[r.entry].group)
             .collect();
         // The roots' nodes first in every round (see the module's notes).
         let at_entry = |n: &Node| n.services.iter().any(|s| entries.contains(s));
@@ -348,6 +303,58 @@ impl Nodes {
 impl Drop for Nodes {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// The nodes (or shards) `controls` name, each with the rows it counts:
+/// a node serves a whole service, its endpoints its rows; a shard its
+/// services' rows and their calls'.
+fn nodes_of(topology: &Topology, controls: &Controls) -> Vec<Node> {
+    // A node serves a whole service: its endpoints are its rows.
+    let groups: Vec<usize> = topology.services.iter().map(|s| s.group).collect();
+    let mut calls_of: Vec<Vec<usize>> = vec![vec![]; groups.len()];
+    for (e, edge) in topology.edges.iter().enumerate() {
+        calls_of[groups[edge.from]].push(e);
+    }
+    let node = |label: String, services: Vec<usize>, u: &str| Node {
+        label,
+        rows: services.iter().flat_map(|&g| topology.group(g)).collect(),
+        shard: None,
+        gone: false,
+        missed: 0,
+        edges: services
+            .iter()
+            .flat_map(|&s| calls_of[s].iter().copied())
+            .collect(),
+        services,
+        url: u.trim_end_matches('/').to_string(),
+        next: 0,
+        tapped: 0,
+        last: None,
+    };
+    match controls {
+        Controls::Nodes(c) => {
+            c.0.iter()
+                .enumerate()
+                .filter_map(|(service, url)| url.as_ref().map(|u| (service, u)))
+                .flat_map(|(service, u)| {
+                    let label = topology.services[service].name.clone();
+                    crate::fleet::peer_urls(u)
+                        .into_iter()
+                        .map(|u| node(label.clone(), vec![service], &u))
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        }
+        Controls::Shards(c) => c
+            .shards
+            .iter()
+            .enumerate()
+            .map(|(k, (u, services))| Node {
+                shard: Some(k),
+                ..node(format!("shard {k}"), services.clone(), u)
+            })
+            .collect(),
     }
 }
 
