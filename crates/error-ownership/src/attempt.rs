@@ -258,6 +258,15 @@ impl AttemptMachine {
         self.fail_fast(StopReason::Throttled)
     }
 
+    /// The retry just decided on cannot be sent (the client has nothing
+    /// left to send it from): the call stops as one with no retries
+    /// configured ([`StopReason::NoRetriesConfigured`]), so that rule 5
+    /// owes the hop above its retry, as for a body that cannot be copied.
+    /// A stopped call returns its outcome.
+    pub fn cannot_retry(&mut self) -> CallOutcome {
+        self.fail_fast(StopReason::NoRetriesConfigured)
+    }
+
     fn fail_fast(&mut self, why: StopReason) -> CallOutcome {
         *self.done.get_or_insert(CallOutcome {
             ending: Ending::GaveUp(why),

@@ -248,27 +248,90 @@ fn not_sent(res: &Result<Response>) -> bool {
     }
 }
 
-/// A copy of `req` for another attempt; `None` when its body is a stream.
+/// What the next attempt is made from, kept before this one leaves.
 ///
-/// `Request::try_clone` first stores an empty timeout in the copy's
-/// extensions (a map and a box, made and thrown away) before it copies
-/// the original's; a bodiless request, every GET, is copied here without
-/// that. reqwest keeps a request's extensions private, and the timeout is
-/// the only one its API sets, so it is the one carried over.
-fn copy(req: &Request) -> Option<Request> {
-    if req.body().is_some() {
-        return req.try_clone();
-    }
-    let mut r = Request::new(req.method().clone(), req.url().clone());
-    if let Some(t) = req.timeout() {
-        *r.timeout_mut() = Some(*t);
-    }
-    *r.headers_mut() = req.headers().clone();
-    *r.version_mut() = req.version();
-    Some(r)
+/// A request with a body is copied whole (`Request::try_clone`). A
+/// bodiless one, every GET, keeps everything but its URL, which the answer
+/// (or reqwest's error, which carries it) gives back when a retry is
+/// decided on: the first attempt, on the path of every call, leaves
+/// without a copy of the URL (a string to allocate, copy and free), and
+/// only a retry pays for one. `Request::try_clone` would also store an
+/// empty timeout in the copy's extensions (a map and a box, made and
+/// thrown away) before copying the original's; reqwest keeps a request's
+/// extensions private, and the timeout is the only one its API sets, so
+/// it is the one carried over.
+enum Spare {
+    /// Not one: the last attempt the call may make is on its way.
+    None,
+    /// The request the call began with, not sent yet.
+    First(Request),
+    Copy(Request),
+    Resend {
+        method: http::Method,
+        headers: http::HeaderMap,
+        timeout: Option<Duration>,
+        version: http::Version,
+    },
 }
 
-/// The future of one call, all its attempts.
+impl Spare {
+    /// What another attempt of `req` needs; nothing when its body is a
+    /// stream.
+    fn of(req: &Request) -> Spare {
+        if req.body().is_some() {
+            return req.try_clone().map_or(Spare::None, Spare::Copy);
+        }
+        Spare::Resend {
+            method: req.method().clone(),
+            headers: req.headers().clone(),
+            timeout: req.timeout().copied(),
+            version: req.version(),
+        }
+    }
+
+    /// Makes ready for a retry after `res`, which goes to the URL its
+    /// answer came from (after any redirect reqwest followed). Whether
+    /// there is a request to send.
+    fn aim(&mut self, res: &Result<Response>) -> bool {
+        if !matches!(self, Spare::Resend { .. }) {
+            return !matches!(self, Spare::None);
+        }
+        let url = match res {
+            Ok(r) => Some(r.url()),
+            Err(reqwest_middleware::Error::Reqwest(e)) => e.url(),
+            Err(reqwest_middleware::Error::Middleware(_)) => None,
+        };
+        let (
+            Some(url),
+            Spare::Resend {
+                method,
+                headers,
+                timeout,
+                version,
+            },
+        ) = (url, std::mem::replace(self, Spare::None))
+        else {
+            return false;
+        };
+        let mut r = Request::new(method, url.clone());
+        if let Some(t) = timeout {
+            *r.timeout_mut() = Some(t);
+        }
+        *r.headers_mut() = headers;
+        *r.version_mut() = version;
+        *self = Spare::Copy(r);
+        true
+    }
+
+    /// The request for the next attempt, leaving nothing behind.
+    fn take(&mut self) -> Option<Request> {
+        match std::mem::replace(self, Spare::None) {
+            Spare::First(r) | Spare::Copy(r) => Some(r),
+            Spare::None | Spare::Resend { .. } => None,
+        }
+    }
+}
+
 type CallFuture<'a> = Pin<Box<dyn Future<Output = Result<Response>> + Send + 'a>>;
 
 // Written out rather than through `#[async_trait]`, whose `async fn` keeps
@@ -304,13 +367,13 @@ impl Middleware for OwnershipRetry {
         if let Some(b) = &self.budget {
             b.deposit();
         }
-        let mut original = Some(req);
+        let mut spare = Spare::First(req);
         Box::pin(async move {
             loop {
-                let attempt = match original.as_ref().and_then(copy) {
-                    Some(r) if machine.attempt() + 1 < attempts => r,
-                    _ => original.take().expect("one request per attempt left"),
-                };
+                let attempt = spare.take().expect("a request for every attempt");
+                if machine.attempt() + 1 < attempts {
+                    spare = Spare::of(&attempt);
+                }
                 let res = next.clone().run(attempt, extensions).await;
                 if not_sent(&res) {
                     return res;
@@ -321,16 +384,28 @@ impl Middleware for OwnershipRetry {
                     a => (a, false),
                 };
                 let budget = || self.budget.as_ref().is_none_or(Budget::try_withdraw);
-                match machine.on_advised_answer(answer, advice, too_long, budget, fastrand::f64) {
-                    Decision::RetryNow => {}
-                    Decision::RetryAfter(d) => {
-                        drop(res);
-                        tokio::time::sleep(d).await;
-                    }
+                let decision =
+                    machine.on_advised_answer(answer, advice, too_long, budget, fastrand::f64);
+                let delay = match decision {
+                    Decision::RetryNow => None,
+                    Decision::RetryAfter(d) => Some(d),
                     Decision::Stop(outcome) => {
                         tower_error_ownership::record::record(outcome.outbound(dependency, mode));
                         return res;
                     }
+                };
+                // An answer carries its URL, and so does every error of
+                // reqwest's that a request was sent for: a retry always has
+                // its request, but a call that could not make one stops
+                // there, owed a retry by the hop above (rule 5).
+                if !spare.aim(&res) {
+                    let outcome = machine.cannot_retry();
+                    tower_error_ownership::record::record(outcome.outbound(dependency, mode));
+                    return res;
+                }
+                if let Some(d) = delay {
+                    drop(res);
+                    tokio::time::sleep(d).await;
                 }
             }
         })

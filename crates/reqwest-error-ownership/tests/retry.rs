@@ -221,3 +221,66 @@ async fn a_refused_connection_is_retried_and_recorded_as_no_answer() {
     assert!(r.is_err());
     assert!(rec.take().outbound.is_empty());
 }
+
+/// Every attempt is the request the caller made: its method, path and
+/// query, its headers, its body. A bodiless request's retry is made from
+/// the URL its answer gives back, and a request with a body is copied.
+#[tokio::test]
+async fn every_attempt_is_the_request_the_caller_made() {
+    use std::sync::Mutex;
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let app = Router::new().route(
+        "/{*path}",
+        any(
+            move |method: axum::http::Method, uri: axum::http::Uri, h: HeaderMap, body: String| {
+                let tenant = h.get("x-tenant").map(|v| v.to_str().unwrap().to_owned());
+                log.lock()
+                    .unwrap()
+                    .push(format!("{method} {uri} {tenant:?} {body:?}"));
+                async { StatusCode::SERVICE_UNAVAILABLE }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(axum::serve(listener, app).into_future());
+    let c = client(OwnershipRetry::new().backoff(Duration::ZERO).attempts(3));
+    let get = c
+        .get(format!("{base}/orders/7?page=2"))
+        .header("x-tenant", "acme")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 503);
+    let put = c
+        .put(format!("{base}/orders/7"))
+        .body("qty=3")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 503);
+    let get_line = r#"GET /orders/7?page=2 Some("acme") """#;
+    let put_line = r#"PUT /orders/7 None "qty=3""#;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [get_line, get_line, get_line, put_line, put_line, put_line]
+    );
+}
+
+/// A refused connection carries its URL in reqwest's error: the retry goes
+/// to the same place, and the call is recorded once, failed.
+#[tokio::test]
+async fn a_refused_attempt_is_retried_to_the_same_url() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/x", listener.local_addr().unwrap());
+    drop(listener);
+    let rec = Arc::new(RequestRecord::new());
+    let c = client(OwnershipRetry::new().backoff(Duration::ZERO).attempts(3));
+    let r = record::scope(rec.clone(), c.get(&url).send()).await;
+    let e = r.unwrap_err();
+    assert_eq!(e.url().map(|u| u.as_str()), Some(url.as_str()));
+    let calls = rec.calls();
+    assert_eq!(calls.len(), 1);
+    assert!(calls[0].failed);
+}
