@@ -48,7 +48,7 @@ fn an_edge_never_holds_more_than_its_cap_of_connections() {
         let calls: Vec<_> = (0..600)
             .map(|_| {
                 let (c, e) = (client.clone(), edge.clone());
-                tokio::spawn(async move { c.call(&e, None).await })
+                tokio::spawn(async move { c.call(&e, None, None).await })
             })
             .collect();
         for c in calls {

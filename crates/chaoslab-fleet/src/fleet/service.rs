@@ -396,26 +396,40 @@ impl ServiceRuntime {
         self.calls.iter().filter(|c| self.roll(c.p))
     }
 
-    /// Makes this request's outbound calls; `false` when a fail-close call
-    /// failed (the request has failed).
-    async fn run_calls(&self, trace: Option<Trace>) -> Result<(), CallsFailed> {
+    /// Makes this request's outbound calls, for a request at `trace` whose
+    /// caller stops waiting at `deadline` (if known); an error when a
+    /// fail-close call failed (the request has failed).
+    async fn run_calls(
+        &self,
+        trace: Option<Trace>,
+        deadline: Option<Instant>,
+    ) -> Result<(), CallsFailed> {
         let failing =
             |c: &Called| c.outbound.failed && c.outbound.mode == DependencyMode::FailClose;
         if self.parallel {
             let calls = self
                 .drawn()
                 .flat_map(|c| std::iter::repeat_n(&c.edge, c.count as usize))
-                .map(|e| self.client.call(e, trace));
-            return match join_all(calls).await.iter().find(|c| failing(c)) {
-                Some(c) => Err(CallsFailed { last: c.last }),
+                .map(|e| self.client.call(e, trace, deadline));
+            let called = join_all(calls).await;
+            return match called.iter().find(|c| failing(c)) {
+                Some(c) => Err(CallsFailed {
+                    last: c.last,
+                    overloaded: called.iter().any(|c| c.overloaded),
+                }),
                 None => Ok(()),
             };
         }
+        let mut overloaded = false;
         for c in self.drawn() {
             for _ in 0..c.count {
-                let o = self.client.call(&c.edge, trace).await;
+                let o = self.client.call(&c.edge, trace, deadline).await;
+                overloaded |= o.overloaded;
                 if failing(&o) {
-                    return Err(CallsFailed { last: o.last });
+                    return Err(CallsFailed {
+                        last: o.last,
+                        overloaded,
+                    });
                 }
             }
         }
@@ -435,7 +449,10 @@ impl ServiceRuntime {
                     Err(_) => false,
                 };
                 if !ok && c.edge.mode == DependencyMode::FailClose {
-                    return Err(CallsFailed { last: None });
+                    return Err(CallsFailed {
+                        last: None,
+                        overloaded: false,
+                    });
                 }
             }
         }
@@ -449,6 +466,9 @@ impl ServiceRuntime {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct CallsFailed {
     pub(super) last: Option<Failure>,
+    /// A call of the request's failed on an overloaded callee's answer
+    /// (see [`Called::overloaded`]).
+    pub(super) overloaded: bool,
 }
 
 /// How far back the `sre` dialect counts attempt numbers ("recent history").

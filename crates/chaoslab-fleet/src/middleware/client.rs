@@ -104,6 +104,10 @@ pub struct Called {
     pub outbound: Outbound,
     /// How its last attempt failed, if the call failed after one.
     pub last: Option<Failure>,
+    /// It failed on an overloaded callee's answer (the `sre` dialect's
+    /// "task overloaded" or "overloaded; don't retry"): the request it was
+    /// made for is answered "overloaded; don't retry" if it fails.
+    pub overloaded: bool,
 }
 
 /// An HTTP/1.1 client for calls between services: a pool per callee of up
@@ -395,20 +399,24 @@ impl RetryClient {
     }
 
     /// Makes one logical call on `edge`, retrying as its policy allows.
-    /// `trace` is the caller's own trace: the callee gets its child. The
-    /// outcome is recorded into the current request context, if the task
-    /// has one, and returned.
-    pub async fn call(&self, edge: &EdgeState, trace: Option<Trace>) -> Called {
+    /// `trace` is the caller's own trace: the callee gets its child;
+    /// `deadline`, when the calling request's caller stops waiting, if
+    /// known. The outcome is recorded into the current request's record,
+    /// if the task has one, and returned.
+    pub async fn call(
+        &self,
+        edge: &EdgeState,
+        trace: Option<Trace>,
+        deadline: Option<Instant>,
+    ) -> Called {
         // A copy: no guard or reference count held across the call.
         let policy: EdgePolicy = **edge.policy.load();
         if let Some(cfg) = policy.hedge {
             return self.call_hedged(edge, trace, &policy, cfg).await;
         }
         let child = trace.map(Trace::child);
-        // When the calling request's caller stops waiting, if known: the
-        // attempts keep to it under `deadline: propagate`, and are measured
-        // against it whatever the policy.
-        let deadline = context::current_deadline();
+        // The attempts keep to the deadline under `deadline: propagate`,
+        // and are measured against it whatever the policy.
         let propagate = policy.deadline_propagate;
         let call = Call {
             edge,
@@ -420,9 +428,13 @@ impl RetryClient {
             clip: deadline.filter(|_| propagate),
         };
         let (outcome, overloaded, last) = self.attempts(&call).await;
+        let outbound = self.conclude(edge, outcome);
         Called {
-            outbound: self.conclude(edge, outcome, overloaded),
+            outbound,
             last,
+            // The SRE book's rule: a request that failed on an overloaded
+            // callee is answered "overloaded; don't retry".
+            overloaded: overloaded && outbound.failed,
         }
     }
 
@@ -638,7 +650,7 @@ impl RetryClient {
 
     /// Reports a failed call, and records the call's outcome into the
     /// current request's record, where the server layer finds it.
-    fn conclude(&self, edge: &EdgeState, outcome: CallOutcome, overloaded: bool) -> Outbound {
+    fn conclude(&self, edge: &EdgeState, outcome: CallOutcome) -> Outbound {
         if let Some(reason) = outcome.stop_reason() {
             self.observer.call_failed(&CallFailed {
                 service: self.service,
@@ -647,13 +659,6 @@ impl RetryClient {
             });
         }
         let outbound = outcome.outbound(edge.dependency, edge.mode);
-        if overloaded && outbound.failed {
-            // The SRE book's rule: a request that failed on an overloaded
-            // callee is answered "overloaded; don't retry".
-            if let Some(c) = context::current() {
-                c.set_overload_below();
-            }
-        }
         // A call the caller's own breaker or throttle failed fast never
         // reached the dependency: the dependency analysis does not see it
         // fail, so a request that fails for it is claimed by this service.

@@ -2,24 +2,23 @@
 //! (the trace) and when its caller stops waiting (the deadline).
 //!
 //! The server layer's observer opens a [`RequestContext`] for every inbound
-//! request and hands it to the handler, which makes it the task's current
-//! context while it serves; the retry client reads the deadline with
-//! [`current_deadline`]. The record of outbound outcomes, from which the
+//! request and hands it to the handler in the request's extensions; the
+//! handler passes it on to its work and its calls (the trace to write, the
+//! deadline to keep), a copy of a few words, with no task-local to swap in
+//! and out on every poll. The record of outbound outcomes, from which the
 //! claim is decided, is `tower-error-ownership`'s
-//! ([`tower_error_ownership::record`]), beside it.
+//! ([`tower_error_ownership::record`]), the one task-local of a request.
 //!
 //! A service that *loses its context* — spawns its outbound work on a task
 //! that does not carry it, as real services do when they forget to
 //! propagate it — makes its calls outside the record. Its analysis then sees
 //! no outbound failure and it claims its own error (rule 4). The fleet
 //! simulates exactly that: it runs a dropped-context service's calls on a
-//! freshly spawned task, which carries neither.
+//! freshly spawned task, which carries no record, and without the
+//! request's deadline.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::futures::TaskLocalFuture;
 use tokio::time::Instant;
 
 /// Header carrying the trace down the call tree: the root request's id and
@@ -151,7 +150,7 @@ fn write_decimal(buf: &mut [u8], mut end: usize, mut n: u64) -> usize {
 }
 
 /// The context of one inbound request.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct RequestContext {
     /// Where the request sits in its call tree.
     pub trace: Trace,
@@ -165,9 +164,6 @@ pub struct RequestContext {
     /// (`deadline: propagate`), so that its work acts on it; a deadline
     /// known but not propagated is only observed (late attempts).
     pub deadline_propagated: bool,
-    /// A call it made failed on an overloaded callee's answer (the `sre`
-    /// dialect's "task overloaded" or "overloaded; don't retry").
-    overload_below: AtomicBool,
 }
 
 impl RequestContext {
@@ -178,7 +174,6 @@ impl RequestContext {
             is_root,
             deadline: None,
             deadline_propagated: false,
-            overload_below: AtomicBool::new(false),
         }
     }
 
@@ -190,43 +185,10 @@ impl RequestContext {
         self
     }
 
-    /// Notes that a call failed on an overloaded callee's answer.
-    pub fn set_overload_below(&self) {
-        self.overload_below.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether a call failed on an overloaded callee's answer.
-    pub fn overload_below(&self) -> bool {
-        self.overload_below.load(Ordering::Relaxed)
-    }
-
     /// The deadline the service acts on: the one its caller propagated.
     pub fn propagated_deadline(&self) -> Option<Instant> {
         self.deadline.filter(|_| self.deadline_propagated)
     }
-}
-
-tokio::task_local! {
-    static CURRENT: Arc<RequestContext>;
-}
-
-/// The current task's request context's deadline, if it carries a context
-/// with one (no reference count is taken).
-pub fn current_deadline() -> Option<Instant> {
-    CURRENT.try_with(|c| c.deadline).ok().flatten()
-}
-
-/// The current task's request context, if it carries one.
-pub fn current() -> Option<Arc<RequestContext>> {
-    CURRENT.try_with(Arc::clone).ok()
-}
-
-/// Runs `fut` with `ctx` as the current request context.
-pub fn scope<F: std::future::Future>(
-    ctx: Arc<RequestContext>,
-    fut: F,
-) -> TaskLocalFuture<Arc<RequestContext>, F> {
-    CURRENT.scope(ctx, fut)
 }
 
 #[cfg(test)]
@@ -390,17 +352,5 @@ mod tests {
         let d = deadline_header_value(Duration::from_millis(250));
         assert!(d.is_sensitive());
         assert_eq!(d, "250");
-    }
-
-    #[tokio::test]
-    async fn context_is_found_in_scope_and_lost_across_spawn() {
-        let ctx = Arc::new(RequestContext::new(Trace { root: 1, depth: 0 }, true));
-        scope(ctx, async {
-            assert!(current().is_some());
-            let lost = tokio::spawn(async { current().is_none() }).await.unwrap();
-            assert!(lost, "a spawned task must not see the context");
-        })
-        .await;
-        assert!(current().is_none());
     }
 }

@@ -37,6 +37,7 @@ impl RetryClient {
         Called {
             outbound: self.conclude_hedged(edge, race),
             last,
+            overloaded: false,
         }
     }
 

@@ -165,7 +165,7 @@ impl std::fmt::Debug for LabObserver {
 }
 
 impl tower_error_ownership::Observer for LabObserver {
-    type Tag = (Arc<RequestContext>, Instant, Option<ProxiedAttempt>);
+    type Tag = (RequestContext, Instant, Option<ProxiedAttempt>);
 
     /// Reads (or opens) the root trace and the deadline, and hands the
     /// context to the handler in the request's extensions.
@@ -182,8 +182,8 @@ impl tower_error_ownership::Observer for LabObserver {
         };
         let started = Instant::now();
         let (deadline, propagated) = deadline(&self.control, req.headers(), is_root, started);
-        let ctx = Arc::new(RequestContext::new(trace, is_root).with_deadline(deadline, propagated));
-        req.extensions_mut().insert(ctx.clone());
+        let ctx = RequestContext::new(trace, is_root).with_deadline(deadline, propagated);
+        req.extensions_mut().insert(ctx);
         let proxied = self.proxied_attempt(req.headers(), trace, is_root);
         if let Some(a) = proxied {
             // For the replica that serves it: which replica the proxy sent

@@ -11,7 +11,7 @@ use axum::Router;
 use tokio::time::Instant;
 
 use crate::fleet::workers::QueueFull;
-use crate::middleware::context::{self, Trace};
+use crate::middleware::context::RequestContext;
 use crate::middleware::Observer as _;
 use crate::sidecar::retries::ProxiedAttempt;
 use crate::topology::{Fault, Phase};
@@ -91,9 +91,7 @@ fn refuse(rt: &ServiceRuntime, refusal: Refusal, body: &'static str) -> Response
 async fn handle(State(rt): State<Arc<ServiceRuntime>>, mut req: Request) -> Response {
     // The layer's observer opened the request's context (none in the
     // plain baseline, which runs no layer): current while it is served.
-    let ctx = req
-        .extensions_mut()
-        .remove::<Arc<context::RequestContext>>();
+    let ctx = req.extensions_mut().remove::<RequestContext>();
     // Sent by a caller's sidecar: the proxy chose this replica (its
     // caller's client, which counts the replicas it sends to, did not).
     if let Some(a) = req.extensions().get::<ProxiedAttempt>() {
@@ -109,19 +107,16 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, mut req: Request) -> Resp
         );
     }
     drop(req);
-    match ctx {
-        Some(c) => context::scope(c, serve_replica(rt)).await,
-        None => serve_replica(rt).await,
-    }
+    serve_replica(rt, ctx).await
 }
 
-async fn serve_replica(rt: Arc<ServiceRuntime>) -> Response {
+async fn serve_replica(rt: Arc<ServiceRuntime>, ctx: Option<RequestContext>) -> Response {
     if !rt.replicated {
-        return serve_request(rt).await;
+        return serve_request(rt, ctx).await;
     }
     let (id, replica, metrics) = (rt.id, rt.replica, rt.metrics.clone());
     metrics.replica_request(id, replica);
-    let res = serve_request(rt).await;
+    let res = serve_request(rt, ctx).await;
     if error_ownership::is_error_status(res.status().as_u16()) {
         metrics.replica_error(id, replica);
     }
@@ -133,7 +128,7 @@ async fn serve_replica(rt: Arc<ServiceRuntime>) -> Response {
 /// work ends (whether or not its caller still waits: a job queued for a
 /// caller that left still takes a worker), and how long that took moves
 /// the limit.
-async fn serve_request(rt: Arc<ServiceRuntime>) -> Response {
+async fn serve_request(rt: Arc<ServiceRuntime>, ctx: Option<RequestContext>) -> Response {
     let admitted = match &rt.limit {
         None => None,
         Some(limit) => match limit.try_enter() {
@@ -144,7 +139,7 @@ async fn serve_request(rt: Arc<ServiceRuntime>) -> Response {
             }
         },
     };
-    serve_admitted(rt, admitted).await
+    serve_admitted(rt, admitted, ctx).await
 }
 
 /// Whether an answer failed for want of capacity (a shed, a passed
@@ -153,9 +148,11 @@ fn dropped(a: &Answer) -> bool {
     a.own && matches!(a.status, 503 | 504)
 }
 
-async fn serve_admitted(rt: Arc<ServiceRuntime>, admitted: Option<Admitted>) -> Response {
-    let ctx = context::current();
-    let trace = ctx.as_ref().map(|c| c.trace);
+async fn serve_admitted(
+    rt: Arc<ServiceRuntime>,
+    admitted: Option<Admitted>,
+    ctx: Option<RequestContext>,
+) -> Response {
     if !rt.admit() {
         if let Some(a) = admitted {
             a.answered(true);
@@ -163,25 +160,20 @@ async fn serve_admitted(rt: Arc<ServiceRuntime>, admitted: Option<Admitted>) -> 
         return refuse(&rt, Refusal::Overloaded, "over capacity: shedding\n");
     }
     let Some(pool) = rt.workers.clone() else {
-        let (answer, _) = work(rt, trace, Instant::now()).await;
+        let (answer, _) = work(rt, ctx, Instant::now()).await;
         if let Some(a) = admitted {
             a.answered(dropped(&answer));
         }
         return respond(answer);
     };
-    // The job runs on a task of its own, inside this request's context and
-    // record (the crate's explicit helper: a bare spawn would drop them), so
-    // it goes on when the caller leaves and this future is dropped.
-    let scope = ctx.clone();
+    // The job runs on a task of its own, with this request's context and
+    // inside its record (the crate's explicit helper: a bare spawn would
+    // drop it), so it goes on when the caller leaves and this future is
+    // dropped.
     let rec = record::current();
     let me = rt.clone();
     let job = move |start: Instant| async move {
-        let fut = async move {
-            match scope {
-                Some(c) => context::scope(c, work(rt, trace, start)).await,
-                None => work(rt, trace, start).await,
-            }
-        };
+        let fut = work(rt, ctx, start);
         let out = match rec {
             Some(r) => record::scope(r, fut).await,
             None => fut.await,
@@ -192,7 +184,7 @@ async fn serve_admitted(rt: Arc<ServiceRuntime>, admitted: Option<Admitted>) -> 
         out
     };
     // A deadline its caller propagated skips the job once passed.
-    let deadline = ctx.as_ref().and_then(|c| c.propagated_deadline());
+    let deadline = ctx.and_then(|c| c.propagated_deadline());
     match pool.submit(deadline, job) {
         Err(QueueFull) => {
             if let Some(l) = &me.limit {
@@ -210,11 +202,17 @@ async fn serve_admitted(rt: Arc<ServiceRuntime>, admitted: Option<Admitted>) -> 
     }
 }
 
-/// The service's work for one request begun at `start`: its service time
-/// (until `start` + work + injected latency), its fault, its calls. Also
-/// when it ideally ended: at the end of its service time when it made no
-/// calls, else when its calls came back.
-async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> (Answer, Instant) {
+/// The service's work for one request (in its context `ctx`, when the
+/// layer opened one) begun at `start`: its service time (until `start` +
+/// work + injected latency), its fault, its calls. Also when it ideally
+/// ended: at the end of its service time when it made no calls, else when
+/// its calls came back.
+async fn work(
+    rt: Arc<ServiceRuntime>,
+    ctx: Option<RequestContext>,
+    start: Instant,
+) -> (Answer, Instant) {
+    let trace = ctx.map(|c| c.trace);
     let service_fault = rt.fault();
     // The service's fault when it is on this endpoint, else the endpoint's
     // own; a fault that names other replicas is none here.
@@ -241,28 +239,40 @@ async fn work(rt: Arc<ServiceRuntime>, trace: Option<Trace>, start: Instant) -> 
         rt.run_calls_plain(http).await
     } else if rt.context_dropped() {
         // Lose the context the way real services do: do the outbound work
-        // on a task that does not carry it. The lab's trace still rides
-        // along explicitly, as a mesh sidecar's would.
+        // on a task that does not carry the request's record, without its
+        // deadline, and without learning that a call failed on an
+        // overloaded callee. The lab's trace still rides along
+        // explicitly, as a mesh sidecar's would.
         let rt2 = rt.clone();
-        tokio::spawn(async move { rt2.run_calls(trace).await })
+        let lost = CallsFailed {
+            last: None,
+            overloaded: false,
+        };
+        tokio::spawn(async move { rt2.run_calls(trace, None).await })
             .await
-            .unwrap_or(Err(CallsFailed { last: None }))
+            .unwrap_or(Err(lost))
+            .map_err(|e| CallsFailed {
+                overloaded: false,
+                ..e
+            })
     } else {
-        rt.run_calls(trace).await
+        rt.run_calls(trace, ctx.and_then(|c| c.deadline)).await
     };
     let answer = match calls {
         Ok(()) => finish(&rt, fault),
         // No attempt left: its own breaker, throttle or deadline failed the
         // call, an error it caused (the record says so already).
-        Err(CallsFailed { last: None }) => Answer {
+        Err(CallsFailed { last: None, .. }) => Answer {
             status: rt.errors.own,
             own: false,
             body: "dependency not called\n",
             dont_retry: false,
         },
-        Err(CallsFailed { last: Some(last) }) => {
-            let overloaded = rt.dialect() == Some(Signal::Sre)
-                && context::current().is_some_and(|c| c.overload_below());
+        Err(CallsFailed {
+            last: Some(last),
+            overloaded,
+        }) => {
+            let overloaded = rt.dialect() == Some(Signal::Sre) && overloaded;
             Answer {
                 status: rt.errors.passed.status(last),
                 own: false,
