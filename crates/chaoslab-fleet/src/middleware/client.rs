@@ -320,7 +320,13 @@ impl RetryClient {
             // Every copy of the claim header: a repeated one is ambiguous
             // and reads as missing, for the claim and the dialect alike
             // (which also reads the claim under this edge's header name).
-            let claim_value = one_value(headers.get_all(&self.header).iter().map(|v| v.as_bytes()));
+            // Only an error's claim is read: a success's says nothing the
+            // call needs, and the look-up hashes the name on every hop.
+            let claim_value = if is_error_status(status) {
+                one_value(headers.get_all(&self.header).iter().map(|v| v.as_bytes()))
+            } else {
+                None
+            };
             let claim = Claim::parse(claim_value);
             let claim_wire = claim_value.map(WireValue::of);
             // Every dialect is silent on a success: its headers are read

@@ -47,13 +47,55 @@ pub static DEADLINE: http::HeaderName = http::HeaderName::from_static(DEADLINE_H
 /// garbage), reads as no deadline: a peer's bad header never fails a
 /// request, it only loses the deadline.
 pub fn deadline_from_headers(headers: &http::HeaderMap) -> Option<Duration> {
-    let v = headers.get(&DEADLINE)?.as_bytes().trim_ascii();
+    deadline_from_value(headers.get(&DEADLINE)?)
+}
+
+/// Reads a deadline header's value, as [`deadline_from_headers`] does.
+pub fn deadline_from_value(v: &http::HeaderValue) -> Option<Duration> {
+    let v = v.as_bytes().trim_ascii();
     if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
         return None;
     }
     // Digits only: the one failure left is overflow.
     let ms: u64 = std::str::from_utf8(v).ok()?.parse().ok()?;
     Some(Duration::from_millis(ms))
+}
+
+/// The lab's headers on an inbound request: its trace and its deadline,
+/// the first value of each (as `HeaderMap::get` reads them).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Carried<'a> {
+    /// The trace header's value.
+    pub trace: Option<&'a http::HeaderValue>,
+    /// The deadline header's value.
+    pub deadline: Option<&'a http::HeaderValue>,
+}
+
+/// Up to this many headers, [`Carried::of`] reads a request's headers in
+/// one pass, comparing names, rather than hashing each name it looks up.
+const SCANNED: usize = 12;
+
+impl<'a> Carried<'a> {
+    /// Both headers of `headers`, read on every hop: over a request's
+    /// few headers one pass comparing names costs less than the two
+    /// look-ups, each of which hashes its name.
+    pub fn of(headers: &'a http::HeaderMap) -> Carried<'a> {
+        if headers.len() > SCANNED {
+            return Carried {
+                trace: headers.get(&TRACE),
+                deadline: headers.get(&DEADLINE),
+            };
+        }
+        let mut c = Carried::default();
+        for (name, value) in headers {
+            if *name == TRACE {
+                c.trace.get_or_insert(value);
+            } else if *name == DEADLINE {
+                c.deadline.get_or_insert(value);
+            }
+        }
+        c
+    }
 }
 
 /// The deadline header's value for `left`, rounded down to the
@@ -81,16 +123,20 @@ pub trait TraceHeader: Sized {
     /// Reads the trace header. A missing or malformed root yields `None`
     /// (the request opens a new root); a missing or malformed depth reads
     /// as 0. A peer's bad header never fails a request.
-    fn from_headers(headers: &http::HeaderMap) -> Option<Self>;
+    fn from_headers(headers: &http::HeaderMap) -> Option<Self> {
+        Self::from_value(headers.get(&TRACE)?)
+    }
+    /// Reads a trace header's value, as [`TraceHeader::from_headers`]
+    /// does.
+    fn from_value(v: &http::HeaderValue) -> Option<Self>;
     /// The header value that carries this trace.
     fn header_value(self) -> http::HeaderValue;
 }
 
 impl TraceHeader for Trace {
-    fn from_headers(headers: &http::HeaderMap) -> Option<Trace> {
+    fn from_value(v: &http::HeaderValue) -> Option<Trace> {
         // Read as `str::parse` reads the text, but on the bytes: every
         // request pays for this (see the test against the `str` way).
-        let v = headers.get(&TRACE)?;
         let v = v.to_str().ok()?.as_bytes().trim_ascii();
         let (root, depth) = match v.iter().position(|&b| b == b'-') {
             Some(i) => (&v[..i], &v[i + 1..]),
@@ -352,5 +398,35 @@ mod tests {
         let d = deadline_header_value(Duration::from_millis(250));
         assert!(d.is_sensitive());
         assert_eq!(d, "250");
+    }
+
+    #[test]
+    fn the_lab_headers_read_in_one_pass_as_by_name() {
+        // A few headers (one pass) and many (look-ups by name), each with
+        // a repeated trace: the first value is read, as `get` reads it.
+        for others in [1, 30] {
+            let mut h = http::HeaderMap::new();
+            for k in 0..others {
+                h.insert(
+                    http::HeaderName::try_from(format!("x-other-{k}")).unwrap(),
+                    http::HeaderValue::from_static("1"),
+                );
+            }
+            assert!(Carried::of(&h).trace.is_none() && Carried::of(&h).deadline.is_none());
+            h.append(&TRACE, http::HeaderValue::from_static("7-2"));
+            h.append(&TRACE, http::HeaderValue::from_static("9-1"));
+            h.insert(&DEADLINE, http::HeaderValue::from_static("250"));
+            let c = Carried::of(&h);
+            assert_eq!(c.trace, h.get(&TRACE), "{others} other headers");
+            assert_eq!(c.deadline, h.get(&DEADLINE));
+            assert_eq!(
+                c.trace.and_then(Trace::from_value),
+                Some(Trace { root: 7, depth: 2 })
+            );
+            assert_eq!(
+                c.deadline.and_then(deadline_from_value),
+                Some(Duration::from_millis(250))
+            );
+        }
     }
 }

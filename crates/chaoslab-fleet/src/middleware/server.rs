@@ -170,7 +170,9 @@ impl tower_error_ownership::Observer for LabObserver {
     /// Reads (or opens) the root trace and the deadline, and hands the
     /// context to the handler in the request's extensions.
     fn opened<B>(&self, req: &mut Request<B>) -> Self::Tag {
-        let (trace, is_root) = match Trace::from_headers(req.headers()) {
+        let carried = context::Carried::of(req.headers());
+        let sent = carried.deadline.and_then(context::deadline_from_value);
+        let (trace, is_root) = match carried.trace.and_then(Trace::from_value) {
             Some(t) => (t, false),
             None => (
                 Trace {
@@ -181,7 +183,7 @@ impl tower_error_ownership::Observer for LabObserver {
             ),
         };
         let started = Instant::now();
-        let (deadline, propagated) = deadline(&self.control, req.headers(), is_root, started);
+        let (deadline, propagated) = deadline(&self.control, sent, is_root, started);
         let ctx = RequestContext::new(trace, is_root).with_deadline(deadline, propagated);
         req.extensions_mut().insert(ctx);
         let proxied = self.proxied_attempt(req.headers(), trace, is_root);
@@ -278,17 +280,17 @@ impl LabObserver {
 }
 
 /// A request's deadline, arriving at `now`, and whether it was propagated:
-/// the one its caller sent in the deadline header (propagated), and for a
+/// the one its caller sent in the deadline header (`sent`: propagated), and for a
 /// request that opens a root the end user's patience (propagated when the
 /// fleet says so); the earlier of the two when both are known. A deadline
 /// beyond the clock's range is no deadline.
 fn deadline(
     control: &OwnershipControl,
-    headers: &http::HeaderMap,
+    sent: Option<Duration>,
     is_root: bool,
     now: Instant,
 ) -> (Option<Instant>, bool) {
-    let sent = context::deadline_from_headers(headers).and_then(|d| now.checked_add(d));
+    let sent = sent.and_then(|d| now.checked_add(d));
     let user = if is_root {
         control.root_timeout().and_then(|t| now.checked_add(t))
     } else {
@@ -306,12 +308,15 @@ fn deadline(
 mod tests {
     use super::*;
 
-    fn headers(deadline: Option<&str>) -> http::HeaderMap {
+    /// The deadline a request carrying `deadline` in its header was sent.
+    fn headers(deadline: Option<&str>) -> Option<Duration> {
         let mut h = http::HeaderMap::new();
         if let Some(v) = deadline {
             h.insert(context::DEADLINE_HEADER, v.parse().unwrap());
         }
-        h
+        context::Carried::of(&h)
+            .deadline
+            .and_then(context::deadline_from_value)
     }
 
     #[test]
@@ -320,38 +325,38 @@ mod tests {
         let now = Instant::now();
         let c = OwnershipControl::default();
         // Nothing known: no deadline, whether root or not.
-        assert_eq!(deadline(&c, &headers(None), true, now), (None, false));
+        assert_eq!(deadline(&c, headers(None), true, now), (None, false));
         // A caller's header is a propagated deadline; garbage is none.
         assert_eq!(
-            deadline(&c, &headers(Some("80")), false, now),
+            deadline(&c, headers(Some("80")), false, now),
             (Some(now + ms(80)), true)
         );
         assert_eq!(
-            deadline(&c, &headers(Some("-80")), false, now),
+            deadline(&c, headers(Some("-80")), false, now),
             (None, false)
         );
         // The farthest a header can say is still a deadline, far away.
         let far = u64::MAX.to_string();
-        assert!(deadline(&c, &headers(Some(&far)), false, now).0 > Some(now + ms(1 << 40)));
+        assert!(deadline(&c, headers(Some(&far)), false, now).0 > Some(now + ms(1 << 40)));
         // The end user's patience: known at a root, acted on when propagated.
         c.set_root_deadline(Some(ms(300)), false);
         assert_eq!(
-            deadline(&c, &headers(None), true, now),
+            deadline(&c, headers(None), true, now),
             (Some(now + ms(300)), false)
         );
-        assert_eq!(deadline(&c, &headers(None), false, now), (None, false));
+        assert_eq!(deadline(&c, headers(None), false, now), (None, false));
         c.set_root_deadline(Some(ms(300)), true);
         assert_eq!(
-            deadline(&c, &headers(None), true, now),
+            deadline(&c, headers(None), true, now),
             (Some(now + ms(300)), true)
         );
         // Both: the earlier.
         assert_eq!(
-            deadline(&c, &headers(Some("120")), true, now),
+            deadline(&c, headers(Some("120")), true, now),
             (Some(now + ms(120)), true)
         );
         c.set_root_deadline(None, true);
         assert_eq!(c.root_timeout(), None);
-        assert_eq!(deadline(&c, &headers(None), true, now), (None, false));
+        assert_eq!(deadline(&c, headers(None), true, now), (None, false));
     }
 }
