@@ -50,6 +50,9 @@ use tower_error_ownership::record;
 use super::edge::Books;
 pub use super::edge::{EdgeState, MAX_IN_FLIGHT_PER_EDGE};
 
+/// [`RETRY_ATTEMPT_HEADER`] as a ready header name.
+static RETRY_ATTEMPT: HeaderName = HeaderName::from_static(RETRY_ATTEMPT_HEADER);
+
 /// A time no attempt reaches (tokio's own "far future" for a timeout past
 /// the clock's range: about 30 years).
 pub(super) const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
@@ -282,27 +285,36 @@ impl RetryClient {
             Some(mesh) if edge.in_process => mesh,
             _ => &self.http,
         };
-        let mut req = http.get(url);
-        if let Some(t) = trace {
-            req = req.header(&TRACE, t.header_value());
-        }
-        // Through a sidecar: one attempt per call, numbered, so the callee
-        // can count the proxy's retries.
-        if let Some(calls) = &edge.proxied {
-            req = req.header(&CALL, calls.next(edge.id));
-        }
-        if propagate {
-            req = req.header(&DEADLINE, context::deadline_header_value(timeout));
-        }
-        if signal == Some(Signal::Sre) {
-            // The SRE book's retry counter: how many times this call was
-            // tried before, for the callee's histogram.
-            req = req.header(RETRY_ATTEMPT_HEADER, attempt);
+        // The request itself rather than a builder: a builder is moved
+        // whole on every header it is given.
+        let mut req = http.get(url).build();
+        if let Ok(req) = &mut req {
+            let headers = req.headers_mut();
+            if let Some(t) = trace {
+                headers.insert(&TRACE, t.header_value());
+            }
+            // Through a sidecar: one attempt per call, numbered, so the
+            // callee can count the proxy's retries.
+            if let Some(calls) = &edge.proxied {
+                headers.insert(&CALL, calls.next(edge.id));
+            }
+            if propagate {
+                headers.insert(&DEADLINE, context::deadline_header_value(timeout));
+            }
+            if signal == Some(Signal::Sre) {
+                // The SRE book's retry counter: how many times this call
+                // was tried before, for the callee's histogram.
+                headers.insert(&RETRY_ATTEMPT, http::HeaderValue::from(attempt));
+            }
         }
         // One timer for the whole attempt, held in place (reqwest's own
         // per-request timeout boxes one).
         let attempt = async {
-            let res = match req.send().await {
+            let sent = match req {
+                Ok(req) => http.execute(req).await,
+                Err(e) => Err(e),
+            };
+            let res = match sent {
                 Ok(res) => res,
                 Err(e) => {
                     if is_out_of_files(&e) {
