@@ -202,7 +202,11 @@ pub const LARGE_RING: usize = 384 << 20;
 /// sample is copied into every slot, so the whole ring is allocated and
 /// touched at the start, and later samples overwrite slots in place. A long
 /// run keeps the same memory from its first second to its last, forgetting
-/// its oldest samples.
+/// its oldest samples, all but one: the first taken at or after the time
+/// given to [`Series::keep_first_from`] (the report's start), which is
+/// kept aside when the ring forgets it, so that a report over the whole
+/// run still has its counters at both ends (a mesh of thousands holds
+/// some fifteen seconds in its ring).
 #[derive(Debug, Clone)]
 pub struct Series {
     cap: usize,
@@ -210,6 +214,10 @@ pub struct Series {
     /// Index of the oldest sample.
     head: usize,
     len: usize,
+    /// The time whose first sample is kept when the ring forgets it.
+    keep_from: Option<Duration>,
+    /// That sample, once the ring has forgotten it.
+    kept: Option<Sample>,
 }
 
 impl Series {
@@ -220,7 +228,17 @@ impl Series {
             buf: Vec::new(),
             head: 0,
             len: 0,
+            keep_from: None,
+            kept: None,
         }
+    }
+
+    /// Keeps the first sample taken at or after `t` however long the run
+    /// goes on: the ring's others come and go, this one stays, before
+    /// them (one sample more than the ring's capacity, at the most).
+    pub fn keep_first_from(&mut self, t: Duration) {
+        self.keep_from = Some(t);
+        self.kept = None;
     }
 
     /// A capacity that keeps the series near `bytes` for a fleet of this
@@ -278,6 +296,13 @@ impl Series {
                 .collect();
         }
         let slot = (self.head + self.len) % self.cap;
+        if self.len == self.cap {
+            // The oldest goes: kept aside if it is the one to keep.
+            let oldest = &self.buf[slot];
+            if self.kept.is_none() && self.keep_from.is_some_and(|t| oldest.t >= t) {
+                self.kept = Some(oldest.clone());
+            }
+        }
         self.buf[slot].clone_from(&s);
         if self.len < self.cap {
             self.len += 1;
@@ -287,12 +312,16 @@ impl Series {
     }
 
     fn get(&self, i: usize) -> &Sample {
-        &self.buf[(self.head + i) % self.cap]
+        match &self.kept {
+            Some(k) if i == 0 => k,
+            Some(_) => &self.buf[(self.head + i - 1) % self.cap],
+            None => &self.buf[(self.head + i) % self.cap],
+        }
     }
 
     /// The newest sample.
     pub fn latest(&self) -> Option<&Sample> {
-        (self.len > 0).then(|| self.get(self.len - 1))
+        (!self.is_empty()).then(|| self.get(self.len() - 1))
     }
 
     /// The newest sample taken at or before `t`.
@@ -312,23 +341,26 @@ impl Series {
 
     /// Every sample, oldest first.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Sample> + ExactSizeIterator {
-        (0..self.len).map(move |i| self.get(i))
+        (0..self.len()).map(move |i| self.get(i))
     }
 
-    /// How many samples are held.
+    /// How many samples are held (the one kept aside with the ring's).
     pub fn len(&self) -> usize {
-        self.len
+        self.len + usize::from(self.kept.is_some())
     }
 
     /// Whether no sample is held.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
-    /// Forgets every sample (the memory stays reserved).
+    /// Forgets every sample (the memory stays reserved), and the one to
+    /// keep.
     pub fn clear(&mut self) {
         self.head = 0;
         self.len = 0;
+        self.keep_from = None;
+        self.kept = None;
     }
 
     /// The deepest each service's queue got over the samples with
@@ -382,6 +414,43 @@ mod tests {
         assert_eq!(ts, vec![16, 17, 18, 19]);
         s.clear();
         assert!(s.is_empty() && s.latest().is_none());
+    }
+
+    #[test]
+    fn the_reports_first_sample_outlives_the_ring() {
+        let mut s = Series::new(4);
+        s.keep_first_from(Duration::from_millis(2_500));
+        for t in 0..20 {
+            s.push(sample(t));
+        }
+        // 3 s is the first at or after 2.5 s: kept before the ring's four.
+        let ts: Vec<u64> = s.iter().map(|x| x.t.as_secs()).collect();
+        assert_eq!(ts, vec![3, 16, 17, 18, 19]);
+        assert_eq!(s.len(), 5);
+        assert_eq!(
+            s.at_or_after(Duration::from_millis(2_500))
+                .unwrap()
+                .t
+                .as_secs(),
+            3
+        );
+        assert_eq!(s.latest().unwrap().t.as_secs(), 19);
+        assert_eq!(s.iter().next_back().unwrap().t.as_secs(), 19);
+        assert_eq!(
+            s.between(Duration::from_secs(3), Duration::from_secs(17))
+                .count(),
+            2
+        );
+        // Kept once: later evictions do not move it.
+        s.push(sample(20));
+        assert_eq!(s.iter().next().unwrap().t.as_secs(), 3);
+        // A fresh start forgets it.
+        s.clear();
+        assert!(s.is_empty());
+        for t in 0..10 {
+            s.push(sample(t));
+        }
+        assert_eq!(s.len(), 4, "nothing kept without being asked");
     }
 
     #[test]

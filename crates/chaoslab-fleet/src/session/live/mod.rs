@@ -162,6 +162,17 @@ impl Live {
             ),
             None => None,
         };
+        let base = fleet.metrics().counts();
+        let state = LabState::of(&topology);
+        let prediction = model::predict(&topology, &topology.policy);
+        let serving = opts.placement.as_ref().is_some_and(Placement::serves_any);
+        let (static_radius, static_radii) = static_radii(&topology, serving);
+        let recovery_threshold = recovery_threshold(&topology);
+        // The load starts once the model and the radii are known: on a
+        // mesh of thousands they take the session's cores for seconds, in
+        // which generators already running fall behind their schedules
+        // and then send in a burst (Meta's mesh over six shards: 261 root
+        // requests a second against 50, and shards' reads timed out).
         let control = Arc::new(LoadControl::new(topology.load.rps));
         let (stop, stop_rx) = watch::channel(false);
         // A generator per root, each with its share of the rate; the
@@ -230,12 +241,6 @@ impl Live {
                 }))
             });
         let load_task = load_task.transpose()?;
-        let base = fleet.metrics().counts();
-        let state = LabState::of(&topology);
-        let prediction = model::predict(&topology, &topology.policy);
-        let serving = opts.placement.as_ref().is_some_and(Placement::serves_any);
-        let (static_radius, static_radii) = static_radii(&topology, serving);
-        let recovery_threshold = recovery_threshold(&topology);
         let mut lab = Live {
             fleet,
             topology,
@@ -431,15 +436,22 @@ impl Live {
         let now = self.elapsed();
         self.series.clear();
         self.series.push(empty_sample(now, self.base.clone()));
+        // The report measures from here now (the run's warm-up is over,
+        // or it will be measured from its end, which comes later).
+        self.series.keep_first_from(now);
         for s in 0..self.topology.services.len() {
             self.fleet.server_config(s).learner().reset();
         }
         self.latency = new_histogram();
     }
 
-    /// Starts a fresh latency histogram for the report (at warm-up's end).
+    /// Starts a fresh latency histogram for the report (at warm-up's end),
+    /// and keeps the series' first sample from now on however long the
+    /// run, so the report's counters span the whole run.
     pub fn mark_report_start(&mut self) {
         self.latency = new_histogram();
+        let now = self.elapsed();
+        self.series.keep_first_from(now);
     }
 
     /// Takes a sample. Call once per `tick`. Returns when it was taken.
