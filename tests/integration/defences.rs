@@ -301,7 +301,11 @@ fn hedging_sends_a_hedge_each_delay_and_cancels_the_losers() {
     let fast = &reports[1];
     let b = num(node(fast, "B"), "amplification");
     assert!((b - closed_form(10.0)).abs() <= 0.05, "fast B at {b}");
-    assert_eq!(num(edge(fast, "A", "B"), "hedges_cancelled"), 0.0);
+    // A callee answering in 10 ms is almost never hedged: one call in a
+    // hundred may still take over 30 ms on a loaded machine (one of 301
+    // did once, with three fleets side by side on two cores).
+    let hedged = num(edge(fast, "A", "B"), "hedges_cancelled");
+    assert!(hedged <= 0.01 * calls(fast), "{hedged} hedges of a fast B");
     let budget = &reports[2];
     let b = num(node(budget, "B"), "amplification");
     assert!((b - 1.1).abs() <= 0.05 * 1.1, "budgeted B at {b}");
