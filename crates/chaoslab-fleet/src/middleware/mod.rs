@@ -21,7 +21,6 @@ mod edge;
 mod hedged;
 pub mod server;
 mod slots;
-mod wire;
 
 pub use crate::observe::{
     Attempted, CallFailed, NoopObserver, Observer, RetrySent, Served, Trace, ABANDONED,
