@@ -1,7 +1,9 @@
 //! The headless front end: `chaoslab run TOPOLOGY --headless`.
 //!
 //! It starts a [`Session`] for the command line (and its scenario),
-//! prints a progress line a second to stderr from the snapshots, and when
+//! prints a progress line a second to stderr from the snapshots (less
+//! often on a mesh of thousands, whose snapshot takes over half a second
+//! to build: see the session's runner), and when
 //! the run ends prints the table (one per phase when the policy or a fault
 //! changed), writes the JSON and JUnit reports, the HTML page and the
 //! series, and exits 1 if an
