@@ -263,9 +263,10 @@ fn not_sent(res: &Result<Response>) -> bool {
 enum Spare {
     /// Not one: the last attempt the call may make is on its way.
     None,
-    /// The request the call began with, not sent yet.
-    First(Request),
-    Copy(Request),
+    /// The request to send: the call's own before its first attempt, or
+    /// a copy.
+    Ready(Request),
+    /// A bodiless request's all but its URL.
     Resend {
         method: http::Method,
         headers: http::HeaderMap,
@@ -279,7 +280,7 @@ impl Spare {
     /// stream.
     fn of(req: &Request) -> Spare {
         if req.body().is_some() {
-            return req.try_clone().map_or(Spare::None, Spare::Copy);
+            return req.try_clone().map_or(Spare::None, Spare::Ready);
         }
         Spare::Resend {
             method: req.method().clone(),
@@ -319,14 +320,14 @@ impl Spare {
         }
         *r.headers_mut() = headers;
         *r.version_mut() = version;
-        *self = Spare::Copy(r);
+        *self = Spare::Ready(r);
         true
     }
 
     /// The request for the next attempt, leaving nothing behind.
     fn take(&mut self) -> Option<Request> {
         match std::mem::replace(self, Spare::None) {
-            Spare::First(r) | Spare::Copy(r) => Some(r),
+            Spare::Ready(r) => Some(r),
             Spare::None | Spare::Resend { .. } => None,
         }
     }
@@ -367,7 +368,7 @@ impl Middleware for OwnershipRetry {
         if let Some(b) = &self.budget {
             b.deposit();
         }
-        let mut spare = Spare::First(req);
+        let mut spare = Spare::Ready(req);
         Box::pin(async move {
             loop {
                 let attempt = spare.take().expect("a request for every attempt");

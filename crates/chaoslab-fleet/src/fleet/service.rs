@@ -463,7 +463,7 @@ impl ServiceRuntime {
 /// A request's calls failed it: how the failing call's last attempt
 /// failed (`None`: no attempt left, the caller's own breaker, throttle or
 /// deadline stopped it, which makes the error the caller's own).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct CallsFailed {
     pub(super) last: Option<Failure>,
     /// A call of the request's failed on an overloaded callee's answer

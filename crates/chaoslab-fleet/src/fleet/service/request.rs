@@ -244,13 +244,9 @@ async fn work(
         // overloaded callee. The lab's trace still rides along
         // explicitly, as a mesh sidecar's would.
         let rt2 = rt.clone();
-        let lost = CallsFailed {
-            last: None,
-            overloaded: false,
-        };
-        tokio::spawn(async move { rt2.run_calls(trace, None).await })
-            .await
-            .unwrap_or(Err(lost))
+        let calls = tokio::spawn(async move { rt2.run_calls(trace, None).await }).await;
+        calls
+            .unwrap_or(Err(CallsFailed::default()))
             .map_err(|e| CallsFailed {
                 overloaded: false,
                 ..e
