@@ -21,6 +21,7 @@ mod edge;
 mod hedged;
 pub mod server;
 mod slots;
+mod wire;
 
 pub use crate::observe::{
     Attempted, CallFailed, NoopObserver, Observer, RetrySent, Served, Trace, ABANDONED,
