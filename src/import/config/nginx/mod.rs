@@ -198,8 +198,80 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
             _ => {}
         }
     }
-    // Whose sidecar.
-    let caller = match service_comment(&f.text) {
+    let caller = whose_sidecar(f, &server_names, &mut notes)?;
+    let chosen = one_route_per_callee(f, &routes, &upstreams, &mut notes);
+    if chosen.is_empty() {
+        notes.push(Note {
+            source: Source::new(&f.name, 1),
+            text: format!("no location passes to a service (`proxy_pass http://NAME`): nothing set on {caller}'s calls"),
+        });
+    }
+    let mut used_upstreams: Vec<&Upstream> = vec![];
+    for (target, r) in &chosen {
+        let up = upstreams.iter().find(|u| u.name == *target);
+        out.rules
+            .push(call_rule(f, &caller, (target, r), up, &mut notes));
+        if let Some(u) = up {
+            if !used_upstreams.iter().any(|x| x.name == u.name) {
+                used_upstreams.push(u);
+            }
+        }
+    }
+    for u in upstreams
+        .iter()
+        .filter(|u| !used_upstreams.iter().any(|x| x.name == u.name))
+    {
+        notes.push(Note {
+            source: Source::new(&f.name, u.line),
+            text: format!(
+                "upstream {}: no location the lab's requests take passes to it",
+                u.name
+            ),
+        });
+    }
+    let sidecar_from = sidecar_limits(f, &used_upstreams, &mut notes);
+    if !chosen.is_empty() {
+        let mut sidecar = Mapping::new();
+        sidecar.insert("kind".into(), s("nginx"));
+        let (line, what) = match &sidecar_from {
+            Some((mf, ft, line, up)) => {
+                sidecar.insert("max_fails".into(), n(*mf));
+                sidecar.insert("fail_timeout".into(), lab_time(*ft));
+                (
+                    *line,
+                    format!(
+                        "nginx upstream {up}: max_fails={mf} fail_timeout={}",
+                        lab_time(*ft).as_str().unwrap_or_default()
+                    ),
+                )
+            }
+            None => (
+                chosen[0].1.pass_line,
+                "nginx: the sidecar carrying these calls".to_string(),
+            ),
+        };
+        let mut set = Mapping::new();
+        set.insert("sidecar".into(), Value::Mapping(sidecar));
+        out.services.push(ServiceRule {
+            host: caller,
+            set,
+            source: Source::new(&f.name, line),
+            what,
+        });
+    }
+    notes.sort();
+    out.notes.extend(notes);
+    Ok(())
+}
+
+/// Whose sidecar this nginx is: the `# chaoslab: service NAME` comment,
+/// else the file's name, else the first `server_name` that names a host.
+fn whose_sidecar(
+    f: &File,
+    server_names: &[(String, usize)],
+    notes: &mut Vec<Note>,
+) -> Result<String, BadInput> {
+    Ok(match service_comment(&f.text) {
         Some((name, _)) => name,
         None => {
             let (name, line, from) = if let Some(stem) = file_stem(&f.name, &["nginx", "default"]) {
@@ -225,10 +297,20 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
             });
             name
         }
-    };
-    // One route per callee: the one the lab's `GET /` takes.
+    })
+}
+
+/// One route per callee: the one the lab's `GET /` takes (a location that
+/// takes the root over one that does not, else the first), with a note
+/// for each route left.
+fn one_route_per_callee(
+    f: &File,
+    routes: &[Route],
+    upstreams: &[Upstream],
+    notes: &mut Vec<Note>,
+) -> Vec<(String, Route)> {
     let mut chosen: Vec<(String, Route)> = vec![];
-    for r in &routes {
+    for r in routes {
         let up = upstreams.iter().find(|u| u.name == r.target);
         let host = match up {
             Some(u) => callee(
@@ -260,128 +342,129 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
             None => chosen.push((r.target.clone(), r.clone())),
         }
     }
-    if chosen.is_empty() {
+    chosen
+}
+
+/// The rule a chosen route sets on the caller's calls to its callee: the
+/// attempts its upstream's servers and `proxy_next_upstream` give, the
+/// conditions, the per-try timeout, the balancer; a note for each
+/// directive the lab does not map.
+fn call_rule(
+    f: &File,
+    caller: &str,
+    (target, r): (&String, &Route),
+    up: Option<&Upstream>,
+    notes: &mut Vec<Note>,
+) -> Rule {
+    let p = &r.proxy;
+    let at_loc = format!("location {}", r.location);
+    let (host, servers) = match up {
+        Some(u) => {
+            let addrs: Vec<&str> = u.servers.iter().map(|s| s.addr.as_str()).collect();
+            let usable = u.servers.iter().filter(|s| !s.down).count() as u32;
+            (callee(&u.name, &addrs), usable)
+        }
+        None => {
+            notes.push(Note {
+                source: Source::new(&f.name, r.pass_line),
+                text: format!("{at_loc}: `proxy_pass` to the host {target}, not an upstream: one server, so nginx never retries (a name resolving to several addresses would be one server each)"),
+            });
+            (addr_host(target).0, 1)
+        }
+    };
+    let default_next = vec!["error".to_string(), "timeout".to_string()];
+    let (words, next_line) = match &p.next {
+        Some((w, l)) => (w.clone(), Some(*l)),
+        None => (default_next, None),
+    };
+    let (on, unmapped) = conditions(&words);
+    for w in unmapped {
+        let why = match w {
+            "invalid_header" => {
+                "the lab's callees answer no empty or invalid header, so it retries nothing there"
+            }
+            _ => "the lab's requests are GETs, which nginx passes to the next server anyway",
+        };
         notes.push(Note {
-            source: Source::new(&f.name, 1),
-            text: format!("no location passes to a service (`proxy_pass http://NAME`): nothing set on {caller}'s calls"),
+            source: Source::new(&f.name, next_line.unwrap_or(r.pass_line)),
+            text: format!("{at_loc}: proxy_next_upstream `{w}`: not mapped ({why})"),
         });
     }
-    let mut sidecar_from: Option<(u32, Duration, usize, String)> = None;
-    let mut used_upstreams: Vec<&Upstream> = vec![];
-    for (target, r) in &chosen {
-        let up = upstreams.iter().find(|u| u.name == *target);
-        let p = &r.proxy;
-        let at_loc = format!("location {}", r.location);
-        let (host, servers) = match up {
-            Some(u) => {
-                let addrs: Vec<&str> = u.servers.iter().map(|s| s.addr.as_str()).collect();
-                let usable = u.servers.iter().filter(|s| !s.down).count() as u32;
-                (callee(&u.name, &addrs), usable)
-            }
-            None => {
-                notes.push(Note {
-                    source: Source::new(&f.name, r.pass_line),
-                    text: format!("{at_loc}: `proxy_pass` to the host {target}, not an upstream: one server, so nginx never retries (a name resolving to several addresses would be one server each)"),
-                });
-                (addr_host(target).0, 1)
-            }
-        };
-        let default_next = vec!["error".to_string(), "timeout".to_string()];
-        let (words, next_line) = match &p.next {
-            Some((w, l)) => (w.clone(), Some(*l)),
-            None => (default_next, None),
-        };
-        let (on, unmapped) = conditions(&words);
-        for w in unmapped {
-            let why = match w {
-                "invalid_header" => "the lab's callees answer no empty or invalid header, so it retries nothing there",
-                _ => "the lab's requests are GETs, which nginx passes to the next server anyway",
-            };
-            notes.push(Note {
-                source: Source::new(&f.name, next_line.unwrap_or(r.pass_line)),
-                text: format!("{at_loc}: proxy_next_upstream `{w}`: not mapped ({why})"),
-            });
-        }
-        let off = words.iter().any(|w| w == "off");
-        let tries = p.tries.map_or(0, |(t, _)| t);
-        let attempts = if off {
-            1
-        } else if tries == 0 {
-            servers.max(1)
-        } else {
-            tries.min(servers.max(1))
-        };
-        let mut pol = policy([
-            ("preset", s("retry")),
-            ("attempts", n(attempts)),
-            ("retry_on", Value::Sequence(on)),
-            ("backoff", s("0ms")),
-        ]);
-        let timeouts = [
-            ("proxy_read_timeout", p.read),
-            ("proxy_connect_timeout", p.connect),
-            ("proxy_send_timeout", p.send),
-        ];
-        if let Some((name, (t, _))) = timeouts.iter().find_map(|(k, v)| v.map(|v| (*k, v))) {
-            pol.insert("timeout".into(), lab_time(t));
-            for (other, v) in timeouts {
-                if let Some((o, l)) = v {
-                    if o != t {
-                        notes.push(Note {
-                            source: Source::new(&f.name, l),
-                            text: format!("{at_loc}: `{other}` {}: not mapped (the lab has one per-try timeout; {name} is taken)", super::docs::lab_duration(o).as_str().unwrap_or_default()),
-                        });
-                    }
+    let off = words.iter().any(|w| w == "off");
+    let tries = p.tries.map_or(0, |(t, _)| t);
+    let attempts = if off {
+        1
+    } else if tries == 0 {
+        servers.max(1)
+    } else {
+        tries.min(servers.max(1))
+    };
+    let mut pol = policy([
+        ("preset", s("retry")),
+        ("attempts", n(attempts)),
+        ("retry_on", Value::Sequence(on)),
+        ("backoff", s("0ms")),
+    ]);
+    let timeouts = [
+        ("proxy_read_timeout", p.read),
+        ("proxy_connect_timeout", p.connect),
+        ("proxy_send_timeout", p.send),
+    ];
+    if let Some((name, (t, _))) = timeouts.iter().find_map(|(k, v)| v.map(|v| (*k, v))) {
+        pol.insert("timeout".into(), lab_time(t));
+        for (other, v) in timeouts {
+            if let Some((o, l)) = v {
+                if o != t {
+                    notes.push(Note {
+                        source: Source::new(&f.name, l),
+                        text: format!("{at_loc}: `{other}` {}: not mapped (the lab has one per-try timeout; {name} is taken)", super::docs::lab_duration(o).as_str().unwrap_or_default()),
+                    });
                 }
             }
         }
-        if let Some((t, l)) = p.next_timeout {
-            if !t.is_zero() {
-                notes.push(Note {
-                    source: Source::new(&f.name, l),
-                    text: format!("{at_loc}: `proxy_next_upstream_timeout`: not mapped (the lab bounds a call's tries by their number and its deadline, not by a time of their own)"),
-                });
-            }
-        }
-        if let Some(u) = up {
-            if let Some((lb, _)) = u.lb {
-                pol.insert("lb".into(), s(lb));
-            }
-            if !used_upstreams.iter().any(|x| x.name == u.name) {
-                used_upstreams.push(u);
-            }
-        }
-        let source_line = p.tries.map(|(_, l)| l).or(next_line).unwrap_or(r.pass_line);
-        let what = format!(
-            "nginx {at_loc} proxy_pass http://{target}{}",
-            match (&p.tries, &p.next) {
-                (Some((t, _)), _) => format!(", proxy_next_upstream_tries {t}"),
-                (None, Some((w, _))) => format!(", proxy_next_upstream {}", w.join(" ")),
-                (None, None) => " (nginx's default proxy_next_upstream error timeout)".into(),
-            }
-        );
-        out.rules.push(Rule {
-            host,
-            from: Some(caller.clone()),
-            policy: pol,
-            source: Source::new(&f.name, source_line),
-            what,
-        });
     }
-    for u in upstreams
-        .iter()
-        .filter(|u| !used_upstreams.iter().any(|x| x.name == u.name))
-    {
-        notes.push(Note {
-            source: Source::new(&f.name, u.line),
-            text: format!(
-                "upstream {}: no location the lab's requests take passes to it",
-                u.name
-            ),
-        });
+    if let Some((t, l)) = p.next_timeout {
+        if !t.is_zero() {
+            notes.push(Note {
+                source: Source::new(&f.name, l),
+                text: format!("{at_loc}: `proxy_next_upstream_timeout`: not mapped (the lab bounds a call's tries by their number and its deadline, not by a time of their own)"),
+            });
+        }
     }
-    // The sidecar: one max_fails and fail_timeout for every server.
-    for u in &used_upstreams {
+    if let Some(u) = up {
+        if let Some((lb, _)) = u.lb {
+            pol.insert("lb".into(), s(lb));
+        }
+    }
+    let source_line = p.tries.map(|(_, l)| l).or(next_line).unwrap_or(r.pass_line);
+    let what = format!(
+        "nginx {at_loc} proxy_pass http://{target}{}",
+        match (&p.tries, &p.next) {
+            (Some((t, _)), _) => format!(", proxy_next_upstream_tries {t}"),
+            (None, Some((w, _))) => format!(", proxy_next_upstream {}", w.join(" ")),
+            (None, None) => " (nginx's default proxy_next_upstream error timeout)".into(),
+        }
+    );
+    Rule {
+        host,
+        from: Some(caller.to_string()),
+        policy: pol,
+        source: Source::new(&f.name, source_line),
+        what,
+    }
+}
+
+/// The sidecar's one `max_fails` and `fail_timeout`, and where they were
+/// read: the first live server's of the upstreams used, with a note for
+/// each server that says otherwise, is down, is a backup, or weighs
+/// differently.
+fn sidecar_limits(
+    f: &File,
+    used_upstreams: &[&Upstream],
+    notes: &mut Vec<Note>,
+) -> Option<(u32, Duration, usize, String)> {
+    let mut sidecar_from: Option<(u32, Duration, usize, String)> = None;
+    for u in used_upstreams {
         notes.extend(u.notes.iter().cloned());
         let live: Vec<&Server> = u.servers.iter().filter(|s| !s.down).collect();
         for srv in &u.servers {
@@ -426,36 +509,5 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
             }
         }
     }
-    if !chosen.is_empty() {
-        let mut sidecar = Mapping::new();
-        sidecar.insert("kind".into(), s("nginx"));
-        let (line, what) = match &sidecar_from {
-            Some((mf, ft, line, up)) => {
-                sidecar.insert("max_fails".into(), n(*mf));
-                sidecar.insert("fail_timeout".into(), lab_time(*ft));
-                (
-                    *line,
-                    format!(
-                        "nginx upstream {up}: max_fails={mf} fail_timeout={}",
-                        lab_time(*ft).as_str().unwrap_or_default()
-                    ),
-                )
-            }
-            None => (
-                chosen[0].1.pass_line,
-                "nginx: the sidecar carrying these calls".to_string(),
-            ),
-        };
-        let mut set = Mapping::new();
-        set.insert("sidecar".into(), Value::Mapping(sidecar));
-        out.services.push(ServiceRule {
-            host: caller,
-            set,
-            source: Source::new(&f.name, line),
-            what,
-        });
-    }
-    notes.sort();
-    out.notes.extend(notes);
-    Ok(())
+    sidecar_from
 }
