@@ -413,17 +413,55 @@ fn conditions(words: &[String]) -> (Vec<Value>, Vec<String>) {
 pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
     let sections = parse(f)?;
     let mut notes: Vec<Note> = vec![];
-    let note = |notes: &mut Vec<Note>, line: usize, text: String| {
-        notes.push(Note {
-            source: Source::new(&f.name, line),
-            text,
-        })
-    };
-    // Defaults in force after each section, and the named ones.
+    let proxies = proxies(f, &sections)?;
+    let caller = whose_sidecar(f, &proxies, &mut notes)?;
+    let mut first_backend: Option<usize> = None;
+    for (sec, st) in proxies.iter().filter(|(s, _)| s.kind != "frontend") {
+        first_backend = first_backend.or(Some(sec.line));
+        out.rules
+            .push(backend_rule(f, &caller, (sec, st), &mut notes)?);
+    }
+    match first_backend {
+        Some(line) => {
+            let mut sidecar = Mapping::new();
+            sidecar.insert("kind".into(), s("haproxy"));
+            let mut set = Mapping::new();
+            set.insert("sidecar".into(), Value::Mapping(sidecar));
+            out.services.push(ServiceRule {
+                host: caller,
+                set,
+                source: Source::new(&f.name, line),
+                what: "HAProxy: the sidecar carrying these calls".into(),
+            });
+        }
+        None => note(
+            f,
+            &mut notes,
+            1,
+            format!("no backend or listen section: nothing set on {caller}'s calls"),
+        ),
+    }
+    notes.sort();
+    out.notes.extend(notes);
+    Ok(())
+}
+
+/// A note on `f` at `line`.
+fn note(f: &File, notes: &mut Vec<Note>, line: usize, text: String) {
+    notes.push(Note {
+        source: Source::new(&f.name, line),
+        text,
+    })
+}
+
+/// The frontends, backends and listen sections, each with the settings
+/// in force in it: its own over the defaults section it names (`from`),
+/// else over the last unnamed one before it.
+fn proxies(f: &File, sections: &[Section]) -> Result<Vec<(Section, Settings)>, BadInput> {
     let mut named: Vec<(String, Settings)> = vec![];
     let mut last = Settings::default();
     let mut proxies: Vec<(Section, Settings)> = vec![];
-    for sec in &sections {
+    for sec in sections {
         let base = match &sec.from {
             Some(from) => named
                 .iter()
@@ -455,7 +493,17 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
             _ => {}
         }
     }
-    let caller = match service_comment(&f.text) {
+    Ok(proxies)
+}
+
+/// Whose sidecar this HAProxy is: the `# chaoslab: service NAME` comment,
+/// else the file's name, else its frontend's name.
+fn whose_sidecar(
+    f: &File,
+    proxies: &[(Section, Settings)],
+    notes: &mut Vec<Note>,
+) -> Result<String, BadInput> {
+    Ok(match service_comment(&f.text) {
         Some((name, _)) => name,
         None => {
             let front = proxies.iter().find(|(s, _)| s.kind == "frontend");
@@ -471,168 +519,167 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
                     "cannot tell whose sidecar this HAProxy is: write `# chaoslab: service NAME` in the file",
                 ));
             };
-            note(&mut notes, line, format!("this HAProxy is taken to be the sidecar of {name}, from {from} (write `# chaoslab: service NAME` to say so)"));
+            note(f, notes, line, format!("this HAProxy is taken to be the sidecar of {name}, from {from} (write `# chaoslab: service NAME` to say so)"));
             name
         }
+    })
+}
+
+/// The rule a backend (or listen section) sets on the caller's calls to
+/// its servers: the attempts its `retries` and `retry-on` give, the
+/// conditions, redispatch, the per-try timeout, the balancer; a note for
+/// each directive the lab does not map.
+fn backend_rule(
+    f: &File,
+    caller: &str,
+    (sec, st): (&Section, &Settings),
+    notes: &mut Vec<Note>,
+) -> Result<Rule, BadInput> {
+    let what_sec = format!("HAProxy {} {}", sec.kind, sec.name);
+    let addrs: Vec<&str> = sec.servers.iter().map(|x| x.addr.as_str()).collect();
+    let host = callee(&sec.name, &addrs);
+    let (words, on_line) = match &st.retry_on {
+        Some((w, l)) => (w.clone(), Some(*l)),
+        None => (vec!["conn-failure".to_string()], None),
     };
-    let mut first_backend: Option<usize> = None;
-    for (sec, st) in proxies.iter().filter(|(s, _)| s.kind != "frontend") {
-        first_backend = first_backend.or(Some(sec.line));
-        let what_sec = format!("HAProxy {} {}", sec.kind, sec.name);
-        let addrs: Vec<&str> = sec.servers.iter().map(|x| x.addr.as_str()).collect();
-        let host = callee(&sec.name, &addrs);
-        let (words, on_line) = match &st.retry_on {
-            Some((w, l)) => (w.clone(), Some(*l)),
-            None => (vec!["conn-failure".to_string()], None),
-        };
-        let (on, unmapped) = conditions(&words);
-        for u in unmapped {
-            note(&mut notes, on_line.unwrap_or(sec.line), format!("{what_sec}: retry-on `{u}`: not mapped (the lab's callees never answer so: nothing to retry)"));
+    let (on, unmapped) = conditions(&words);
+    for u in unmapped {
+        note(f, notes, on_line.unwrap_or(sec.line), format!("{what_sec}: retry-on `{u}`: not mapped (the lab's callees never answer so: nothing to retry)"));
+    }
+    let none = words.iter().any(|w| w == "none");
+    let retries = st.retries.map_or(3, |(r, _)| r);
+    let attempts = if none { 1 } else { retries + 1 };
+    let (redispatch, every) = st.redispatch.map_or((false, None), |(on, e, _)| (on, e));
+    let mut pol = policy([
+        ("preset", s("retry")),
+        ("attempts", n(attempts)),
+        ("retry_on", Value::Sequence(on)),
+        ("retry_other_host", Value::Bool(redispatch)),
+        ("backoff", s("0ms")),
+    ]);
+    if let (true, Some(e), Some((_, _, l))) = (redispatch, every, st.redispatch) {
+        if e != 1 && e != -1 {
+            note(f, notes, l, format!("{what_sec}: `option redispatch {e}`: not mapped (the lab sends every retry to another server, as HAProxy 2.6 was measured to)"));
         }
-        let none = words.iter().any(|w| w == "none");
-        let retries = st.retries.map_or(3, |(r, _)| r);
-        let attempts = if none { 1 } else { retries + 1 };
-        let (redispatch, every) = st.redispatch.map_or((false, None), |(on, e, _)| (on, e));
-        let mut pol = policy([
-            ("preset", s("retry")),
-            ("attempts", n(attempts)),
-            ("retry_on", Value::Sequence(on)),
-            ("retry_other_host", Value::Bool(redispatch)),
-            ("backoff", s("0ms")),
-        ]);
-        if let (true, Some(e), Some((_, _, l))) = (redispatch, every, st.redispatch) {
-            if e != 1 && e != -1 {
-                note(&mut notes, l, format!("{what_sec}: `option redispatch {e}`: not mapped (the lab sends every retry to another server, as HAProxy 2.6 was measured to)"));
+    }
+    if let Some((t, _)) = st.server {
+        pol.insert("timeout".into(), lab_time(t));
+        if let Some((c, l)) = st.connect {
+            if c != t {
+                note(f, notes, l, format!("{what_sec}: `timeout connect` {}: not mapped (the lab has one per-try timeout; `timeout server` is taken)", lab_time(c).as_str().unwrap_or_default()));
             }
         }
-        if let Some((t, _)) = st.server {
-            pol.insert("timeout".into(), lab_time(t));
-            if let Some((c, l)) = st.connect {
-                if c != t {
-                    note(&mut notes, l, format!("{what_sec}: `timeout connect` {}: not mapped (the lab has one per-try timeout; `timeout server` is taken)", lab_time(c).as_str().unwrap_or_default()));
-                }
+    } else if let Some((c, l)) = st.connect {
+        note(f, notes, l, format!("{what_sec}: `timeout connect` {}: not mapped (without `timeout server` the lab's per-try timeout stands)", lab_time(c).as_str().unwrap_or_default()));
+    }
+    if let Some((b, l)) = &st.balance {
+        match b.as_str() {
+            "roundrobin" | "static-rr" => {
+                pol.insert("lb".into(), s("round-robin"));
             }
-        } else if let Some((c, l)) = st.connect {
-            note(&mut notes, l, format!("{what_sec}: `timeout connect` {}: not mapped (without `timeout server` the lab's per-try timeout stands)", lab_time(c).as_str().unwrap_or_default()));
-        }
-        if let Some((b, l)) = &st.balance {
-            match b.as_str() {
-                "roundrobin" | "static-rr" => {
-                    pol.insert("lb".into(), s("round-robin"));
-                }
-                "random" | "random(1)" => {
-                    pol.insert("lb".into(), s("random"));
-                }
-                "random(2)" => {
-                    pol.insert("lb".into(), s("p2c"));
-                }
-                other => note(&mut notes, *l, format!("{what_sec}: `balance {other}`: not mapped (the lab balances round-robin, random or p2c)")),
+            "random" | "random(1)" => {
+                pol.insert("lb".into(), s("random"));
             }
-        }
-        // Servers: health checks, backups, weights.
-        let mut checks: Vec<String> = vec![];
-        let mut check_line = None;
-        for (p, l) in &st.default_server {
-            let key = p.as_str();
-            if CHECKS.contains(&key) && !checks.contains(&p.to_string()) {
-                checks.push(p.clone());
-                check_line = check_line.or(Some(*l));
+            "random(2)" => {
+                pol.insert("lb".into(), s("p2c"));
             }
+            other => note(f, notes, *l, format!("{what_sec}: `balance {other}`: not mapped (the lab balances round-robin, random or p2c)")),
         }
-        let mut weights = vec![];
-        for srv in &sec.servers {
-            let mut weight = 1u32;
-            let mut it = srv.params.iter();
-            while let Some(p) = it.next() {
-                match p.as_str() {
-                    "backup" => note(&mut notes, srv.line, format!("{what_sec}: server {} `backup`: not mapped (HAProxy sends to it only when every primary is down by its health checks; the lab has one pool of replicas)", srv.name)),
-                    "disabled" => note(&mut notes, srv.line, format!("{what_sec}: server {} `disabled`: not mapped (the lab's callee is the graph's replicas)", srv.name)),
-                    "weight" => {
-                        let v = it.next().and_then(|v| v.parse::<u32>().ok()).ok_or_else(|| {
-                            BadInput::at(&f.name, srv.line, format!("{what_sec}: server {}: `weight` takes a number", srv.name))
-                        })?;
-                        weight = v;
+    }
+    servers(f, &what_sec, sec, st, notes)?;
+    let source = st.retries.map(|(_, l)| l).or(on_line).unwrap_or(sec.line);
+    let what = format!(
+        "{what_sec}: {}, retry-on {}{}",
+        match st.retries {
+            Some((r, _)) => format!("retries {r}"),
+            None => "retries 3 (HAProxy's default)".into(),
+        },
+        words.join(" "),
+        if redispatch {
+            ", option redispatch"
+        } else {
+            ""
+        }
+    );
+    Ok(Rule {
+        host,
+        from: Some(caller.to_string()),
+        policy: pol,
+        source: Source::new(&f.name, source),
+        what,
+    })
+}
+
+/// A backend's servers: a note for its health checks, backups, disabled
+/// servers and unequal weights, none of which the lab maps.
+fn servers(
+    f: &File,
+    what_sec: &str,
+    sec: &Section,
+    st: &Settings,
+    notes: &mut Vec<Note>,
+) -> Result<(), BadInput> {
+    let mut checks: Vec<String> = vec![];
+    let mut check_line = None;
+    for (p, l) in &st.default_server {
+        let key = p.as_str();
+        if CHECKS.contains(&key) && !checks.contains(&p.to_string()) {
+            checks.push(p.clone());
+            check_line = check_line.or(Some(*l));
+        }
+    }
+    let mut weights = vec![];
+    for srv in &sec.servers {
+        let mut weight = 1u32;
+        let mut it = srv.params.iter();
+        while let Some(p) = it.next() {
+            match p.as_str() {
+                "backup" => note(f, notes, srv.line, format!("{what_sec}: server {} `backup`: not mapped (HAProxy sends to it only when every primary is down by its health checks; the lab has one pool of replicas)", srv.name)),
+                "disabled" => note(f, notes, srv.line, format!("{what_sec}: server {} `disabled`: not mapped (the lab's callee is the graph's replicas)", srv.name)),
+                "weight" => {
+                    let v = it.next().and_then(|v| v.parse::<u32>().ok()).ok_or_else(|| {
+                        BadInput::at(&f.name, srv.line, format!("{what_sec}: server {}: `weight` takes a number", srv.name))
+                    })?;
+                    weight = v;
+                }
+                k if CHECKS.contains(&k) => {
+                    let shown = match k {
+                        "check" | "agent-check" => k.to_string(),
+                        _ => format!("{k} {}", it.next().map(String::as_str).unwrap_or_default()),
+                    };
+                    if !checks.contains(&shown) {
+                        checks.push(shown);
                     }
-                    k if CHECKS.contains(&k) => {
-                        let shown = match k {
-                            "check" | "agent-check" => k.to_string(),
-                            _ => format!("{k} {}", it.next().map(String::as_str).unwrap_or_default()),
-                        };
-                        if !checks.contains(&shown) {
-                            checks.push(shown);
-                        }
-                        check_line = check_line.or(Some(srv.line));
-                    }
-                    _ => {}
+                    check_line = check_line.or(Some(srv.line));
                 }
+                _ => {}
             }
-            weights.push(weight);
         }
-        if let Some(l) = st.checks {
-            if checks.is_empty() {
-                checks.push("option httpchk".into());
-            }
-            check_line = check_line.or(Some(l));
+        weights.push(weight);
+    }
+    if let Some(l) = st.checks {
+        if checks.is_empty() {
+            checks.push("option httpchk".into());
         }
-        if let Some(l) = check_line {
-            note(&mut notes, l, format!("{what_sec}: health checks ({}): not mapped (the lab gives HAProxy no health checks; its retries go as the policy says)", checks.join(", ")));
-        }
-        if weights.iter().any(|w| *w != weights[0]) {
-            note(
-                &mut notes,
-                sec.line,
-                format!(
-                    "{what_sec}: weights {}: not mapped (the lab's replicas share calls equally)",
-                    weights
-                        .iter()
-                        .map(u32::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            );
-        }
-        let source = st.retries.map(|(_, l)| l).or(on_line).unwrap_or(sec.line);
-        let what = format!(
-            "{what_sec}: {}, retry-on {}{}",
-            match st.retries {
-                Some((r, _)) => format!("retries {r}"),
-                None => "retries 3 (HAProxy's default)".into(),
-            },
-            words.join(" "),
-            if redispatch {
-                ", option redispatch"
-            } else {
-                ""
-            }
+        check_line = check_line.or(Some(l));
+    }
+    if let Some(l) = check_line {
+        note(f, notes, l, format!("{what_sec}: health checks ({}): not mapped (the lab gives HAProxy no health checks; its retries go as the policy says)", checks.join(", ")));
+    }
+    if weights.iter().any(|w| *w != weights[0]) {
+        note(
+            f,
+            notes,
+            sec.line,
+            format!(
+                "{what_sec}: weights {}: not mapped (the lab's replicas share calls equally)",
+                weights
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         );
-        out.rules.push(Rule {
-            host,
-            from: Some(caller.clone()),
-            policy: pol,
-            source: Source::new(&f.name, source),
-            what,
-        });
     }
-    match first_backend {
-        Some(line) => {
-            let mut sidecar = Mapping::new();
-            sidecar.insert("kind".into(), s("haproxy"));
-            let mut set = Mapping::new();
-            set.insert("sidecar".into(), Value::Mapping(sidecar));
-            out.services.push(ServiceRule {
-                host: caller,
-                set,
-                source: Source::new(&f.name, line),
-                what: "HAProxy: the sidecar carrying these calls".into(),
-            });
-        }
-        None => note(
-            &mut notes,
-            1,
-            format!("no backend or listen section: nothing set on {caller}'s calls"),
-        ),
-    }
-    notes.sort();
-    out.notes.extend(notes);
     Ok(())
 }
