@@ -279,72 +279,7 @@ fn retry_policy(
             format!("{what}: no retry_on: Envoy retries on no condition"),
         );
     }
-    let mut on: Vec<Yaml> = vec![];
-    for w in &words {
-        match *w {
-            w if LAB_WORDS.contains(&w) => on.push(s(w)),
-            "retriable-status-codes" => {
-                let mut codes = vec![];
-                for c in arr(rp.get("retriable_status_codes")) {
-                    match num(Some(c)).filter(|x| x.fract() == 0.0 && (100.0..=599.0).contains(x)) {
-                        Some(x) => codes.push(n(x)),
-                        None => {
-                            let at = r.at(rp, "retriable_status_codes");
-                            r.note(at, format!("{what}.retriable_status_codes: {c} is no HTTP status, left out"));
-                        }
-                    }
-                }
-                if codes.is_empty() {
-                    let at = r.at(rp, "retry_on");
-                    r.note(at, format!("{what}: retry_on names retriable-status-codes but lists no retriable_status_codes"));
-                } else {
-                    on.push(Yaml::Mapping(policy([(
-                        "retriable-status-codes",
-                        Yaml::Sequence(codes),
-                    )])));
-                }
-            }
-            "retriable-headers" => {
-                let mut rules = vec![];
-                for h in arr(rp.get("retriable_headers")) {
-                    let name = h.get("name").and_then(Value::as_str);
-                    let exact = h
-                        .get("string_match")
-                        .and_then(|m| m.get("exact"))
-                        .or_else(|| h.get("exact_match"))
-                        .and_then(Value::as_str);
-                    match (name, exact) {
-                        (Some(name), Some(exact)) => rules.push(Yaml::Mapping(policy([
-                            ("name", s(name)),
-                            ("exact", s(exact)),
-                        ]))),
-                        _ => {
-                            let at = r.at(rp, "retriable_headers");
-                            r.note(at, format!("{what}.retriable_headers: {h} is not an exact match on a name, not mapped"));
-                        }
-                    }
-                }
-                if rules.is_empty() {
-                    let at = r.at(rp, "retry_on");
-                    r.note(
-                        at,
-                        format!(
-                            "{what}: retry_on names retriable-headers but no retriable_headers map"
-                        ),
-                    );
-                } else {
-                    on.push(Yaml::Mapping(policy([(
-                        "retriable-headers",
-                        Yaml::Sequence(rules),
-                    )])));
-                }
-            }
-            other => {
-                let at = r.at(rp, "retry_on");
-                r.note(at, format!("{what}.retry_on: `{other}` is not mapped (the lab knows no such condition)"));
-            }
-        }
-    }
+    let on = conditions(r, rp, what, &words);
     for (key, word) in [
         ("retriable_status_codes", "retriable-status-codes"),
         ("retriable_headers", "retriable-headers"),
@@ -416,4 +351,100 @@ fn retry_policy(
         }
     }
     Ok(p)
+}
+
+/// The lab's conditions for the words of a `retry_on`, with a note for
+/// each it does not map.
+fn conditions(
+    r: &mut Reader<'_>,
+    rp: &Map<String, Value>,
+    what: &str,
+    words: &[&str],
+) -> Vec<Yaml> {
+    let mut on: Vec<Yaml> = vec![];
+    for w in words {
+        match *w {
+            w if LAB_WORDS.contains(&w) => on.push(s(w)),
+            "retriable-status-codes" => on.extend(status_codes(r, rp, what)),
+            "retriable-headers" => on.extend(headers(r, rp, what)),
+            other => {
+                let at = r.at(rp, "retry_on");
+                r.note(at, format!("{what}.retry_on: `{other}` is not mapped (the lab knows no such condition)"));
+            }
+        }
+    }
+    on
+}
+
+/// `retriable-status-codes` with the codes `retriable_status_codes`
+/// lists; none when it lists none.
+fn status_codes(r: &mut Reader<'_>, rp: &Map<String, Value>, what: &str) -> Option<Yaml> {
+    let mut codes = vec![];
+    for c in arr(rp.get("retriable_status_codes")) {
+        match num(Some(c)).filter(|x| x.fract() == 0.0 && (100.0..=599.0).contains(x)) {
+            Some(x) => codes.push(n(x)),
+            None => {
+                let at = r.at(rp, "retriable_status_codes");
+                r.note(
+                    at,
+                    format!("{what}.retriable_status_codes: {c} is no HTTP status, left out"),
+                );
+            }
+        }
+    }
+    if codes.is_empty() {
+        let at = r.at(rp, "retry_on");
+        r.note(
+            at,
+            format!(
+                "{what}: retry_on names retriable-status-codes but lists no retriable_status_codes"
+            ),
+        );
+        return None;
+    }
+    Some(Yaml::Mapping(policy([(
+        "retriable-status-codes",
+        Yaml::Sequence(codes),
+    )])))
+}
+
+/// `retriable-headers` with the exact matches `retriable_headers` lists;
+/// none when it lists none.
+fn headers(r: &mut Reader<'_>, rp: &Map<String, Value>, what: &str) -> Option<Yaml> {
+    let mut rules = vec![];
+    for h in arr(rp.get("retriable_headers")) {
+        let name = h.get("name").and_then(Value::as_str);
+        let exact = h
+            .get("string_match")
+            .and_then(|m| m.get("exact"))
+            .or_else(|| h.get("exact_match"))
+            .and_then(Value::as_str);
+        match (name, exact) {
+            (Some(name), Some(exact)) => rules.push(Yaml::Mapping(policy([
+                ("name", s(name)),
+                ("exact", s(exact)),
+            ]))),
+            _ => {
+                let at = r.at(rp, "retriable_headers");
+                r.note(
+                    at,
+                    format!(
+                        "{what}.retriable_headers: {h} is not an exact match on a name, not mapped"
+                    ),
+                );
+            }
+        }
+    }
+    if rules.is_empty() {
+        let at = r.at(rp, "retry_on");
+        r.note(
+            at,
+            format!("{what}: retry_on names retriable-headers but no retriable_headers map"),
+        );
+        return None;
+    }
+    Some(Yaml::Mapping(policy([(
+        "retriable-headers",
+        Yaml::Sequence(rules),
+    )])))
 }
