@@ -212,111 +212,10 @@ fn annotations(
         return Ok(None);
     };
     let line = d.line_of(first, 0);
-    let bad = |key: &str, why: String| BadInput::at(d.file, d.line_of(key, 0), why);
-
-    let mut limit = 1;
-    if let Some(v) = annotation(ann, "retry.linkerd.io/limit") {
-        let key = "retry.linkerd.io/limit";
-        let l = text(v).and_then(|t| t.parse::<u16>().ok()).ok_or_else(|| {
-            bad(
-                key,
-                format!(
-                    "{what} {key}: a number of retries such as \"2\", got {}",
-                    show(v)
-                ),
-            )
-        })?;
-        limit = match u64::from(l) {
-            0 => {
-                out.notes.push(Note {
-                    source: Source::new(d.file, d.line_of(key, 0)),
-                    text: format!("{what} {key}: 0 is read as unset by Linkerd's policy controller, so 1 retry"),
-                });
-                1
-            }
-            l if l > MAX_LIMIT => {
-                out.notes.push(Note {
-                    source: Source::new(d.file, d.line_of(key, 0)),
-                    text: format!(
-                        "{what} {key}: {l} retries; the lab runs at most {MAX_LIMIT} (R 100)"
-                    ),
-                });
-                MAX_LIMIT
-            }
-            l => l,
-        };
-    }
-    let mut timeout = None;
-    if let Some(v) = annotation(ann, "retry.linkerd.io/timeout") {
-        let key = "retry.linkerd.io/timeout";
-        let t = text(v)
-            .and_then(|t| gateway::gep2257(&t).or_else(|| docs::duration(&t).filter(|_| t.ends_with(|c: char| c.is_ascii_alphabetic()))))
-            .ok_or_else(|| {
-                bad(
-                    key,
-                    format!(
-                        "{what} {key}: a duration with its unit, such as 5s or 200ms (GEP-2257; `5` is not one), got {}",
-                        show(v)
-                    ),
-                )
-            })?;
-        if !t.is_zero() {
-            timeout = Some(t);
-        }
-    }
-    let mut codes: Option<BTreeSet<u16>> = None;
-    if let Some(v) = annotation(ann, "retry.linkerd.io/http") {
-        let key = "retry.linkerd.io/http";
-        let t = text(v).unwrap_or_default();
-        let mut set = BTreeSet::new();
-        for c in t.split(',').map(str::trim) {
-            let code = |x: &str| x.parse::<u16>().ok().filter(|c| (100..600).contains(c));
-            let range = if c.eq_ignore_ascii_case("5xx") {
-                Some((500, 599))
-            } else if c.eq_ignore_ascii_case("gateway-error") {
-                Some((502, 504))
-            } else if let Some(x) = code(c) {
-                Some((x, x))
-            } else if let Some((a, b)) = c.split_once('-') {
-                code(a.trim()).zip(code(b.trim())).filter(|(a, b)| a <= b)
-            } else {
-                None
-            };
-            let (a, b) = range.ok_or_else(|| {
-                bad(
-                    key,
-                    format!(
-                        "{what} {key}: `{c}` is not a status (504), a range (500-504), gateway-error or 5xx"
-                    ),
-                )
-            })?;
-            set.extend(a..=b);
-        }
-        codes = Some(set);
-    }
-    let mut grpc = vec![];
-    if let Some(v) = annotation(ann, "retry.linkerd.io/grpc") {
-        let key = "retry.linkerd.io/grpc";
-        let t = text(v).unwrap_or_default();
-        for c in t.split(',').map(str::trim) {
-            let word = GRPC
-                .iter()
-                .find(|w| w.eq_ignore_ascii_case(c))
-                .ok_or_else(|| {
-                    bad(
-                        key,
-                        format!("{what} {key}: `{c}` is not one of {}", GRPC.join(", ")),
-                    )
-                })?;
-            grpc.push(*word);
-        }
-        if !what.starts_with("GRPCRoute ") {
-            out.notes.push(Note {
-            source: Source::new(d.file, d.line_of(key, 0)),
-            text: format!("{what} {key}: mapped, but gRPC statuses never reach the lab's HTTP/1.1 calls, so they retry nothing there"),
-        });
-        }
-    }
+    let limit = limit(d, ann, what, out)?;
+    let timeout = timeout(d, ann, what)?;
+    let codes = http_codes(d, ann, what)?;
+    let grpc = grpc_codes(d, ann, what, out)?;
     let mut p = policy([("preset", s("linkerd"))]);
     p.insert("attempts".into(), n((limit + 1) as f64));
     let all_5xx = codes
@@ -347,6 +246,145 @@ fn annotations(
         p.insert("retry_on".into(), Value::Sequence(on));
     }
     Ok(Some((p, line)))
+}
+
+/// A bad annotation value, at its line.
+fn bad(d: &Doc<'_>, key: &str, why: String) -> BadInput {
+    BadInput::at(d.file, d.line_of(key, 0), why)
+}
+
+/// `retry.linkerd.io/limit`: the retries, 1 when unset (or 0, which
+/// Linkerd's policy controller reads as unset), at most the lab's.
+fn limit(d: &Doc<'_>, ann: &Mapping, what: &str, out: &mut Read) -> Result<u64, BadInput> {
+    if let Some(v) = annotation(ann, "retry.linkerd.io/limit") {
+        let key = "retry.linkerd.io/limit";
+        let l = text(v).and_then(|t| t.parse::<u16>().ok()).ok_or_else(|| {
+            bad(
+                d,
+                key,
+                format!(
+                    "{what} {key}: a number of retries such as \"2\", got {}",
+                    show(v)
+                ),
+            )
+        })?;
+        return Ok(match u64::from(l) {
+            0 => {
+                out.notes.push(Note {
+                    source: Source::new(d.file, d.line_of(key, 0)),
+                    text: format!("{what} {key}: 0 is read as unset by Linkerd's policy controller, so 1 retry"),
+                });
+                1
+            }
+            l if l > MAX_LIMIT => {
+                out.notes.push(Note {
+                    source: Source::new(d.file, d.line_of(key, 0)),
+                    text: format!(
+                        "{what} {key}: {l} retries; the lab runs at most {MAX_LIMIT} (R 100)"
+                    ),
+                });
+                MAX_LIMIT
+            }
+            l => l,
+        });
+    }
+    Ok(1)
+}
+
+/// `retry.linkerd.io/timeout`: each try's timeout, a GEP-2257 duration
+/// (none when zero or unset).
+fn timeout(
+    d: &Doc<'_>,
+    ann: &Mapping,
+    what: &str,
+) -> Result<Option<std::time::Duration>, BadInput> {
+    if let Some(v) = annotation(ann, "retry.linkerd.io/timeout") {
+        let key = "retry.linkerd.io/timeout";
+        let t = text(v)
+            .and_then(|t| gateway::gep2257(&t).or_else(|| docs::duration(&t).filter(|_| t.ends_with(|c: char| c.is_ascii_alphabetic()))))
+            .ok_or_else(|| {
+                bad(
+                    d,
+                    key,
+                    format!(
+                        "{what} {key}: a duration with its unit, such as 5s or 200ms (GEP-2257; `5` is not one), got {}",
+                        show(v)
+                    ),
+                )
+            })?;
+        return Ok(Some(t).filter(|t| !t.is_zero()));
+    }
+    Ok(None)
+}
+
+/// `retry.linkerd.io/http`: the statuses retried (statuses, ranges,
+/// `gateway-error`, `5xx`), none when unset.
+fn http_codes(d: &Doc<'_>, ann: &Mapping, what: &str) -> Result<Option<BTreeSet<u16>>, BadInput> {
+    if let Some(v) = annotation(ann, "retry.linkerd.io/http") {
+        let key = "retry.linkerd.io/http";
+        let t = text(v).unwrap_or_default();
+        let mut set = BTreeSet::new();
+        for c in t.split(',').map(str::trim) {
+            let code = |x: &str| x.parse::<u16>().ok().filter(|c| (100..600).contains(c));
+            let range = if c.eq_ignore_ascii_case("5xx") {
+                Some((500, 599))
+            } else if c.eq_ignore_ascii_case("gateway-error") {
+                Some((502, 504))
+            } else if let Some(x) = code(c) {
+                Some((x, x))
+            } else if let Some((a, b)) = c.split_once('-') {
+                code(a.trim()).zip(code(b.trim())).filter(|(a, b)| a <= b)
+            } else {
+                None
+            };
+            let (a, b) = range.ok_or_else(|| {
+                bad(
+                    d,
+                    key,
+                    format!(
+                        "{what} {key}: `{c}` is not a status (504), a range (500-504), gateway-error or 5xx"
+                    ),
+                )
+            })?;
+            set.extend(a..=b);
+        }
+        return Ok(Some(set));
+    }
+    Ok(None)
+}
+
+/// `retry.linkerd.io/grpc`: the gRPC statuses retried.
+fn grpc_codes(
+    d: &Doc<'_>,
+    ann: &Mapping,
+    what: &str,
+    out: &mut Read,
+) -> Result<Vec<&'static str>, BadInput> {
+    let mut grpc = vec![];
+    if let Some(v) = annotation(ann, "retry.linkerd.io/grpc") {
+        let key = "retry.linkerd.io/grpc";
+        let t = text(v).unwrap_or_default();
+        for c in t.split(',').map(str::trim) {
+            let word = GRPC
+                .iter()
+                .find(|w| w.eq_ignore_ascii_case(c))
+                .ok_or_else(|| {
+                    bad(
+                        d,
+                        key,
+                        format!("{what} {key}: `{c}` is not one of {}", GRPC.join(", ")),
+                    )
+                })?;
+            grpc.push(*word);
+        }
+        if !what.starts_with("GRPCRoute ") {
+            out.notes.push(Note {
+            source: Source::new(d.file, d.line_of(key, 0)),
+            text: format!("{what} {key}: mapped, but gRPC statuses never reach the lab's HTTP/1.1 calls, so they retry nothing there"),
+        });
+        }
+    }
+    Ok(grpc)
 }
 
 /// An HTTPRoute's annotations, on the calls to its parent Services when
