@@ -532,54 +532,7 @@ fn profile(d: &Doc<'_>, out: &mut Read) -> Result<(), BadInput> {
         .and_then(Value::as_sequence)
         .cloned()
         .unwrap_or_default();
-    let starts = item_lines(d, "routes");
-    let mut chosen: Option<(usize, usize, usize)> = None;
-    for (i, r) in routes.iter().enumerate() {
-        let from = starts
-            .get(i)
-            .copied()
-            .unwrap_or_else(|| d.line_of("routes", 0));
-        let to = starts.get(i + 1).copied().unwrap_or(end);
-        let rname = r.get("name").and_then(Value::as_str).unwrap_or("?");
-        let what = format!("ServiceProfile {name} routes[{i}] ({rname})");
-        for (key, why) in [
-            ("responseClasses", "not mapped: the lab retries the 5xx answers of Linkerd's default classes"),
-            ("timeout", "not mapped: the route's timeout spans its retries (the lab's deadline is the root's `load.timeout`)"),
-        ] {
-            if r.get(key).is_some() {
-                out.notes.push(Note {
-                    source: Source::new(d.file, line_in(d, from, to, key)),
-                    text: format!("{what}.{key}: {why}"),
-                });
-            }
-        }
-        if let Some((k, _, _)) = chosen {
-            out.notes.push(Note {
-                source: Source::new(d.file, from),
-                text: format!(
-                    "{what}: never reached by the lab's requests (routes[{k}] takes them first)"
-                ),
-            });
-            continue;
-        }
-        let taken = match r.get("condition") {
-            None => Ok(true),
-            Some(c) => condition(c),
-        };
-        match taken {
-            Ok(true) => chosen = Some((i, from, to)),
-            Ok(false) => out.notes.push(Note {
-                source: Source::new(d.file, from),
-                text: format!(
-                    "{what}: not taken: its condition does not match the lab's requests (GET /)"
-                ),
-            }),
-            Err(why) => out.notes.push(Note {
-                source: Source::new(d.file, from),
-                text: format!("{what}: not taken: {why}"),
-            }),
-        }
-    }
+    let chosen = route_taken(d, name, &routes, end, out);
     let (p, line, what) = match chosen {
         Some((i, from, to)) => {
             let r = &routes[i];
@@ -631,4 +584,65 @@ fn profile(d: &Doc<'_>, out: &mut Read) -> Result<(), BadInput> {
         what,
     });
     Ok(())
+}
+
+/// The route of a ServiceProfile the lab's requests (GET /) take: the
+/// first whose condition matches, as its index and its lines; a note for
+/// each route not taken and each setting not mapped.
+fn route_taken(
+    d: &Doc<'_>,
+    name: &str,
+    routes: &[Value],
+    end: usize,
+    out: &mut Read,
+) -> Option<(usize, usize, usize)> {
+    let starts = item_lines(d, "routes");
+    let mut chosen: Option<(usize, usize, usize)> = None;
+    for (i, r) in routes.iter().enumerate() {
+        let from = starts
+            .get(i)
+            .copied()
+            .unwrap_or_else(|| d.line_of("routes", 0));
+        let to = starts.get(i + 1).copied().unwrap_or(end);
+        let rname = r.get("name").and_then(Value::as_str).unwrap_or("?");
+        let what = format!("ServiceProfile {name} routes[{i}] ({rname})");
+        for (key, why) in [
+            ("responseClasses", "not mapped: the lab retries the 5xx answers of Linkerd's default classes"),
+            ("timeout", "not mapped: the route's timeout spans its retries (the lab's deadline is the root's `load.timeout`)"),
+        ] {
+            if r.get(key).is_some() {
+                out.notes.push(Note {
+                    source: Source::new(d.file, line_in(d, from, to, key)),
+                    text: format!("{what}.{key}: {why}"),
+                });
+            }
+        }
+        if let Some((k, _, _)) = chosen {
+            out.notes.push(Note {
+                source: Source::new(d.file, from),
+                text: format!(
+                    "{what}: never reached by the lab's requests (routes[{k}] takes them first)"
+                ),
+            });
+            continue;
+        }
+        let taken = match r.get("condition") {
+            None => Ok(true),
+            Some(c) => condition(c),
+        };
+        match taken {
+            Ok(true) => chosen = Some((i, from, to)),
+            Ok(false) => out.notes.push(Note {
+                source: Source::new(d.file, from),
+                text: format!(
+                    "{what}: not taken: its condition does not match the lab's requests (GET /)"
+                ),
+            }),
+            Err(why) => out.notes.push(Note {
+                source: Source::new(d.file, from),
+                text: format!("{what}: not taken: {why}"),
+            }),
+        }
+    }
+    chosen
 }
