@@ -196,37 +196,7 @@ fn parse(f: &File) -> Result<Vec<Section>, BadInput> {
         let w = words(f, raw, at)?;
         let Some(first) = w.first() else { continue };
         if SECTIONS.contains(&first.as_str()) {
-            let kind = first.clone();
-            let named = matches!(kind.as_str(), "frontend" | "backend" | "listen");
-            let mut name = String::new();
-            let mut from = None;
-            let mut rest = &w[1..];
-            if let Some(x) = rest.first().filter(|x| *x != "from") {
-                name = x.clone();
-                rest = &rest[1..];
-            }
-            if let [kw, src, ..] = rest {
-                if kw == "from" {
-                    from = Some(src.clone());
-                }
-            } else if rest.first().is_some_and(|x| x == "from") {
-                return Err(BadInput::at(
-                    &f.name,
-                    at,
-                    format!("{kind}: `from` needs the name of a defaults section"),
-                ));
-            }
-            if named && name.is_empty() {
-                return Err(BadInput::at(&f.name, at, format!("`{kind}` needs a name")));
-            }
-            out.push(Section {
-                kind,
-                name,
-                line: at,
-                from,
-                settings: Settings::default(),
-                servers: vec![],
-            });
+            out.push(section(f, &w, at)?);
             continue;
         }
         let Some(sec) = out.last_mut() else {
@@ -242,115 +212,159 @@ fn parse(f: &File) -> Result<Vec<Section>, BadInput> {
         ) {
             continue;
         }
-        let st = &mut sec.settings;
-        let bad = |why: String| BadInput::at(&f.name, at, why);
-        match first.as_str() {
-            "retries" => {
-                let v = w
-                    .get(1)
-                    .and_then(|v| v.parse::<u32>().ok())
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "`retries` takes a whole number, got `{}`",
-                            w[1..].join(" ")
-                        ))
-                    })?;
-                st.retries = Some((v, at));
-            }
-            "retry-on" => {
-                if w.len() < 2 {
-                    return Err(bad("`retry-on` needs at least one keyword".into()));
-                }
-                for k in &w[1..] {
-                    let status = k.parse::<u16>().ok().filter(|c| STATUSES.contains(c));
-                    if status.is_none() && !WORDS.contains(&k.as_str()) {
-                        return Err(bad(format!(
-                            "`retry-on`: unknown keyword `{k}` (HAProxy knows {} and the statuses {})",
-                            WORDS.join(", "),
-                            STATUSES.map(|c| c.to_string()).join(", ")
-                        )));
-                    }
-                }
-                st.retry_on = Some((w[1..].to_vec(), at));
-            }
-            "option" | "no" => {
-                let no = first == "no";
-                let opt = if no {
-                    (w.get(1).map(String::as_str) == Some("option"))
-                        .then(|| w.get(2))
-                        .flatten()
-                } else {
-                    w.get(1)
-                };
-                match opt.map(String::as_str) {
-                    Some("redispatch") => {
-                        let every = if no {
-                            None
-                        } else {
-                            match w.get(2) {
-                                None => None,
-                                Some(v) => Some(v.parse::<i64>().map_err(|_| {
-                                    bad(format!("`option redispatch` takes an interval, got `{v}`"))
-                                })?),
-                            }
-                        };
-                        st.redispatch = Some((!no, every, at));
-                    }
-                    Some("httpchk")
-                    | Some("tcp-check")
-                    | Some("ldap-check")
-                    | Some("mysql-check")
-                    | Some("pgsql-check")
-                    | Some("redis-check")
-                    | Some("smtpchk")
-                    | Some("ssl-hello-chk") => st.checks = (!no).then_some(at),
-                    _ => {}
-                }
-            }
-            "http-check" => st.checks = st.checks.or(Some(at)),
-            "timeout" => {
-                let (Some(which), Some(v)) = (w.get(1), w.get(2)) else {
-                    return Err(bad(
-                        "`timeout` needs what and how long (`timeout server 30s`)".into(),
-                    ));
-                };
-                let d = haproxy_time(v).ok_or_else(|| {
-                    bad(format!(
-                        "`timeout {which}`: `{v}` is not a time (30s, 500ms, or milliseconds)"
-                    ))
-                })?;
-                match which.as_str() {
-                    "connect" => st.connect = Some((d, at)),
-                    "server" => st.server = Some((d, at)),
-                    _ => {}
-                }
-            }
-            "balance" => {
-                let Some(b) = w.get(1) else {
-                    return Err(bad("`balance` needs an algorithm".into()));
-                };
-                st.balance = Some((b.clone(), at));
-            }
-            "default-server" => {
-                for p in &w[1..] {
-                    st.default_server.push((p.clone(), at));
-                }
-            }
-            "server" => {
-                let (Some(name), Some(addr)) = (w.get(1), w.get(2)) else {
-                    return Err(bad("`server` needs a name and an address".into()));
-                };
-                sec.servers.push(ServerLine {
-                    name: name.clone(),
-                    addr: addr.clone(),
-                    line: at,
-                    params: w[3..].to_vec(),
-                });
-            }
-            _ => {}
-        }
+        setting(f, sec, &w, at)?;
     }
     Ok(out)
+}
+
+/// A section's first line: its kind, its name, the defaults section it
+/// names (`from`).
+fn section(f: &File, w: &[String], at: usize) -> Result<Section, BadInput> {
+    let kind = w[0].clone();
+    let named = matches!(kind.as_str(), "frontend" | "backend" | "listen");
+    let mut name = String::new();
+    let mut from = None;
+    let mut rest = &w[1..];
+    if let Some(x) = rest.first().filter(|x| *x != "from") {
+        name = x.clone();
+        rest = &rest[1..];
+    }
+    if let [kw, src, ..] = rest {
+        if kw == "from" {
+            from = Some(src.clone());
+        }
+    } else if rest.first().is_some_and(|x| x == "from") {
+        return Err(BadInput::at(
+            &f.name,
+            at,
+            format!("{kind}: `from` needs the name of a defaults section"),
+        ));
+    }
+    if named && name.is_empty() {
+        return Err(BadInput::at(&f.name, at, format!("`{kind}` needs a name")));
+    }
+    Ok(Section {
+        kind,
+        name,
+        line: at,
+        from,
+        settings: Settings::default(),
+        servers: vec![],
+    })
+}
+
+/// One line of a defaults, frontend, backend or listen section, into its
+/// settings or its servers.
+fn setting(f: &File, sec: &mut Section, w: &[String], at: usize) -> Result<(), BadInput> {
+    let first = &w[0];
+    let st = &mut sec.settings;
+    let bad = |why: String| BadInput::at(&f.name, at, why);
+    match first.as_str() {
+        "retries" => {
+            let v = w
+                .get(1)
+                .and_then(|v| v.parse::<u32>().ok())
+                .ok_or_else(|| {
+                    bad(format!(
+                        "`retries` takes a whole number, got `{}`",
+                        w[1..].join(" ")
+                    ))
+                })?;
+            st.retries = Some((v, at));
+        }
+        "retry-on" => {
+            if w.len() < 2 {
+                return Err(bad("`retry-on` needs at least one keyword".into()));
+            }
+            for k in &w[1..] {
+                let status = k.parse::<u16>().ok().filter(|c| STATUSES.contains(c));
+                if status.is_none() && !WORDS.contains(&k.as_str()) {
+                    return Err(bad(format!(
+                        "`retry-on`: unknown keyword `{k}` (HAProxy knows {} and the statuses {})",
+                        WORDS.join(", "),
+                        STATUSES.map(|c| c.to_string()).join(", ")
+                    )));
+                }
+            }
+            st.retry_on = Some((w[1..].to_vec(), at));
+        }
+        "option" | "no" => {
+            let no = first == "no";
+            let opt = if no {
+                (w.get(1).map(String::as_str) == Some("option"))
+                    .then(|| w.get(2))
+                    .flatten()
+            } else {
+                w.get(1)
+            };
+            match opt.map(String::as_str) {
+                Some("redispatch") => {
+                    let every = if no {
+                        None
+                    } else {
+                        match w.get(2) {
+                            None => None,
+                            Some(v) => Some(v.parse::<i64>().map_err(|_| {
+                                bad(format!("`option redispatch` takes an interval, got `{v}`"))
+                            })?),
+                        }
+                    };
+                    st.redispatch = Some((!no, every, at));
+                }
+                Some("httpchk")
+                | Some("tcp-check")
+                | Some("ldap-check")
+                | Some("mysql-check")
+                | Some("pgsql-check")
+                | Some("redis-check")
+                | Some("smtpchk")
+                | Some("ssl-hello-chk") => st.checks = (!no).then_some(at),
+                _ => {}
+            }
+        }
+        "http-check" => st.checks = st.checks.or(Some(at)),
+        "timeout" => {
+            let (Some(which), Some(v)) = (w.get(1), w.get(2)) else {
+                return Err(bad(
+                    "`timeout` needs what and how long (`timeout server 30s`)".into(),
+                ));
+            };
+            let d = haproxy_time(v).ok_or_else(|| {
+                bad(format!(
+                    "`timeout {which}`: `{v}` is not a time (30s, 500ms, or milliseconds)"
+                ))
+            })?;
+            match which.as_str() {
+                "connect" => st.connect = Some((d, at)),
+                "server" => st.server = Some((d, at)),
+                _ => {}
+            }
+        }
+        "balance" => {
+            let Some(b) = w.get(1) else {
+                return Err(bad("`balance` needs an algorithm".into()));
+            };
+            st.balance = Some((b.clone(), at));
+        }
+        "default-server" => {
+            for p in &w[1..] {
+                st.default_server.push((p.clone(), at));
+            }
+        }
+        "server" => {
+            let (Some(name), Some(addr)) = (w.get(1), w.get(2)) else {
+                return Err(bad("`server` needs a name and an address".into()));
+            };
+            sec.servers.push(ServerLine {
+                name: name.clone(),
+                addr: addr.clone(),
+                line: at,
+                params: w[3..].to_vec(),
+            });
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// `over` with `base` under it.
