@@ -44,6 +44,7 @@ use tower_error_ownership::record;
 
 use super::edge::Books;
 pub use super::edge::{EdgeState, MAX_IN_FLIGHT_PER_EDGE};
+use super::wire;
 pub(super) use super::wire::Reply;
 
 /// A time no attempt reaches (tokio's own "far future" for a timeout past
@@ -98,7 +99,7 @@ pub struct RetryClient {
     /// from `http` (HTTP/2, shared by every caller).
     mesh: Option<reqwest::Client>,
     pub(super) service: usize,
-    pub(super) header: HeaderName,
+    header: HeaderName,
     pub(super) observer: Arc<dyn Observer>,
     epoch: Instant,
     rng: Mutex<SmallRng>,
@@ -237,7 +238,7 @@ impl RetryClient {
             Some(mesh) if edge.in_process => mesh,
             _ => &self.http,
         };
-        let req = self.request(
+        let req = wire::request(
             http,
             edge,
             url,
@@ -265,7 +266,7 @@ impl RetryClient {
                     });
                 }
             };
-            let reply = self.reply(&res, signal, retry_on);
+            let reply = wire::reply(&res, &self.header, signal, retry_on);
             // Drain the body so the connection goes back to the pool.
             if res.bytes().await.is_err() {
                 return Err(Failure::Reset);

@@ -2,7 +2,7 @@
 //! (the trace, a sidecar's call number, the deadline, the SRE book's retry
 //! counter) and what its answer says ([`Reply`]), read from the status and
 //! the headers once. Sending it, its timer and the call around it are
-//! [`RetryClient`]'s, in `client` (kept in one module: the attempt's
+//! `RetryClient`'s, in `client` (kept in one module: the attempt's
 //! future is inlined into the call's there).
 
 use std::time::Duration;
@@ -10,7 +10,6 @@ use std::time::Duration;
 use http::HeaderName;
 use smallvec::SmallVec;
 
-use super::client::RetryClient;
 use super::context::{self, Trace, TraceHeader as _, DEADLINE, TRACE};
 use super::edge::EdgeState;
 use crate::observe::WireValue;
@@ -67,113 +66,110 @@ impl Reply {
     }
 }
 
-impl RetryClient {
-    /// An attempt's request: the trace, a sidecar's call number, the
-    /// deadline left when it is propagated (`deadline`), the SRE book's
-    /// retry counter. The request itself rather than a builder: a builder
-    /// is moved whole on every header it is given.
-    #[inline]
-    pub(super) fn request(
-        &self,
-        http: &reqwest::Client,
-        edge: &EdgeState,
-        url: &str,
-        trace: Option<Trace>,
-        deadline: Option<Duration>,
-        (signal, attempt): (Option<Signal>, u32),
-    ) -> reqwest::Result<reqwest::Request> {
-        let mut req = http.get(url).build()?;
-        let headers = req.headers_mut();
-        if let Some(t) = trace {
-            headers.insert(&TRACE, t.header_value());
-        }
-        // Through a sidecar: one attempt per call, numbered, so the callee
-        // can count the proxy's retries.
-        if let Some(calls) = &edge.proxied {
-            headers.insert(&CALL, calls.next(edge.id));
-        }
-        if let Some(left) = deadline {
-            headers.insert(&DEADLINE, context::deadline_header_value(left));
-        }
-        if signal == Some(Signal::Sre) {
-            // The SRE book's retry counter: how many times this call was
-            // tried before, for the callee's histogram.
-            headers.insert(&RETRY_ATTEMPT, http::HeaderValue::from(attempt));
-        }
-        Ok(req)
+/// An attempt's request: the trace, a sidecar's call number, the
+/// deadline left when it is propagated (`deadline`), the SRE book's
+/// retry counter. The request itself rather than a builder: a builder
+/// is moved whole on every header it is given.
+#[inline]
+pub(super) fn request(
+    http: &reqwest::Client,
+    edge: &EdgeState,
+    url: &str,
+    trace: Option<Trace>,
+    deadline: Option<Duration>,
+    (signal, attempt): (Option<Signal>, u32),
+) -> reqwest::Result<reqwest::Request> {
+    let mut req = http.get(url).build()?;
+    let headers = req.headers_mut();
+    if let Some(t) = trace {
+        headers.insert(&TRACE, t.header_value());
     }
+    // Through a sidecar: one attempt per call, numbered, so the callee
+    // can count the proxy's retries.
+    if let Some(calls) = &edge.proxied {
+        headers.insert(&CALL, calls.next(edge.id));
+    }
+    if let Some(left) = deadline {
+        headers.insert(&DEADLINE, context::deadline_header_value(left));
+    }
+    if signal == Some(Signal::Sre) {
+        // The SRE book's retry counter: how many times this call was
+        // tried before, for the callee's histogram.
+        headers.insert(&RETRY_ATTEMPT, http::HeaderValue::from(attempt));
+    }
+    Ok(req)
+}
 
-    /// What an answer says, read from its status and headers once: its
-    /// class and claim, the edge's dialect's advice, whether the edge's
-    /// retry conditions cover it.
-    #[inline]
-    pub(super) fn reply(
-        &self,
-        res: &reqwest::Response,
-        signal: Option<Signal>,
-        retry_on: &RetryOn,
-    ) -> Reply {
-        let status = res.status().as_u16();
-        if !is_error_status(status) {
-            // Every dialect is silent on a success, and its claim says
-            // nothing the call needs: no header is looked up (each
-            // look-up hashes its name, on every hop of the healthy fleet).
-            return Reply {
-                class: Classified::Success,
-                advice: Advice::Silent,
-                kind: RetryKind::Transient,
-                status: Some(status),
-                claim: None,
-                failure: None,
-            };
-        }
-        let headers = res.headers();
-        // Every copy of the claim header: a repeated one is ambiguous and
-        // reads as missing, for the claim and the dialect alike (which
-        // also reads the claim under this edge's header name).
-        let claim_value = one_value(headers.get_all(&self.header).iter().map(|v| v.as_bytes()));
-        let advice = signal.map_or(Advice::Silent, |s| {
-            // The dialect's other headers as HTTP combines repeated lines:
-            // a singleton sent twice reads as malformed.
-            let others: SmallVec<[_; 3]> = s
-                .headers()
-                .iter()
-                .filter(|&&name| name != DEFAULT_CLAIM_HEADER)
-                .map(|&name| {
-                    let v = combined(headers.get_all(name).iter().map(|v| v.as_bytes()));
-                    (name, v)
-                })
-                .collect();
-            s.read(status, |name| {
-                if name == DEFAULT_CLAIM_HEADER {
-                    claim_value
-                } else {
-                    others
-                        .iter()
-                        .find(|(n, _)| *n == name)
-                        .and_then(|(_, v)| v.as_deref())
-                }
-            })
-        });
-        // Whether the edge's conditions retry this answer, read while its
-        // headers are at hand (only a set with retriable-headers reads
-        // them).
-        let failure = Failure::Status(status);
-        let retriable = retry_on.allows(failure, |name| headers.get(name).map(|v| v.as_bytes()));
-        Reply {
-            class: Classified::Error {
-                claim: Claim::parse(claim_value),
-            },
-            advice,
-            kind: if status == 429 {
-                RetryKind::Throttling
-            } else {
-                RetryKind::Transient
-            },
+/// What an answer says, read from its status and headers once: its
+/// class and claim (under `claim_header`), the edge's dialect's advice,
+/// whether the edge's retry conditions cover it.
+#[inline]
+pub(super) fn reply(
+    res: &reqwest::Response,
+    claim_header: &HeaderName,
+    signal: Option<Signal>,
+    retry_on: &RetryOn,
+) -> Reply {
+    let status = res.status().as_u16();
+    if !is_error_status(status) {
+        // Every dialect is silent on a success, and its claim says
+        // nothing the call needs: no header is looked up (each
+        // look-up hashes its name, on every hop of the healthy fleet).
+        return Reply {
+            class: Classified::Success,
+            advice: Advice::Silent,
+            kind: RetryKind::Transient,
             status: Some(status),
-            claim: claim_value.map(WireValue::of),
-            failure: Some(failure),
-        }
-        .under(retry_on, retriable)
+            claim: None,
+            failure: None,
+        };
     }
+    let headers = res.headers();
+    // Every copy of the claim header: a repeated one is ambiguous and
+    // reads as missing, for the claim and the dialect alike (which
+    // also reads the claim under this edge's header name).
+    let claim_value = one_value(headers.get_all(claim_header).iter().map(|v| v.as_bytes()));
+    let advice = signal.map_or(Advice::Silent, |s| {
+        // The dialect's other headers as HTTP combines repeated lines:
+        // a singleton sent twice reads as malformed.
+        let others: SmallVec<[_; 3]> = s
+            .headers()
+            .iter()
+            .filter(|&&name| name != DEFAULT_CLAIM_HEADER)
+            .map(|&name| {
+                let v = combined(headers.get_all(name).iter().map(|v| v.as_bytes()));
+                (name, v)
+            })
+            .collect();
+        s.read(status, |name| {
+            if name == DEFAULT_CLAIM_HEADER {
+                claim_value
+            } else {
+                others
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .and_then(|(_, v)| v.as_deref())
+            }
+        })
+    });
+    // Whether the edge's conditions retry this answer, read while its
+    // headers are at hand (only a set with retriable-headers reads
+    // them).
+    let failure = Failure::Status(status);
+    let retriable = retry_on.allows(failure, |name| headers.get(name).map(|v| v.as_bytes()));
+    Reply {
+        class: Classified::Error {
+            claim: Claim::parse(claim_value),
+        },
+        advice,
+        kind: if status == 429 {
+            RetryKind::Throttling
+        } else {
+            RetryKind::Transient
+        },
+        status: Some(status),
+        claim: claim_value.map(WireValue::of),
+        failure: Some(failure),
+    }
+    .under(retry_on, retriable)
 }
