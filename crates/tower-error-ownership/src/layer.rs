@@ -31,7 +31,7 @@ use pin_project_lite::pin_project;
 use tokio::task::futures::TaskLocalFuture;
 use tower::{Layer, Service};
 
-use crate::record::{self, Record, Slot, Taken};
+use crate::record::{self, Record, Slot};
 use crate::{NoObserver, Observer};
 
 /// Uber's name for the claim header, for a service that talks to theirs:
@@ -416,27 +416,28 @@ impl<O: Observer> Pending<O> {
     /// Decides and writes the claim into `headers`, and reports.
     fn finish(
         self,
-        taken: Taken,
+        mut slot: Slot,
         status: Option<u16>,
         grpc_status: Option<u32>,
         headers: Option<&mut HeaderMap>,
     ) {
-        let record = taken.into_record();
         let error = match grpc_status {
             Some(code) => code != 0,
             None => status.is_some_and(is_error_status),
         };
-        let claim = headers.and_then(|h| self.shared.decide(&record, error, h));
-        self.shared.observer.answered(
-            self.tag,
-            &Answer {
-                status,
-                grpc_status,
-                error,
-                claim,
-                record: &record,
-            },
-        );
+        slot.read(|record| {
+            let claim = headers.and_then(|h| self.shared.decide(record, error, h));
+            self.shared.observer.answered(
+                self.tag,
+                &Answer {
+                    status,
+                    grpc_status,
+                    error,
+                    claim,
+                    record,
+                },
+            );
+        });
     }
 }
 
@@ -460,23 +461,23 @@ pin_project! {
             // Dropped before the answer: the caller went away.
             let this = this.project();
             if let Some(p) = this.pending.take() {
-                p.finish(taken(this.inner), None, None, None);
+                p.finish(slot(this.inner), None, None, None);
             }
         }
     }
 }
 
 /// The record out of a finished (or abandoned) handler's future.
-fn taken<F>(inner: Pin<&mut TaskLocalFuture<Slot, F>>) -> Taken {
-    inner.take_value().unwrap_or_default().into_taken()
+fn slot<F>(inner: Pin<&mut TaskLocalFuture<Slot, F>>) -> Slot {
+    inner.take_value().unwrap_or_default()
 }
 
 /// An answer whose claim waits for its trailers: the work left, the
 /// record, and the answer's HTTP status.
-type Deferred<O> = Option<(Pending<O>, Taken, u16)>;
+type Deferred<O> = (Pending<O>, Slot, u16);
 
-/// An answer, and its claim's work if it waits for the trailers.
-type Settled<R, O, E> = (Result<Response<R>, E>, Deferred<O>);
+/// An answer, and what was made of its claim's work left, if it waits.
+type Settled<R, E, D> = (Result<Response<R>, E>, Option<D>);
 
 impl<F, O, R, E> ResponseFuture<F, O>
 where
@@ -484,31 +485,37 @@ where
     O: Observer,
 {
     /// The answer, its claim written into it when its headers tell its
-    /// status; the work left when the claim waits for the trailers. The
-    /// answer stays where it is: an axum response is some 100 bytes, and
-    /// every move through the layers is a copy.
-    fn poll_settled(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Settled<R, O, E>> {
+    /// status; when the claim waits for the trailers, what `defer` makes
+    /// of the work left. The answer stays where it is: an axum response is
+    /// some 100 bytes, and every move through the layers is a copy (so is
+    /// the work left, some 150: `defer` finishes it, or boxes it).
+    fn poll_settled<D>(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        defer: impl FnOnce(Deferred<O>) -> D,
+    ) -> Poll<Settled<R, E, D>> {
         let mut this = self.project();
         let mut res = ready!(this.inner.as_mut().poll(cx));
         let Some(p) = this.pending.take() else {
             return Poll::Ready((res, None));
         };
-        let taken = taken(this.inner);
+        let slot = slot(this.inner);
         let Ok(answer) = res.as_mut() else {
-            p.finish(taken, None, None, None);
+            p.finish(slot, None, None, None);
             return Poll::Ready((res, None));
         };
         let status = answer.status().as_u16();
         if !p.http2 || !is_grpc(answer.headers()) {
-            p.finish(taken, Some(status), None, Some(answer.headers_mut()));
+            p.finish(slot, Some(status), None, Some(answer.headers_mut()));
             return Poll::Ready((res, None));
         }
         if let Some(code) = grpc_status(answer.headers()) {
             // Trailers-Only: the status, and so the claim, in the headers.
-            p.finish(taken, Some(status), Some(code), Some(answer.headers_mut()));
+            p.finish(slot, Some(status), Some(code), Some(answer.headers_mut()));
             return Poll::Ready((res, None));
         }
-        Poll::Ready((res, Some((p, taken, status))))
+        let deferred = defer((p, slot, status));
+        Poll::Ready((res, Some(deferred)))
     }
 }
 
@@ -520,12 +527,11 @@ where
     type Output = Result<Response<R>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let (res, deferred) = ready!(self.poll_settled(cx));
         // A gRPC answer with a body, through the HTTP layer: its status
         // comes in trailers this layer does not read (see `grpc`).
-        if let Some((p, taken, status)) = deferred {
-            p.finish(taken, Some(status), None, None);
-        }
+        let (res, _) = ready!(self.poll_settled(cx, |(p, slot, status)| {
+            p.finish(slot, Some(status), None, None)
+        }));
         Poll::Ready(res)
     }
 }
@@ -549,13 +555,8 @@ where
     type Output = Result<Response<ClaimBody<R, O>>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let (res, deferred) = ready!(self.project().inner.poll_settled(cx));
-        Poll::Ready(res.map(|res| {
-            res.map(|inner| ClaimBody {
-                inner,
-                grpc: deferred.map(Box::new),
-            })
-        }))
+        let (res, grpc) = ready!(self.project().inner.poll_settled(cx, Box::new));
+        Poll::Ready(res.map(|res| res.map(|inner| ClaimBody { inner, grpc })))
     }
 }
 
@@ -592,7 +593,7 @@ pin_project! {
     {
         #[pin]
         inner: B,
-        grpc: Option<Box<(Pending<O>, Taken, u16)>>,
+        grpc: Option<Box<Deferred<O>>>,
     }
 
     impl<B, O> PinnedDrop for ClaimBody<B, O>
@@ -602,8 +603,8 @@ pin_project! {
         fn drop(this: Pin<&mut Self>) {
             // A gRPC body dropped before its trailers: abandoned.
             if let Some(p) = this.project().grpc.take() {
-                let (p, taken, _) = *p;
-                p.finish(taken, None, None, None);
+                let (p, slot, _) = *p;
+                p.finish(slot, None, None, None);
             }
         }
     }
@@ -623,15 +624,15 @@ impl<B: Body, O: Observer> Body for ClaimBody<B, O> {
             match frame.as_mut() {
                 Some(Ok(f)) => {
                     if let Some(trailers) = f.trailers_mut() {
-                        let (p, taken, status) = *this.grpc.take().expect("checked above");
+                        let (p, slot, status) = *this.grpc.take().expect("checked above");
                         let code = grpc_status(trailers);
-                        p.finish(taken, Some(status), code, Some(trailers));
+                        p.finish(slot, Some(status), code, Some(trailers));
                     }
                 }
                 // The end without trailers: a gRPC answer with no status.
                 None => {
-                    let (p, taken, status) = *this.grpc.take().expect("checked above");
-                    p.finish(taken, Some(status), None, None);
+                    let (p, slot, status) = *this.grpc.take().expect("checked above");
+                    p.finish(slot, Some(status), None, None);
                 }
                 Some(Err(_)) => {}
             }

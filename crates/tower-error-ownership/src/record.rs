@@ -183,29 +183,22 @@ impl Slot {
             .clone()
     }
 
-    /// What the request's calls recorded: read in place, or the shared
+    /// Reads what the request's calls recorded: in place, or the shared
     /// record when a call left the task (then read when the answer is
-    /// written, so a spawned call that ended by then is in it).
-    pub(crate) fn into_taken(self) -> Taken {
-        match self.shared.into_inner() {
-            Some(shared) => Taken::Shared(shared),
-            None => Taken::Local(self.local.into_inner()),
+    /// written, so a spawned call that ended by then is in it). The
+    /// record is lent, not moved out: it is ten words, and this runs on
+    /// every answer.
+    pub(crate) fn read<R>(&mut self, f: impl FnOnce(&Record) -> R) -> R {
+        match self.shared.get() {
+            Some(shared) => f(&shared.take()),
+            None => f(self.local.get_mut()),
         }
     }
-}
 
-/// A request's record once its handler's future is done.
-pub(crate) enum Taken {
-    Local(Record),
-    Shared(Arc<RequestRecord>),
-}
-
-impl Taken {
-    pub(crate) fn into_record(self) -> Record {
-        match self {
-            Taken::Local(r) => r,
-            Taken::Shared(r) => r.take(),
-        }
+    /// Whether the record is still kept in place (no call left the task).
+    #[cfg(test)]
+    fn is_local(&self) -> bool {
+        self.shared.get().is_none()
     }
 }
 
@@ -360,7 +353,7 @@ mod tests {
             assert!(record(call(false)));
         }));
         fut.as_mut().await;
-        let r = fut.take_value().unwrap().into_taken().into_record();
+        let r = fut.take_value().unwrap().read(Record::clone);
         assert_eq!(
             r.outbound.as_slice(),
             &[call(false), call(true), call(false)]
@@ -374,9 +367,9 @@ mod tests {
             assert!(mark_own_fault());
         }));
         fut.as_mut().await;
-        let taken = fut.take_value().unwrap().into_taken();
-        assert!(matches!(taken, Taken::Local(_)), "no call left the task");
-        let r = taken.into_record();
+        let mut slot = fut.take_value().unwrap();
+        assert!(slot.is_local(), "no call left the task");
+        let r = slot.read(Record::clone);
         assert_eq!(r.outbound.as_slice(), &[call(true)]);
         assert!(r.own_fault);
     }
