@@ -235,6 +235,19 @@ impl EdgeBudget {
         }
     }
 
+    /// Whether [`EdgeBudget::answered`] changes anything: a bucket that
+    /// hears successes and failures (gRPC's, the AWS quota). A caller may
+    /// skip telling the others (and taking their lock) on every attempt.
+    pub fn hears_answers(&self) -> bool {
+        matches!(self, EdgeBudget::Tokens(_) | EdgeBudget::Quota(_))
+    }
+
+    /// Whether [`EdgeBudget::call_ended`] changes anything: Envoy's
+    /// requests in flight.
+    pub fn counts_calls(&self) -> bool {
+        matches!(self, EdgeBudget::Concurrency(_))
+    }
+
     /// A call ended (answered, given up, or dropped).
     pub fn call_ended(&mut self) {
         if let EdgeBudget::Concurrency(c) = self {

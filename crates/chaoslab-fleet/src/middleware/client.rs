@@ -331,7 +331,12 @@ impl RetryClient {
     /// overloaded callee's (in the `sre` dialect). The call is open on the
     /// edge's budget (a window earns its deposit) until this returns.
     async fn attempts(&self, call: &Call<'_>) -> (CallOutcome, bool, Option<Failure>) {
-        let mut books = Books::open(call.edge, self.epoch, call.policy.budget.is_some());
+        // One clock read for the call's start on the budget and its first
+        // attempt's.
+        let began = Instant::now();
+        let budgeted = call.policy.budget.is_some();
+        let mut books = Books::open(call.edge, self.epoch, budgeted, began);
+        let mut first = Some(began);
         let mut machine = AttemptMachine::for_policy(call.policy);
         let mut tried = Tried::default();
         let mut overloaded = false;
@@ -340,7 +345,8 @@ impl RetryClient {
         // not when the breaker, the throttle or the deadline stops it.
         let mut retrying = false;
         loop {
-            let cleared = match self.clear(call, &mut machine) {
+            let now = first.take().unwrap_or_else(Instant::now);
+            let cleared = match self.clear(call, &mut machine, now) {
                 ControlFlow::Continue(cleared) => cleared,
                 ControlFlow::Break(outcome) => return (outcome, overloaded, last),
             };
@@ -385,16 +391,17 @@ impl RetryClient {
         }
     }
 
-    /// Whether the next attempt may leave, and with what time: `Break`
-    /// with the call's outcome when the deadline has passed, or this
-    /// service's own breaker or throttle fails it fast.
+    /// Whether the next attempt may leave at `sent` (the clock just read),
+    /// and with what time: `Break` with the call's outcome when the
+    /// deadline has passed, or this service's own breaker or throttle
+    /// fails it fast.
     #[inline]
     fn clear(
         &self,
         call: &Call<'_>,
         machine: &mut AttemptMachine,
+        sent: Instant,
     ) -> ControlFlow<CallOutcome, Cleared> {
-        let sent = Instant::now();
         let started = call.deadline.map(|_| sent);
         let left = call
             .clip

@@ -235,25 +235,53 @@ fn detector(cfg: Option<OutlierConfig>, balancer: &Balancer) -> Option<Outliers>
 /// edge until this is dropped, and so is the retry holding `grant`. Dropped
 /// when the call ends, or when its future is dropped mid-way (its own
 /// caller went away): either way the budget hears of it once. On an edge
-/// without a budget it touches neither the lock nor the clock.
+/// without a budget it touches neither the lock nor the clock; on one
+/// whose budget only hears calls and retries (Finagle's window), the lock
+/// once a call that is not retried.
 pub(super) struct Books<'a> {
     edge: &'a EdgeState,
     /// The calling client's clock's zero (see `RetryClient::now`).
     epoch: Instant,
-    budgeted: bool,
+    /// What the budget the call started on is to hear (none without one).
+    hears: Hears,
     grant: Option<Grant>,
 }
 
+/// Which of a call's events its budget is to hear beyond its start and
+/// its retries, as the budget said when the call started: a budget
+/// replaced mid-call (a policy step) hears of the call no more than the
+/// one it started on would have.
+#[derive(Clone, Copy, Default)]
+struct Hears {
+    budgeted: bool,
+    answers: bool,
+    end: bool,
+}
+
 impl<'a> Books<'a> {
-    pub(super) fn open(edge: &'a EdgeState, epoch: Instant, budgeted: bool) -> Books<'a> {
+    /// Opens a call at `now` (the clock the caller read as it began).
+    pub(super) fn open(
+        edge: &'a EdgeState,
+        epoch: Instant,
+        budgeted: bool,
+        now: Instant,
+    ) -> Books<'a> {
+        let mut hears = Hears {
+            budgeted,
+            ..Hears::default()
+        };
         if budgeted {
-            let now = Instant::now().saturating_duration_since(epoch);
-            edge.with_budget(|b| b.call_started(now));
+            let now = now.saturating_duration_since(epoch);
+            edge.with_budget(|b| {
+                b.call_started(now);
+                hears.answers = b.hears_answers();
+                hears.end = b.counts_calls();
+            });
         }
         Books {
             edge,
             epoch,
-            budgeted,
+            hears,
             grant: None,
         }
     }
@@ -261,10 +289,10 @@ impl<'a> Books<'a> {
     /// An attempt was answered: the budget learns how, and the retry it
     /// was (if it was one) ends.
     pub(super) fn answered(&mut self, answer: Classified) {
-        if !self.budgeted {
+        let held = self.grant.take();
+        if !self.hears.answers && held.is_none() {
             return;
         }
-        let held = self.grant.take();
         let how = match answer {
             Classified::Success => Answered::Success,
             _ => Answered::Failure,
@@ -280,7 +308,7 @@ impl<'a> Books<'a> {
     /// Asks the budget for a retry after a failure of `kind`: `true`
     /// grants it (always, on an edge without a budget).
     pub(super) fn try_retry(&mut self, kind: RetryKind) -> bool {
-        if !self.budgeted {
+        if !self.hears.budgeted {
             return true;
         }
         let now = Instant::now().saturating_duration_since(self.epoch);
@@ -291,10 +319,10 @@ impl<'a> Books<'a> {
 
 impl Drop for Books<'_> {
     fn drop(&mut self) {
-        if !self.budgeted {
+        let held = self.grant.take();
+        if !self.hears.end && held.is_none() {
             return;
         }
-        let held = self.grant.take();
         self.edge.with_budget(|b| {
             if let Some(g) = held {
                 b.retry_ended(g);

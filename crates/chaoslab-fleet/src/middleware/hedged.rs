@@ -53,7 +53,7 @@ impl RetryClient {
         cfg: HedgeConfig,
     ) -> Race {
         let child = trace.map(Trace::child);
-        let mut books = Books::open(edge, self.epoch(), policy.budget.is_some());
+        let mut books = Books::open(edge, self.epoch(), policy.budget.is_some(), Instant::now());
         let mut hedge = Hedge::new(cfg);
         let mut tried = Tried::default();
         let mut running = FuturesUnordered::new();
