@@ -1,4 +1,6 @@
 use super::*;
+use crate::metrics::{Counts, RadiusStats, ServiceCounts};
+use crate::topology::Topology;
 
 #[test]
 fn names_and_paths_are_unique_and_every_figure_has_help() {
