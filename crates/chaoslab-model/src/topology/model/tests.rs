@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::topology::Preset;
+use error_ownership::claim::{self, Outbound};
+use error_ownership::{Attribution, Claim, DependencyMode};
 use proptest::prelude::*;
 
 pub(super) fn topo(yaml: &str) -> Topology {
