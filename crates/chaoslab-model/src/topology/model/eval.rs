@@ -2,12 +2,12 @@
 //! its callees' (see the module above for the method), and what its calls
 //! on each edge send.
 
-use super::super::mesh::Passed;
-use super::super::proxy::{AsRun, Passive, Reselect};
-use super::super::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};
 use super::budget::EdgeRates;
 use super::call::{call_outcome, Callee, Split};
 use super::codes::Codes;
+use crate::topology::mesh::Passed;
+use crate::topology::proxy::{AsRun, Passive, Reselect};
+use crate::topology::{EdgePolicy, Fault, Phase, Policy, Service, ServiceId, Topology};
 use error_ownership::claim::{self, ClaimReason, Outbound};
 use error_ownership::conditions::Failure;
 use error_ownership::{is_error_status, Attribution, Claim, DependencyMode};
@@ -160,13 +160,13 @@ impl<'a> Model<'a> {
         let n = t.services.len();
         // A validated topology is acyclic; a hand-built cyclic one gets file
         // order, which is wrong but finite.
-        let order = super::super::topological_order(&t.services, &t.edges)
+        let order = crate::topology::topological_order(&t.services, &t.edges)
             .unwrap_or_else(|_| (0..n).collect());
         let floor_s = super::floor_latencies(t, &order);
         // Each edge as its retrier runs it: the lab's client, or the
         // caller's sidecar proxy (SPEC section 17).
         let runs: Vec<AsRun> = (0..t.edges.len())
-            .map(|e| super::super::proxy::edge_as_run(t, policy, e))
+            .map(|e| crate::topology::proxy::edge_as_run(t, policy, e))
             .collect();
         Model {
             t,
