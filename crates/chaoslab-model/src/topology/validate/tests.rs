@@ -4,6 +4,7 @@ use super::*;
 use crate::topology::check::render_check;
 use crate::topology::Arrival;
 use crate::topology::{BudgetSetting, PolicyFields, Preset};
+use crate::topology::{Closed, DEFAULT_THINK};
 use error_ownership::{Attribution, DependencyMode};
 
 fn ok(yaml: &str) -> Topology {
