@@ -261,11 +261,11 @@ fn not_sent(res: &Result<Response>) -> bool {
 /// extensions private, and the timeout is the only one its API sets, so
 /// it is the one carried over.
 enum Spare {
-    /// Not one: the last attempt the call may make is on its way, or its
-    /// body is a stream.
+    /// Not one: the last attempt the call may make is on its way.
     None,
-    /// A copy of a request with a body.
-    Copy(Request),
+    /// The request to send: the call's own before its first attempt, or
+    /// a copy.
+    Ready(Request),
     /// A bodiless request's all but its URL.
     Resend {
         method: http::Method,
@@ -280,7 +280,7 @@ impl Spare {
     /// stream.
     fn of(req: &Request) -> Spare {
         if req.body().is_some() {
-            return req.try_clone().map_or(Spare::None, Spare::Copy);
+            return req.try_clone().map_or(Spare::None, Spare::Ready);
         }
         Spare::Resend {
             method: req.method().clone(),
@@ -290,32 +290,46 @@ impl Spare {
         }
     }
 
-    /// The request for a retry after `res`: a bodiless one goes to the
-    /// URL its answer came from (after any redirect reqwest followed).
-    /// `None` when there is none to send.
-    fn aim(self, res: &Result<Response>) -> Option<Request> {
-        let (method, headers, timeout, version) = match self {
-            Spare::None => return None,
-            Spare::Copy(r) => return Some(r),
+    /// Makes ready for a retry after `res`, which goes to the URL its
+    /// answer came from (after any redirect reqwest followed). Whether
+    /// there is a request to send.
+    fn aim(&mut self, res: &Result<Response>) -> bool {
+        if !matches!(self, Spare::Resend { .. }) {
+            return !matches!(self, Spare::None);
+        }
+        let url = match res {
+            Ok(r) => Some(r.url()),
+            Err(reqwest_middleware::Error::Reqwest(e)) => e.url(),
+            Err(reqwest_middleware::Error::Middleware(_)) => None,
+        };
+        let (
+            Some(url),
             Spare::Resend {
                 method,
                 headers,
                 timeout,
                 version,
-            } => (method, headers, timeout, version),
+            },
+        ) = (url, std::mem::replace(self, Spare::None))
+        else {
+            return false;
         };
-        let url = match res {
-            Ok(r) => Some(r.url()),
-            Err(reqwest_middleware::Error::Reqwest(e)) => e.url(),
-            Err(reqwest_middleware::Error::Middleware(_)) => None,
-        }?;
         let mut r = Request::new(method, url.clone());
         if let Some(t) = timeout {
             *r.timeout_mut() = Some(t);
         }
         *r.headers_mut() = headers;
         *r.version_mut() = version;
-        Some(r)
+        *self = Spare::Ready(r);
+        true
+    }
+
+    /// The request for the next attempt, leaving nothing behind.
+    fn take(&mut self) -> Option<Request> {
+        match std::mem::replace(self, Spare::None) {
+            Spare::Ready(r) => Some(r),
+            Spare::None | Spare::Resend { .. } => None,
+        }
     }
 }
 
@@ -354,16 +368,13 @@ impl Middleware for OwnershipRetry {
         if let Some(b) = &self.budget {
             b.deposit();
         }
+        let mut spare = Spare::Ready(req);
         Box::pin(async move {
-            // The first attempt is the caller's request itself, moved
-            // straight to reqwest; each retry is its spare.
-            let mut attempt = req;
             loop {
-                let spare = if machine.attempt() + 1 < attempts {
-                    Spare::of(&attempt)
-                } else {
-                    Spare::None
-                };
+                let attempt = spare.take().expect("a request for every attempt");
+                if machine.attempt() + 1 < attempts {
+                    spare = Spare::of(&attempt);
+                }
                 let res = next.clone().run(attempt, extensions).await;
                 if not_sent(&res) {
                     return res;
@@ -388,16 +399,15 @@ impl Middleware for OwnershipRetry {
                 // reqwest's that a request was sent for: a retry always has
                 // its request, but a call that could not make one stops
                 // there, owed a retry by the hop above (rule 5).
-                let Some(retry) = spare.aim(&res) else {
+                if !spare.aim(&res) {
                     let outcome = machine.cannot_retry();
                     tower_error_ownership::record::record(outcome.outbound(dependency, mode));
                     return res;
-                };
+                }
                 if let Some(d) = delay {
                     drop(res);
                     tokio::time::sleep(d).await;
                 }
-                attempt = retry;
             }
         })
     }
