@@ -9,8 +9,12 @@
 //!
 //! `cargo bench --bench middleware_overhead` runs 5 rounds of 5 s each;
 //! under `cargo test` it runs one short round as a smoke test. With
-//! `-- --fixed plain|ownership N` it sends exactly N root requests to one
-//! fleet, for a profile under callgrind (see `fixed::fixed_from_args`).
+//! `-- --fixed plain|traced|ownership N` it sends exactly N root requests
+//! to one fleet, for a profile under callgrind (see
+//! `fixed::fixed_from_args`); `traced` is the plain fleet carrying the
+//! lab's trace header on every call and bounding each call with its
+//! timeout, as a chain that traces its requests and times out its calls
+//! does (`FleetOptions::plain_traced`).
 
 use std::sync::Arc;
 
@@ -30,18 +34,23 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let topology = Arc::new(Topology::from_yaml(CHAIN, "bench-chain").expect("valid chain"));
-    let side = |name, plain| Side {
+    let side = |name, plain, plain_traced| Side {
         name,
         topology: topology.clone(),
         opts: FleetOptions {
             seed: 1,
             plain,
+            plain_traced,
             ..FleetOptions::default()
         },
     };
-    let sides = [side("plain", true), side("ownership", false)];
-    if fixed::fixed_from_args(&sides) {
+    let [plain, traced, ownership] = [
+        side("plain", true, false),
+        side("traced", true, true),
+        side("ownership", false, false),
+    ];
+    if fixed::fixed_from_args(&[plain.clone(), traced, ownership.clone()]) {
         return;
     }
-    alternate("middleware overhead", sides);
+    alternate("middleware overhead", [plain, ownership]);
 }

@@ -93,6 +93,7 @@ pub fn median(v: &mut [f64]) -> f64 {
 }
 
 /// One side of a comparison: its name and the fleet it starts.
+#[derive(Clone)]
 pub struct Side {
     /// Its name in the printed rounds.
     pub name: &'static str,

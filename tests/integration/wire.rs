@@ -136,3 +136,66 @@ fn tap_against_a_plain_client(extra: &[&str]) {
     assert!(lines.len() >= 20, "{} lines", lines.len());
     assert!(lines.iter().all(|l| l.contains("C")), "only C's exchanges");
 }
+
+/// The bench's traced baseline (`FleetOptions::plain_traced`) carries the
+/// lab's trace on the wire, its child at each hop, as the middleware's
+/// calls do; the bare baseline sends none. A listener of the test's own
+/// stands in for the chain's last service (an outside URL) and reads the
+/// request heads that reach it.
+#[test]
+fn the_traced_baseline_carries_the_trace_and_the_bare_one_none() {
+    use std::io::{BufRead, BufReader, Write};
+    let _fleet = fleet_lock();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let yaml = format!(
+        "name: t\nservices:\n  A: {{ calls: [B] }}\n  B: {{ calls: [C] }}\n  C: {{ url: \"http://127.0.0.1:{port}/\" }}\n"
+    );
+    let t = Arc::new(Topology::from_yaml(&yaml, "t.yaml").unwrap());
+    // Each request the listener reads: its head's lines, lowercased.
+    let heads = std::thread::spawn(move || {
+        let mut heads = vec![];
+        for stream in listener.incoming().take(2) {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = vec![];
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line.trim().is_empty() {
+                    break;
+                }
+                head.push(line.trim().to_ascii_lowercase());
+            }
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n")
+                .unwrap();
+            heads.push(head);
+        }
+        heads
+    });
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for traced in [true, false] {
+        let opts = FleetOptions {
+            plain: true,
+            plain_traced: traced,
+            ..FleetOptions::default()
+        };
+        let fleet = rt.block_on(Fleet::spawn(t.clone(), opts)).unwrap();
+        let url = fleet.entry_url();
+        let a = std::thread::spawn(move || raw_get(&url)).join().unwrap();
+        rt.block_on(fleet.shutdown());
+        assert!(a.starts_with("http/1.1 200"), "{a}");
+    }
+    let heads = heads.join().unwrap();
+    let trace = |head: &[String]| {
+        head.iter()
+            .find_map(|l| l.strip_prefix("x-chaoslab-trace: ").map(str::to_owned))
+    };
+    // A opened a root at depth 0; B, its child at depth 1, called C with
+    // depth 2.
+    let sent = trace(&heads[0]).unwrap_or_else(|| panic!("no trace: {:?}", heads[0]));
+    let (root, depth) = sent.split_once('-').unwrap();
+    assert!(root.parse::<u64>().is_ok() && depth == "2", "{sent}");
+    assert_eq!(trace(&heads[1]), None, "{:?}", heads[1]);
+}

@@ -48,6 +48,8 @@ pub(super) struct FleetLayout {
     pub(super) journal: bool,
     /// Plain axum + reqwest, without the middleware.
     pub(super) plain: bool,
+    /// The plain baseline carries the trace and the timeout.
+    pub(super) plain_traced: bool,
 }
 
 /// One service (one node of the topology) in a fleet's layout.
@@ -124,6 +126,7 @@ impl FleetLayout {
             first_root: first_root(opts.placement.as_ref()),
             journal: opts.placement.as_ref().is_some_and(Placement::serves_any),
             plain: opts.plain,
+            plain_traced: opts.plain_traced,
         }
     }
 }

@@ -52,6 +52,13 @@ pub struct FleetOptions {
     /// Run plain axum + reqwest with no middleware and no retries: the
     /// baseline the benchmark compares the middleware against.
     pub plain: bool,
+    /// With `plain`: the baseline carries the lab's trace header on every
+    /// call (read on the way in, its child written on the way out) and
+    /// bounds each call with its edge's per-attempt timeout, as a chain
+    /// that traces its requests and times out its calls does. What the
+    /// middleware costs over such a chain rather than over a bare one
+    /// (`cargo bench --bench middleware_overhead -- --fixed traced N`).
+    pub plain_traced: bool,
     /// One service of many processes (`chaoslab node`), a shard of them
     /// (`chaoslab node --shard`), or none (`chaoslab load`): `None` runs
     /// every service here.

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::metrics::Metrics;
 use crate::middleware::client::{Called, EdgeState, RetryClient};
-use crate::middleware::context::Trace;
+use crate::middleware::context::{Trace, TraceHeader as _};
 use crate::middleware::server::ServerConfig;
 use crate::topology::mesh::Errors;
 use crate::topology::{Fault, Service};
@@ -76,7 +76,7 @@ pub struct ServiceRuntime {
     born: Instant,
     client: RetryClient,
     server: Arc<ServerConfig>,
-    plain: Option<reqwest::Client>,
+    plain: Option<Plain>,
     /// Where its listener counts the connections it could not accept.
     metrics: Arc<Metrics>,
     /// The statuses of the errors it causes and passes up.
@@ -169,7 +169,7 @@ impl ServiceRuntime {
         server: Arc<ServerConfig>,
         addr: Option<SocketAddr>,
         seed: u64,
-        plain: Option<reqwest::Client>,
+        plain: Option<Plain>,
         metrics: &Arc<Metrics>,
     ) -> ServiceRuntime {
         ServiceRuntime {
@@ -437,16 +437,22 @@ impl ServiceRuntime {
     }
 
     /// The plain baseline: the same calls with bare reqwest, no retries, no
-    /// headers, no records.
-    async fn run_calls_plain(&self, http: &reqwest::Client) -> Result<(), CallsFailed> {
+    /// records; traced (see [`Plain`]), each with the child of `trace`
+    /// and within its edge's per-attempt timeout.
+    async fn run_calls_plain(
+        &self,
+        plain: &Plain,
+        trace: Option<Trace>,
+    ) -> Result<(), CallsFailed> {
+        let child = trace.map(Trace::child).filter(|_| plain.traced);
         for c in self.drawn() {
             for _ in 0..c.count {
-                let ok = match http.get(c.edge.url()).send().await {
-                    Ok(r) => {
-                        let ok = r.status().is_success();
-                        r.bytes().await.is_ok() && ok
-                    }
-                    Err(_) => false,
+                let ok = if plain.traced {
+                    let timeout = c.edge.timeout();
+                    let call = plain_call(&plain.http, c.edge.url(), child);
+                    tokio::time::timeout(timeout, call).await.unwrap_or(false)
+                } else {
+                    plain_call(&plain.http, c.edge.url(), None).await
                 };
                 if !ok && c.edge.mode == DependencyMode::FailClose {
                     return Err(CallsFailed {
@@ -457,6 +463,37 @@ impl ServiceRuntime {
             }
         }
         Ok(())
+    }
+}
+
+/// The plain baseline's client, and whether it carries the lab's trace
+/// and the per-attempt timeout ([`super::FleetOptions::plain_traced`]).
+#[derive(Debug, Clone)]
+pub(super) struct Plain {
+    pub(super) http: reqwest::Client,
+    pub(super) traced: bool,
+}
+
+/// One plain call to `url`, with `trace` in the lab's header if given:
+/// whether it succeeded, its body read.
+async fn plain_call(http: &reqwest::Client, url: &str, trace: Option<Trace>) -> bool {
+    let sent = match trace {
+        None => http.get(url).send().await,
+        Some(t) => match http.get(url).build() {
+            Ok(mut req) => {
+                req.headers_mut()
+                    .insert(&crate::middleware::context::TRACE, t.header_value());
+                http.execute(req).await
+            }
+            Err(e) => Err(e),
+        },
+    };
+    match sent {
+        Ok(r) => {
+            let ok = r.status().is_success();
+            r.bytes().await.is_ok() && ok
+        }
+        Err(_) => false,
     }
 }
 

@@ -271,10 +271,10 @@ impl<'a> Wiring<'a> {
         let mut replicas = Vec::with_capacity(at.replicas.len());
         for (r, replica) in at.replicas.iter().enumerate() {
             let client = self.client(id, spec, replica.client_seed)?;
-            let plain = self
-                .layout
-                .plain
-                .then(|| self.mesh.clone().unwrap_or_else(http1_client));
+            let plain = self.layout.plain.then(|| service::Plain {
+                http: self.mesh.clone().unwrap_or_else(http1_client),
+                traced: self.layout.plain_traced,
+            });
             replicas.push(Arc::new(ServiceRuntime::new(
                 (id, replica.index),
                 at.placed.get(r).unwrap_or(spec),

@@ -139,6 +139,11 @@ impl EdgeState {
         self.policy.load_full()
     }
 
+    /// The per-attempt timeout of the policy in force.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.policy.load().timeout
+    }
+
     /// Changes the policy. The budget keeps its tokens unless its ratio,
     /// ttl or floor changed.
     pub fn set_policy(&self, policy: EdgePolicy) {

@@ -11,7 +11,7 @@ use axum::Router;
 use tokio::time::Instant;
 
 use crate::fleet::workers::QueueFull;
-use crate::middleware::context::RequestContext;
+use crate::middleware::context::{Carried, RequestContext, Trace, TraceHeader as _};
 use crate::middleware::Observer as _;
 use crate::sidecar::retries::ProxiedAttempt;
 use crate::topology::{Fault, Phase};
@@ -91,7 +91,10 @@ fn refuse(rt: &ServiceRuntime, refusal: Refusal, body: &'static str) -> Response
 async fn handle(State(rt): State<Arc<ServiceRuntime>>, mut req: Request) -> Response {
     // The layer's observer opened the request's context (none in the
     // plain baseline, which runs no layer): current while it is served.
-    let ctx = req.extensions_mut().remove::<RequestContext>();
+    let ctx = match req.extensions_mut().remove::<RequestContext>() {
+        None if rt.plain.as_ref().is_some_and(|p| p.traced) => Some(traced(req.headers())),
+        ctx => ctx,
+    };
     // Sent by a caller's sidecar: the proxy chose this replica (its
     // caller's client, which counts the replicas it sends to, did not).
     if let Some(a) = req.extensions().get::<ProxiedAttempt>() {
@@ -108,6 +111,19 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, mut req: Request) -> Resp
     }
     drop(req);
     serve_replica(rt, ctx).await
+}
+
+/// The traced baseline's context (no layer opens one): the trace its
+/// caller sent, or a new root's.
+fn traced(headers: &http::HeaderMap) -> RequestContext {
+    static ROOTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    match Carried::of(headers).trace.and_then(Trace::from_value) {
+        Some(t) => RequestContext::new(t, false),
+        None => {
+            let root = ROOTS.fetch_add(1, Ordering::Relaxed);
+            RequestContext::new(Trace { root, depth: 0 }, true)
+        }
+    }
 }
 
 async fn serve_replica(rt: Arc<ServiceRuntime>, ctx: Option<RequestContext>) -> Response {
@@ -234,9 +250,9 @@ async fn work(
     if rt.calls.is_empty() {
         return (finish(&rt, fault), done);
     }
-    let calls = if let Some(http) = &rt.plain {
+    let calls = if let Some(plain) = &rt.plain {
         // The baseline: the same service, its calls made with bare reqwest.
-        rt.run_calls_plain(http).await
+        rt.run_calls_plain(plain, trace).await
     } else if rt.context_dropped() {
         // Lose the context the way real services do: do the outbound work
         // on a task that does not carry the request's record, without its

@@ -142,6 +142,7 @@ impl Live {
             FleetOptions {
                 seed: opts.seed,
                 plain: false,
+                plain_traced: false,
                 placement: opts.placement.clone(),
                 samples,
             },
