@@ -159,10 +159,27 @@ impl TraceHeader for Trace {
         at -= 1;
         buf[at] = b'-';
         at = write_decimal(&mut buf, at, self.root);
-        let mut v = http::HeaderValue::from_bytes(&buf[at..])
+        // The value's bytes are this buffer itself, shared by every copy
+        // of the request's headers reqwest makes on the way to the
+        // socket (three): a copied slice would be allocated, and then
+        // allocated again as shared on the first of them.
+        let text = bytes::Bytes::from_owner(TraceText { buf, at: at as u8 });
+        let mut v = http::HeaderValue::from_maybe_shared(text)
             .expect("digits and a dash are a valid header value");
         never_indexed(&mut v);
         v
+    }
+}
+
+/// A trace header's text, written at the end of its buffer from `at`.
+struct TraceText {
+    buf: [u8; 32],
+    at: u8,
+}
+
+impl AsRef<[u8]> for TraceText {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf[usize::from(self.at)..]
     }
 }
 
