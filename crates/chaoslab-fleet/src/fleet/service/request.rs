@@ -97,8 +97,9 @@ async fn handle(State(rt): State<Arc<ServiceRuntime>>, mut req: Request) -> Resp
     };
     // Sent by a caller's sidecar: the proxy chose this replica (its
     // caller's client, which counts the replicas it sends to, did not).
-    if let Some(a) = req.extensions().get::<ProxiedAttempt>() {
-        if rt.replicated {
+    // Looked up only where there are replicas to count.
+    if rt.replicated {
+        if let Some(a) = req.extensions().get::<ProxiedAttempt>() {
             rt.metrics.sent_to_replica(rt.id, rt.replica, a.is_retry());
         }
     }
