@@ -2,7 +2,7 @@
 //! value sits on: the parser keeps no spans, so a key's line is found in
 //! the document's text, occurrence by occurrence.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Map, Value as Json};
 use serde_yaml::Value;
@@ -26,6 +26,28 @@ impl Doc<'_> {
     /// `kind:` (empty when absent).
     pub fn kind(&self) -> &str {
         self.value.get("kind").and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// A document of a kind the importer does not read: counted by kind
+    /// in `skipped`; one with no `kind:` at all is refused as not `what`
+    /// (e.g. "a Kubernetes object"), saying what the importer `reads`.
+    pub fn not_read(
+        &self,
+        skipped: &mut BTreeMap<String, usize>,
+        what: &str,
+        reads: &str,
+    ) -> Result<(), BadInput> {
+        match self.kind() {
+            "" => Err(BadInput::at(
+                self.file,
+                self.start,
+                format!("not {what}: no `kind:` ({reads})"),
+            )),
+            other => {
+                *skipped.entry(other.to_string()).or_default() += 1;
+                Ok(())
+            }
+        }
     }
 
     /// `metadata.name` (empty when absent).

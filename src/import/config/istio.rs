@@ -28,14 +28,11 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
         match d.kind() {
             "VirtualService" => virtual_service(d, out, &mut rules, &mut subsets)?,
             "DestinationRule" => {}
-            "" => {
-                return Err(BadInput::at(
-                    d.file,
-                    d.start,
-                    "not an Istio object: no `kind:` (istio reads VirtualServices and DestinationRules)",
-                ));
-            }
-            other => *out.skipped.entry(other.to_string()).or_default() += 1,
+            _ => d.not_read(
+                &mut out.skipped,
+                "an Istio object",
+                "istio reads VirtualServices and DestinationRules",
+            )?,
         }
     }
     for d in docs.iter().filter(|d| d.kind() == "DestinationRule") {

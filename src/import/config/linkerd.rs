@@ -77,14 +77,11 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
                 }
             }
             "ServiceProfile" => profile(d, out)?,
-            "" => {
-                return Err(BadInput::at(
-                    d.file,
-                    d.start,
-                    "not a Kubernetes object: no `kind:` (linkerd reads Services, HTTPRoutes and ServiceProfiles)",
-                ));
-            }
-            other => *out.skipped.entry(other.to_string()).or_default() += 1,
+            _ => d.not_read(
+                &mut out.skipped,
+                "a Kubernetes object",
+                "linkerd reads Services, HTTPRoutes and ServiceProfiles",
+            )?,
         }
     }
     // A call no route or profile governs is not retried: the mesh

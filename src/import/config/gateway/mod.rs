@@ -48,14 +48,11 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
                 ),
             }),
             "BackendTrafficPolicy" | "XBackendTrafficPolicy" => backend_traffic_policy(d, out)?,
-            "" => {
-                return Err(BadInput::at(
-                    d.file,
-                    d.start,
-                    "not a Kubernetes object: no `kind:` (gateway-api reads HTTPRoutes and BackendTrafficPolicies)",
-                ));
-            }
-            other => *out.skipped.entry(other.to_string()).or_default() += 1,
+            _ => d.not_read(
+                &mut out.skipped,
+                "a Kubernetes object",
+                "gateway-api reads HTTPRoutes and BackendTrafficPolicies",
+            )?,
         }
     }
     // A call no route or profile governs is not retried: the mesh
