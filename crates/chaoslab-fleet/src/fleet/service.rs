@@ -447,12 +447,12 @@ impl ServiceRuntime {
         let child = trace.map(Trace::child).filter(|_| plain.traced);
         for c in self.drawn() {
             for _ in 0..c.count {
+                let call = plain_call(&plain.http, c.edge.url(), child);
                 let ok = if plain.traced {
                     let timeout = c.edge.timeout();
-                    let call = plain_call(&plain.http, c.edge.url(), child);
                     tokio::time::timeout(timeout, call).await.unwrap_or(false)
                 } else {
-                    plain_call(&plain.http, c.edge.url(), None).await
+                    call.await
                 };
                 if !ok && c.edge.mode == DependencyMode::FailClose {
                     return Err(CallsFailed {
