@@ -60,8 +60,15 @@ use error_ownership::claim::Outbound;
 use smallvec::SmallVec;
 use tokio::task::futures::TaskLocalFuture;
 
-/// Outbound calls a record holds without a heap allocation.
-const INLINE_CALLS: usize = 4;
+/// Outbound calls a record holds without a heap allocation: one, the
+/// most common request's (the record is swapped in and out of the thread
+/// on every poll of the handler, so every word in it costs on every
+/// request).
+const INLINE_CALLS: usize = 1;
+
+/// The calls a record makes room for when a request's second call
+/// comes: a fan-out allocates once up to this many.
+const SPILLED_CALLS: usize = 8;
 
 /// The most outbound calls one request records: a pathological fan-out
 /// beyond this keeps its first calls only, so memory stays bounded. An
@@ -80,7 +87,11 @@ pub struct Record {
 
 impl Record {
     fn push(&mut self, o: Outbound) {
-        if self.outbound.len() < MAX_RECORDED_CALLS {
+        let n = self.outbound.len();
+        if n == INLINE_CALLS {
+            self.outbound.reserve_exact(SPILLED_CALLS - n);
+        }
+        if n < MAX_RECORDED_CALLS {
             self.outbound.push(o);
         }
     }
@@ -230,6 +241,7 @@ pub fn scope<F: Future>(rec: Arc<RequestRecord>, fut: F) -> TaskLocalFuture<Slot
 }
 
 /// Runs `fut` inside a new record kept in place (the layer's).
+#[inline(always)]
 pub(crate) fn scope_in_place<F: Future>(fut: F) -> TaskLocalFuture<Slot, F> {
     CURRENT.scope(Slot::default(), fut)
 }
@@ -372,6 +384,21 @@ mod tests {
         let r = slot.read(Record::clone);
         assert_eq!(r.outbound.as_slice(), &[call(true)]);
         assert!(r.own_fault);
+    }
+
+    #[test]
+    fn a_records_second_call_makes_room_for_a_fan_out_at_once() {
+        let mut r = Record::default();
+        r.push(call(false));
+        assert!(!r.outbound.spilled(), "one call is kept in place");
+        r.push(call(true));
+        assert!(r.outbound.spilled());
+        assert_eq!(r.outbound.capacity(), SPILLED_CALLS);
+        for _ in 2..SPILLED_CALLS {
+            r.push(call(false));
+        }
+        assert_eq!(r.outbound.capacity(), SPILLED_CALLS, "no second allocation");
+        assert_eq!(r.outbound[1], call(true));
     }
 
     #[test]
