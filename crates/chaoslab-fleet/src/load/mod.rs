@@ -125,6 +125,7 @@ pub(crate) fn http_client(
 ) -> Result<reqwest::Client, LoadError> {
     reqwest::Client::builder()
         .no_proxy()
+        .retry(crate::middleware::client::no_hidden_retries())
         .tcp_nodelay(true)
         .pool_max_idle_per_host(idle)
         .timeout(timeout.unwrap_or(ROOT_TIMEOUT))

@@ -66,12 +66,22 @@ pub struct Called {
     pub overloaded: bool,
 }
 
+/// Every attempt the lab's clients send is one the lab counts: reqwest
+/// retries an HTTP/2 `REFUSED_STREAM` or a graceful `GOAWAY` twice by
+/// itself unless told not to, out of sight of the edge's retry policy
+/// (Istio's `refused-stream` condition would never see one), and copies
+/// every request to be ready to.
+pub fn no_hidden_retries() -> reqwest::retry::Builder {
+    reqwest::retry::never().max_retries_per_request(0)
+}
+
 /// An HTTP/1.1 client for calls between services: a pool per callee of up
 /// to 256 idle connections (one per attempt in flight, as many as an
 /// edge allows), kept for 30 s.
 pub fn http1_client() -> reqwest::Client {
     reqwest::Client::builder()
         .no_proxy()
+        .retry(no_hidden_retries())
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(30))
         .pool_max_idle_per_host(MAX_IN_FLIGHT_PER_EDGE)
@@ -85,6 +95,7 @@ pub fn http1_client() -> reqwest::Client {
 pub fn http2_client() -> reqwest::Client {
     reqwest::Client::builder()
         .no_proxy()
+        .retry(no_hidden_retries())
         .tcp_nodelay(true)
         .http2_prior_knowledge()
         .pool_idle_timeout(None)
@@ -631,3 +642,7 @@ struct Cleared {
     breaker: bool,
     throttled: bool,
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;
