@@ -30,6 +30,10 @@ use chaoslab::session::{Session, Setup};
 use chaoslab::topology::{generate, Topology};
 use tokio::time::Instant;
 
+#[path = "common/proc.rs"]
+mod proc;
+use proc::{served, status_mib};
+
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
     replicated(bench);
@@ -44,16 +48,8 @@ fn main() {
 
 /// A field of this process's `/proc/self/status`, in MiB (`VmRSS`, the
 /// resident set; `VmHWM`, its peak since [`reset_peak`]).
-fn status_mib(field: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .unwrap_or(f64::NAN)
-        / 1024.0
+fn self_mib(field: &str) -> f64 {
+    status_mib("self", field).unwrap_or(f64::NAN)
 }
 
 /// Starts the peak resident memory over from the current resident set
@@ -65,7 +61,7 @@ fn reset_peak() {
 /// This process's resident memory, in MiB, and its open descriptors.
 fn footprint() -> (f64, usize) {
     let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
-    (status_mib("VmRSS:"), fds)
+    (self_mib("VmRSS:"), fds)
 }
 
 /// A mesh of `services` drawn like Meta's at `rps` root requests a
@@ -101,19 +97,9 @@ fn drawn(services: u32, rps: f64, measured: Duration) {
     let report = Report::of_run(&record, &[]);
     let v = serde_json::to_value(&report).expect("the report serialises");
     let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
-    let hops: f64 = v["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .map(|n| num(&n["requests"]))
-        .sum();
+    let served = served(&v);
+    let (hops, unsent) = (served.hops, served.unsent);
     let root = &v["root"];
-    let (sent, dropped, skipped) = (
-        num(&root["sent"]),
-        num(&root["dropped"]),
-        num(&root["skipped"]),
-    );
-    let unsent = (dropped + skipped) / (sent + dropped + skipped).max(1.0);
     println!(
         "  {:.0} hops/s over {:.1} s ({:.1} per root request); {:.2}% of roots not sent; availability {:.4}, p99 {:.1} ms; resident {rss_end:.0} MiB, {fds_end} descriptors at the end; saturated {}{}",
         hops / num(&v["duration_s"]),
@@ -130,7 +116,7 @@ fn drawn(services: u32, rps: f64, measured: Duration) {
         }
     );
     let need_mib = mem_need.total() as f64 / f64::from(1 << 20);
-    let peak = status_mib("VmHWM:");
+    let peak = self_mib("VmHWM:");
     println!(
         "  needs, said up front: {} open files (open at the start: {fds}), {} (the run's peak resident set: {peak:.0} MiB, {:+.0}%)",
         fd_need.total(),

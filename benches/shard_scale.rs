@@ -31,6 +31,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+#[path = "common/proc.rs"]
+mod proc;
+use proc::{served, status_mib};
+
 /// What a run is asked for.
 struct Ask {
     services: u32,
@@ -208,19 +212,10 @@ fn run(ask: &Ask) -> Vec<String> {
             .expect("the report is JSON");
     let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
     let root = &report["root"];
-    let (sent, dropped, skipped) = (
-        num(&root["sent"]),
-        num(&root["dropped"]),
-        num(&root["skipped"]),
-    );
-    let unsent = (dropped + skipped) / (sent + dropped + skipped).max(1.0);
-    let measured = num(&report["duration_s"]);
-    let hops: f64 = report["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .map(|n| num(&n["requests"]))
-        .sum();
+    let served = served(&report);
+    let (sent, dropped, skipped, unsent) =
+        (served.sent, served.dropped, served.skipped, served.unsent);
+    let (measured, hops) = (served.measured, served.hops);
     let saturated = report["saturated"].as_bool().unwrap_or(true);
     let fd_errors = num(&report["lab"]["fd_errors"]);
     let misses = num(&report["lab"]["node_misses"]);
@@ -327,14 +322,5 @@ fn progress(line: &str) -> Option<Duration> {
 
 /// A process's resident high-water mark, in MiB, while it runs.
 fn hwm_mib(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib / 1024.0)
+    status_mib(&pid.to_string(), "VmHWM:")
 }

@@ -32,6 +32,9 @@ use std::time::Duration;
 use stats_alloc::StatsAlloc;
 use tokio::time::Instant;
 
+#[path = "common/proc.rs"]
+mod proc;
+
 #[global_allocator]
 static ALLOC: StatsAlloc<mimalloc::MiMalloc> = StatsAlloc::new(mimalloc::MiMalloc);
 
@@ -55,16 +58,7 @@ fn live_bytes() -> i64 {
 }
 
 fn rss_bytes() -> Option<i64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: i64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
+    proc::status_mib("self", "VmRSS:").map(|m| (m * 1024.0) as i64 * 1024)
 }
 
 fn mib(b: i64) -> f64 {
