@@ -380,6 +380,8 @@ impl Middleware for OwnershipRetry {
                 let res = next.clone().run(call.attempt(), extensions).await;
                 match call.answered(self, res) {
                     ControlFlow::Break(res) => return res,
+                    // Boxed: a timer held in place would take its room in
+                    // every call's future, retried or not.
                     ControlFlow::Continue(Some(delay)) => Box::pin(tokio::time::sleep(delay)).await,
                     ControlFlow::Continue(None) => {}
                 }
