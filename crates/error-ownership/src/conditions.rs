@@ -14,16 +14,17 @@
 //!
 //! | token | matches |
 //! |---|---|
-//! | `5xx` | any 5xx, a reset, a refused connection, a per-try timeout |
-//! | `gateway-error` | 502, 503, 504, a reset, a refused connection, a per-try timeout |
-//! | `reset` | a reset, a refused connection, a per-try timeout |
+//! | `5xx` | any 5xx, a reset (a refused stream too), a refused connection, a per-try timeout |
+//! | `gateway-error` | 502, 503, 504, a reset (a refused stream too), a refused connection, a per-try timeout |
+//! | `reset` | a reset (a refused stream too), a refused connection, a per-try timeout |
 //! | `connect-failure` | a refused connection |
 //! | `timeout` | a per-try timeout |
 //! | `retriable-4xx` | 409 |
 //! | `envoy-ratelimited` | 429 |
 //! | `retriable-status-codes` | the codes listed beside it |
 //! | `retriable-headers` | an answer carrying the header with that value |
-//! | `refused-stream`, `cancelled`, `unavailable`, `deadline-exceeded`, `internal`, `resource-exhausted` | nothing over plain HTTP/1.1 (an HTTP/2 `REFUSED_STREAM`, a `grpc-status`) |
+//! | `refused-stream` | an HTTP/2 stream the callee refused (`REFUSED_STREAM`, unprocessed): never over HTTP/1.1 |
+//! | `cancelled`, `unavailable`, `deadline-exceeded`, `internal`, `resource-exhausted` | nothing over plain HTTP/1.1 (a `grpc-status`) |
 //!
 //! [`RetryOn::ANY`] is the lab's own retriers' set: every error (a status
 //! of 500 or more, or 429) and every attempt with no answer.
@@ -116,7 +117,8 @@ impl Condition {
     }
 
     /// Whether this token names what never happens over HTTP/1.1 (an
-    /// HTTP/2 `REFUSED_STREAM`, a `grpc-status`), so it matches nothing.
+    /// HTTP/2 `REFUSED_STREAM`, a `grpc-status`): over HTTP/1.1 it
+    /// matches nothing.
     pub fn never_over_http1(self) -> bool {
         matches!(
             self,
@@ -131,10 +133,16 @@ impl Condition {
 
     /// Whether this token alone matches `f`.
     pub fn matches(self, f: Failure) -> bool {
+        if self == Condition::RefusedStream {
+            return f == Failure::RefusedStream;
+        }
         if self.never_over_http1() {
             return false;
         }
-        let no_answer = matches!(f, Failure::Refused | Failure::Reset | Failure::Timeout);
+        let no_answer = matches!(
+            f,
+            Failure::Refused | Failure::Reset | Failure::RefusedStream | Failure::Timeout
+        );
         match self {
             Condition::FiveXx => {
                 no_answer || matches!(f, Failure::Status(s) if (500..600).contains(&s))
@@ -160,6 +168,9 @@ pub enum Failure {
     Refused,
     /// The connection was reset, or closed before an answer.
     Reset,
+    /// The callee refused the HTTP/2 stream (`REFUSED_STREAM`) before
+    /// processing it: a reset that Envoy's `refused-stream` names apart.
+    RefusedStream,
     /// No answer within the per-try timeout.
     Timeout,
 }
@@ -172,7 +183,7 @@ impl Failure {
         match self {
             Failure::Status(s) => s,
             Failure::Timeout => 504,
-            Failure::Refused | Failure::Reset => 502,
+            Failure::Refused | Failure::Reset | Failure::RefusedStream => 502,
         }
     }
 }
@@ -426,6 +437,28 @@ mod tests {
             }
         }
         assert!(!RetryOn::EMPTY.allows(Failure::Status(500), none));
+    }
+
+    #[test]
+    fn a_refused_stream_is_a_reset_that_refused_stream_names_apart() {
+        let on = |c| RetryOn::EMPTY.with(c);
+        let refused = on(Condition::RefusedStream);
+        assert!(refused.allows(Failure::RefusedStream, none));
+        for f in [Failure::Reset, Failure::Refused, Failure::Status(503)] {
+            assert!(!refused.allows(f, none), "{f:?}");
+        }
+        for c in [Condition::FiveXx, Condition::GatewayError, Condition::Reset] {
+            assert!(on(c).allows(Failure::RefusedStream, none), "{c:?}");
+        }
+        for c in [
+            Condition::ConnectFailure,
+            Condition::Timeout,
+            Condition::Unavailable,
+        ] {
+            assert!(!on(c).allows(Failure::RefusedStream, none), "{c:?}");
+        }
+        assert!(RetryOn::ANY.allows(Failure::RefusedStream, none));
+        assert_eq!(Failure::RefusedStream.passed_status(), 502);
     }
 
     #[test]

@@ -270,11 +270,7 @@ impl RetryClient {
                     if is_out_of_files(&e) {
                         self.observer.out_of_files();
                     }
-                    return Err(if e.is_connect() {
-                        Failure::Refused
-                    } else {
-                        Failure::Reset
-                    });
+                    return Err(wire::failure_of(&e));
                 }
             };
             let reply = wire::reply(&res, &self.header, signal, retry_on);

@@ -2,6 +2,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::*;
+use error_ownership::conditions::Failure;
 
 /// A server that refuses every HTTP/2 stream it is sent
 /// (`RST_STREAM(REFUSED_STREAM)`): returns its URL and the streams it saw.
@@ -36,8 +37,22 @@ async fn a_refused_stream_is_sent_once_and_reaches_the_caller() {
         1,
         "the client sent the refused request again by itself"
     );
-    // The caller sees the refusal, for its own `refused-stream` condition.
-    assert!(format!("{err:?}").contains("REFUSED_STREAM"), "{err:?}");
+    // The edge sees the refusal, for its own `refused-stream` condition.
+    assert_eq!(wire::failure_of(&err), Failure::RefusedStream, "{err:?}");
+}
+
+#[tokio::test]
+async fn a_closed_port_is_a_refused_connection() {
+    let port = {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let err = http1_client()
+        .get(format!("http://127.0.0.1:{port}/"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(wire::failure_of(&err), Failure::Refused, "{err:?}");
 }
 
 #[tokio::test]

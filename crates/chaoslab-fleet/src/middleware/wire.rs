@@ -100,6 +100,25 @@ pub(super) fn request(
     Ok(req)
 }
 
+/// How an attempt that got no answer failed: the connection refused,
+/// the HTTP/2 stream refused by the callee (`REFUSED_STREAM`, Envoy's
+/// `refused-stream`), or reset (any other error on the way).
+pub(super) fn failure_of(e: &reqwest::Error) -> Failure {
+    if e.is_connect() {
+        return Failure::Refused;
+    }
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if let Some(h2) = c.downcast_ref::<h2::Error>() {
+            if h2.is_remote() && h2.reason() == Some(h2::Reason::REFUSED_STREAM) {
+                return Failure::RefusedStream;
+            }
+        }
+        cause = c.source();
+    }
+    Failure::Reset
+}
+
 /// What an answer says, read from its status and headers once: its
 /// class and claim (under `claim_header`), the edge's dialect's advice,
 /// whether the edge's retry conditions cover it.
