@@ -50,6 +50,21 @@ impl Doc<'_> {
         }
     }
 
+    /// `spec:`, the map a Kubernetes object's settings are in; a
+    /// document without one is refused, at its first line.
+    pub fn spec(&self) -> Result<&serde_yaml::Mapping, BadInput> {
+        self.value
+            .get("spec")
+            .and_then(Value::as_mapping)
+            .ok_or_else(|| {
+                BadInput::at(
+                    self.file,
+                    self.start,
+                    format!("{} {}: no `spec:` map", self.kind(), self.name()),
+                )
+            })
+    }
+
     /// `metadata.name` (empty when absent).
     pub fn name(&self) -> &str {
         self.value

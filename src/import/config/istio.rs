@@ -43,19 +43,6 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
     Ok(())
 }
 
-fn spec<'a>(d: &'a Doc<'_>) -> Result<&'a Mapping, BadInput> {
-    d.value
-        .get("spec")
-        .and_then(Value::as_mapping)
-        .ok_or_else(|| {
-            BadInput::at(
-                d.file,
-                d.start,
-                format!("{} {}: no `spec:` map", d.kind(), d.name()),
-            )
-        })
-}
-
 fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_sequence)
         .into_iter()
@@ -124,7 +111,7 @@ fn virtual_service(
     rules: &mut Vec<Rule>,
     subsets: &mut Vec<(String, String)>,
 ) -> Result<(), BadInput> {
-    let spec = spec(d)?;
+    let spec = d.spec()?;
     let name = d.name();
     let hosts = strings(spec.get("hosts"));
     if hosts.is_empty() {
@@ -317,7 +304,7 @@ fn destination_rule(
     rules: &mut Vec<Rule>,
     subsets: &[(String, String)],
 ) -> Result<(), BadInput> {
-    let spec = spec(d)?;
+    let spec = d.spec()?;
     let name = d.name();
     let Some(host) = spec.get("host").and_then(Value::as_str) else {
         return Err(BadInput::at(

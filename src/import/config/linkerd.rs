@@ -392,7 +392,7 @@ fn http_route(d: &Doc<'_>, out: &mut Read) -> Result<(), BadInput> {
     let Some((p, line)) = annotations(d, &what, out)? else {
         return Ok(());
     };
-    let spec = gateway::spec(d)?;
+    let spec = d.spec()?;
     let (services, _) = gateway::parents(d, spec);
     if services.is_empty() {
         out.notes.push(Note {
@@ -475,7 +475,7 @@ fn condition(c: &Value) -> Result<bool, String> {
 }
 
 fn profile(d: &Doc<'_>, out: &mut Read) -> Result<(), BadInput> {
-    let spec = gateway::spec(d)?;
+    let spec = d.spec()?;
     let name = d.name();
     if name.is_empty() {
         return Err(BadInput::at(

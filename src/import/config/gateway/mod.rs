@@ -64,19 +64,6 @@ pub fn read(f: &File, out: &mut Read) -> Result<(), BadInput> {
     Ok(())
 }
 
-pub(super) fn spec<'a>(d: &'a Doc<'_>) -> Result<&'a Mapping, BadInput> {
-    d.value
-        .get("spec")
-        .and_then(Value::as_mapping)
-        .ok_or_else(|| {
-            BadInput::at(
-                d.file,
-                d.start,
-                format!("{} {}: no `spec:` map", d.kind(), d.name()),
-            )
-        })
-}
-
 pub(super) fn show(v: &Value) -> String {
     serde_yaml::to_string(v).map_or_else(|_| "?".into(), |s| s.trim().to_string())
 }
@@ -194,7 +181,7 @@ pub(super) fn parents(d: &Doc<'_>, spec: &Mapping) -> (Vec<String>, Vec<String>)
 }
 
 fn http_route(d: &Doc<'_>, out: &mut Read) -> Result<(), BadInput> {
-    let spec = spec(d)?;
+    let spec = d.spec()?;
     let name = d.name();
     let (services, gateways) = parents(d, spec);
     let at_parents = d.line_of("parentRefs", 0);
@@ -416,7 +403,7 @@ fn rule_policy(
 
 /// A BackendTrafficPolicy's retry budget on the Services it targets.
 fn backend_traffic_policy(d: &Doc<'_>, out: &mut Read) -> Result<(), BadInput> {
-    let spec = spec(d)?;
+    let spec = d.spec()?;
     let name = d.name();
     let kind = d.kind();
     let envoy_gateway = d
