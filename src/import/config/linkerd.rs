@@ -424,15 +424,8 @@ fn http_route(d: &Doc<'_>, out: &mut Read) -> Result<(), BadInput> {
             return Ok(());
         }
     }
-    for h in services {
-        out.rules.push(Rule {
-            host: h,
-            from: None,
-            policy: p.clone(),
-            source: Source::new(d.file, line),
-            what: format!("{what} retry.linkerd.io annotations"),
-        });
-    }
+    let what = format!("{what} retry.linkerd.io annotations");
+    out.rule_for_each(services, &p, &Source::new(d.file, line), &what);
     Ok(())
 }
 

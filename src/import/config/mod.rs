@@ -142,6 +142,26 @@ pub struct Read {
     pub skipped: BTreeMap<String, usize>,
 }
 
+impl Read {
+    /// `policy` on the calls into each of `hosts` from every caller,
+    /// set at `source` by `what`.
+    pub fn rule_for_each(
+        &mut self,
+        hosts: impl IntoIterator<Item = String>,
+        policy: &Mapping,
+        source: &Source,
+        what: &str,
+    ) {
+        self.rules.extend(hosts.into_iter().map(|host| Rule {
+            host,
+            from: None,
+            policy: policy.clone(),
+            source: source.clone(),
+            what: what.to_string(),
+        }));
+    }
+}
+
 /// A file's text and the name it was given by.
 #[derive(Debug, Clone)]
 pub struct File {

@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde_yaml::{Mapping, Value};
 
 use super::docs::{self, Doc};
-use super::{n, policy, s, BadInput, File, Note, Read, Rule, Source};
+use super::{n, policy, s, BadInput, File, Note, Read, Source};
 
 mod takes;
 pub(super) use takes::{regex_matches_slash, taker};
@@ -261,15 +261,7 @@ fn http_route(d: &Doc<'_>, out: &mut Read) -> Result<(), BadInput> {
         });
     }
     let (p, line, what) = policies.swap_remove(chosen);
-    for h in services {
-        out.rules.push(Rule {
-            host: h,
-            from: None,
-            policy: p.clone(),
-            source: Source::new(d.file, line),
-            what: what.clone(),
-        });
-    }
+    out.rule_for_each(services, &p, &Source::new(d.file, line), &what);
     Ok(())
 }
 
@@ -522,14 +514,7 @@ fn backend_traffic_policy(d: &Doc<'_>, out: &mut Read) -> Result<(), BadInput> {
         ("min_per_sec", n(min_per_sec)),
         ("ttl", docs::lab_duration(interval)),
     ]);
-    for h in hosts {
-        out.rules.push(Rule {
-            host: h,
-            from: None,
-            policy: p.clone(),
-            source: Source::new(d.file, at),
-            what: format!("{kind} {name} retryConstraint"),
-        });
-    }
+    let what = format!("{kind} {name} retryConstraint");
+    out.rule_for_each(hosts, &p, &Source::new(d.file, at), &what);
     Ok(())
 }
