@@ -28,10 +28,9 @@ use error_ownership::{is_error_status, Attribution, Claim};
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, Version};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use tokio::task::futures::TaskLocalFuture;
 use tower::{Layer, Service};
 
-use crate::record::{self, Record, Slot};
+use crate::record::{self, Record, Scoped, Slot};
 use crate::{NoObserver, Observer};
 
 /// Uber's name for the claim header, for a service that talks to theirs:
@@ -416,7 +415,7 @@ impl<O: Observer> Pending<O> {
     /// Decides and writes the claim into `headers`, and reports.
     fn finish(
         self,
-        mut slot: Slot,
+        slot: &mut Slot,
         status: Option<u16>,
         grpc_status: Option<u32>,
         headers: Option<&mut HeaderMap>,
@@ -449,7 +448,7 @@ pin_project! {
         O: Observer,
     {
         #[pin]
-        inner: TaskLocalFuture<Slot, F>,
+        inner: Scoped<F>,
         pending: Option<Pending<O>>,
     }
 
@@ -461,15 +460,10 @@ pin_project! {
             // Dropped before the answer: the caller went away.
             let this = this.project();
             if let Some(p) = this.pending.take() {
-                p.finish(slot(this.inner), None, None, None);
+                p.finish(this.inner.slot(), None, None, None);
             }
         }
     }
-}
-
-/// The record out of a finished (or abandoned) handler's future.
-fn slot<F>(inner: Pin<&mut TaskLocalFuture<Slot, F>>) -> Slot {
-    inner.take_value().unwrap_or_default()
 }
 
 /// An answer whose claim waits for its trailers: the work left, the
@@ -499,7 +493,7 @@ where
         let Some(p) = this.pending.take() else {
             return Poll::Ready((res, None));
         };
-        let slot = slot(this.inner);
+        let slot = this.inner.slot();
         let Ok(answer) = res.as_mut() else {
             p.finish(slot, None, None, None);
             return Poll::Ready((res, None));
@@ -514,7 +508,7 @@ where
             p.finish(slot, Some(status), Some(code), Some(answer.headers_mut()));
             return Poll::Ready((res, None));
         }
-        let deferred = defer((p, slot, status));
+        let deferred = defer((p, std::mem::take(slot), status));
         Poll::Ready((res, Some(deferred)))
     }
 }
@@ -529,8 +523,8 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // A gRPC answer with a body, through the HTTP layer: its status
         // comes in trailers this layer does not read (see `grpc`).
-        let (res, _) = ready!(self.poll_settled(cx, |(p, slot, status)| {
-            p.finish(slot, Some(status), None, None)
+        let (res, _) = ready!(self.poll_settled(cx, |(p, mut slot, status)| {
+            p.finish(&mut slot, Some(status), None, None)
         }));
         Poll::Ready(res)
     }
@@ -603,8 +597,8 @@ pin_project! {
         fn drop(this: Pin<&mut Self>) {
             // A gRPC body dropped before its trailers: abandoned.
             if let Some(p) = this.project().grpc.take() {
-                let (p, slot, _) = *p;
-                p.finish(slot, None, None, None);
+                let (p, mut slot, _) = *p;
+                p.finish(&mut slot, None, None, None);
             }
         }
     }
@@ -624,15 +618,15 @@ impl<B: Body, O: Observer> Body for ClaimBody<B, O> {
             match frame.as_mut() {
                 Some(Ok(f)) => {
                     if let Some(trailers) = f.trailers_mut() {
-                        let (p, slot, status) = *this.grpc.take().expect("checked above");
+                        let (p, mut slot, status) = *this.grpc.take().expect("checked above");
                         let code = grpc_status(trailers);
-                        p.finish(slot, Some(status), code, Some(trailers));
+                        p.finish(&mut slot, Some(status), code, Some(trailers));
                     }
                 }
                 // The end without trailers: a gRPC answer with no status.
                 None => {
-                    let (p, slot, status) = *this.grpc.take().expect("checked above");
-                    p.finish(slot, Some(status), None, None);
+                    let (p, mut slot, status) = *this.grpc.take().expect("checked above");
+                    p.finish(&mut slot, Some(status), None, None);
                 }
                 Some(Err(_)) => {}
             }

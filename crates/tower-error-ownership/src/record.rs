@@ -16,8 +16,10 @@
 //!
 //! # Spawned tasks: the context drop
 //!
-//! The current record is a tokio task-local, so a task spawned with
-//! `tokio::spawn` does **not** see it. Calls made there are made outside
+//! The current record is the task's own: the future that holds it makes
+//! it the thread's current one only while it polls (or drops) what it
+//! runs, as a tokio task-local does. A task spawned with `tokio::spawn`
+//! does **not** see it. Calls made there are made outside
 //! the record: the analysis sees no failed dependency and the service
 //! claims an error that was not its own (rule 4 of the mechanism). Its
 //! caller then retries, the one retry the hop below already made is made
@@ -54,11 +56,12 @@
 
 use std::cell::{OnceCell, RefCell};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 
 use error_ownership::claim::Outbound;
 use smallvec::SmallVec;
-use tokio::task::futures::TaskLocalFuture;
 
 /// Outbound calls a record holds without a heap allocation: one, the
 /// most common request's (the record is swapped in and out of the thread
@@ -155,7 +158,7 @@ impl RequestRecord {
     }
 }
 
-/// The task-local value a request runs inside.
+/// The record a request runs inside, made current by [`Scoped`].
 ///
 /// A request's calls are made on the task that polls its handler, so the
 /// record lives in place, inside the layer's future: no allocation, no
@@ -213,37 +216,92 @@ impl Slot {
     }
 }
 
-tokio::task_local! {
-    static CURRENT: Slot;
+scoped_tls::scoped_thread_local! {
+    /// The slot of the future being polled on this thread, if it runs
+    /// inside one: a pointer set and reset around each poll, where a
+    /// tokio task-local swaps its whole value in and out.
+    static CURRENT: Slot
+}
+
+/// `f` of the current slot, if the thread runs inside one.
+fn with_current<R>(f: impl FnOnce(&Slot) -> R) -> Option<R> {
+    CURRENT.is_set().then(|| CURRENT.with(f))
 }
 
 /// The current task's request record, if it runs inside one: a handle to
 /// give a call made elsewhere (another task, another runtime).
 pub fn current() -> Option<Arc<RequestRecord>> {
-    CURRENT.try_with(Slot::share).ok()
+    with_current(Slot::share)
 }
 
 /// Records an outbound call into the current task's request record.
 /// Returns whether there was one.
 pub fn record(o: Outbound) -> bool {
-    CURRENT.try_with(|s| s.with(|r| r.push(o))).is_ok()
+    with_current(|s| s.with(|r| r.push(o))).is_some()
 }
 
 /// Marks the current request's error as the service's own; see
 /// [`RequestRecord::mark_own_fault`]. Returns whether there was a record.
 pub fn mark_own_fault() -> bool {
-    CURRENT.try_with(|s| s.with(|r| r.own_fault = true)).is_ok()
+    with_current(|s| s.with(|r| r.own_fault = true)).is_some()
 }
 
 /// Runs `fut` with `rec` as the current request record.
-pub fn scope<F: Future>(rec: Arc<RequestRecord>, fut: F) -> TaskLocalFuture<Slot, F> {
-    CURRENT.scope(Slot::of(rec), fut)
+pub fn scope<F: Future>(rec: Arc<RequestRecord>, fut: F) -> Scoped<F> {
+    Scoped::new(Slot::of(rec), fut)
 }
 
 /// Runs `fut` inside a new record kept in place (the layer's).
 #[inline(always)]
-pub(crate) fn scope_in_place<F: Future>(fut: F) -> TaskLocalFuture<Slot, F> {
-    CURRENT.scope(Slot::default(), fut)
+pub(crate) fn scope_in_place<F: Future>(fut: F) -> Scoped<F> {
+    Scoped::new(Slot::default(), fut)
+}
+
+pin_project_lite::pin_project! {
+    /// A future run inside a request record ([`scope`]): the record lies
+    /// in it, and is the thread's current one while the future is polled
+    /// and when it is dropped (a call's own drop may record), as a tokio
+    /// task-local's scope is.
+    pub struct Scoped<F> {
+        slot: Slot,
+        // `None` only once dropped.
+        #[pin]
+        fut: Option<F>,
+    }
+
+    impl<F> PinnedDrop for Scoped<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            let mut fut = this.fut;
+            CURRENT.set(this.slot, || fut.set(None));
+        }
+    }
+}
+
+impl<F> Scoped<F> {
+    fn new(slot: Slot, fut: F) -> Scoped<F> {
+        Scoped {
+            slot,
+            fut: Some(fut),
+        }
+    }
+
+    /// The record, to read once the future has answered (or is dropped).
+    pub(crate) fn slot(self: Pin<&mut Self>) -> &mut Slot {
+        self.project().slot
+    }
+}
+
+impl<F: Future> Future for Scoped<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        match this.fut.as_pin_mut() {
+            Some(fut) => CURRENT.set(this.slot, || fut.poll(cx)),
+            None => Poll::Pending,
+        }
+    }
 }
 
 /// Keeps a future inside the current request's record wherever it runs.
@@ -271,7 +329,7 @@ pin_project_lite::pin_project! {
 pin_project_lite::pin_project! {
     #[project = InnerProj]
     enum Inner<F> {
-        Kept { #[pin] fut: TaskLocalFuture<Slot, F> },
+        Kept { #[pin] fut: Scoped<F> },
         Bare { #[pin] fut: F },
     }
 }
@@ -365,7 +423,7 @@ mod tests {
             assert!(record(call(false)));
         }));
         fut.as_mut().await;
-        let r = fut.take_value().unwrap().read(Record::clone);
+        let r = fut.as_mut().slot().read(Record::clone);
         assert_eq!(
             r.outbound.as_slice(),
             &[call(false), call(true), call(false)]
@@ -379,11 +437,40 @@ mod tests {
             assert!(mark_own_fault());
         }));
         fut.as_mut().await;
-        let mut slot = fut.take_value().unwrap();
+        let slot = fut.as_mut().slot();
         assert!(slot.is_local(), "no call left the task");
         let r = slot.read(Record::clone);
         assert_eq!(r.outbound.as_slice(), &[call(true)]);
         assert!(r.own_fault);
+    }
+
+    #[tokio::test]
+    async fn a_future_dropped_unfinished_is_dropped_inside_its_record() {
+        /// Records a failed call when dropped, as a call cut short may.
+        struct RecordsOnDrop;
+        impl Drop for RecordsOnDrop {
+            fn drop(&mut self) {
+                assert!(record(call(true)), "dropped inside the record");
+            }
+        }
+        let rec = Arc::new(RequestRecord::new());
+        let outer = Arc::new(RequestRecord::new());
+        let mut fut = Box::pin(scope(rec.clone(), async {
+            let _guard = RecordsOnDrop;
+            std::future::pending::<()>().await;
+        }));
+        // Polled once inside another record: the inner one is current
+        // while it runs, the outer one again after.
+        scope(outer.clone(), async {
+            let polled = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
+            assert!(polled.is_pending());
+            assert!(record(call(false)));
+        })
+        .await;
+        assert!(current().is_none(), "no record outside a scope");
+        drop(fut);
+        assert_eq!(rec.calls(), [call(true)]);
+        assert_eq!(outer.calls(), [call(false)]);
     }
 
     #[test]
