@@ -64,9 +64,8 @@ use error_ownership::claim::Outbound;
 use smallvec::SmallVec;
 
 /// Outbound calls a record holds without a heap allocation: one, the
-/// most common request's (the record is swapped in and out of the thread
-/// on every poll of the handler, so every word in it costs on every
-/// request).
+/// most common request's (the record lies in the layer's future, so
+/// every word in it is made, moved and dropped with every request).
 const INLINE_CALLS: usize = 1;
 
 /// The calls a record makes room for when a request's second call
